@@ -1,0 +1,65 @@
+/**
+ * Authenticates the Tollgate key (`sk-…`) of every request and fills `ctx.state.auth`. Both endpoint
+ * families accept both headers (DECISIONS.md 7): the Anthropic SDK 1.x sends Bearer, Claude Code and
+ * SDK 0.x send `x-api-key`.
+ */
+import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
+import { KeyCache } from '../../src/auth/key-cache';
+import { PRIORITY } from '../../src/kernel/chain';
+import type { GatewayContext, Next } from '../../src/kernel/context';
+import { GatewayError } from '../../src/kernel/errors';
+import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { KeyIdentity } from '../../src/store/store';
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * One message for every failure (missing, malformed, unknown, revoked, expired), so the answer tells
+ * a prober nothing and never echoes what was sent.
+ */
+function invalidKey(): GatewayError {
+  return new GatewayError(
+    'TOLLGATE_ERR_AUTH_INVALID_KEY',
+    'Invalid or missing API key. Send your Tollgate key (sk-…) as "Authorization: Bearer <key>" or "x-api-key: <key>".',
+  );
+}
+
+/** The key the client presented, in the order its family's SDKs send it. */
+function presentedKey(ctx: GatewayContext): string | null {
+  const bearer = BEARER.exec(ctx.get('authorization'))?.[1] ?? '';
+  const apiKey = ctx.get('x-api-key');
+  const value = ctx.state.endpoint.family === 'anthropic' ? apiKey || bearer : bearer || apiKey;
+  return value === '' ? null : parsePresentedKey(value);
+}
+
+function usable(identity: KeyIdentity, now: number): boolean {
+  const { key, account } = identity;
+  return key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > now) && !account.disabled;
+}
+
+export const authPlugin: PluginDefinition<'auth'> = {
+  name: 'auth',
+  priority: PRIORITY.auth,
+  setup(config, { store }) {
+    const cache = new KeyCache(config.cache_ttl_ms, config.cache_max_entries);
+
+    return {
+      async handle(ctx: GatewayContext, next: Next) {
+        const key = presentedKey(ctx);
+        if (key === null) throw invalidKey();
+        const hash = hashApiKey(key);
+        const now = Date.now();
+        const revision = store.keysRevision();
+        let identity = cache.get(hash, revision, now);
+        if (identity === null) {
+          identity = await store.findKeyByHash(hash);
+          if (identity === null || !keysEqual(identity.hash, hash)) throw invalidKey();
+          cache.set(identity, revision, now);
+        }
+        if (!usable(identity, now)) throw invalidKey();
+        ctx.state.auth = { account: identity.account, key: identity.key };
+        await next();
+      },
+    };
+  },
+};

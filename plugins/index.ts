@@ -1,0 +1,9 @@
+/**
+ * Every plugin Tollgate ships, listed once. No discovery, no registration side effects: a plugin
+ * exists because it is named here, and `gateway.yaml` can only configure the ones named here.
+ */
+import type { PluginDefinition } from '../src/kernel/plugin';
+import { authPlugin } from './auth';
+import { upstreamPlugin } from './upstream';
+
+export const PLUGINS: readonly PluginDefinition[] = [authPlugin, upstreamPlugin] as PluginDefinition[];

@@ -1,0 +1,108 @@
+/**
+ * The validated, frozen shape of gateway.yaml. `schemas/gateway.schema.json` is the source of truth
+ * for what an operator may write; these types mirror it after ajv has applied the defaults.
+ */
+
+/** The wire protocol a provider speaks. `echo` is the built-in demo provider, which speaks all of them. */
+export type ProviderProtocol = 'openai' | 'anthropic' | 'echo';
+
+/** The protocol family a model natively belongs to (DECISIONS.md 1: declared, never guessed). */
+export type ModelFamily = 'openai' | 'anthropic';
+
+export interface ProviderTimeouts {
+  /** TCP + TLS connect. */
+  readonly connect_ms: number;
+  /** From the request being sent to the response headers arriving. */
+  readonly first_byte_ms: number;
+  /** Longest silence allowed between two body chunks. */
+  readonly idle_ms: number;
+}
+
+export interface ProviderConfig {
+  readonly id: string;
+  readonly protocol: ProviderProtocol;
+  /** Origin plus path prefix; for `openai` it includes the version path (`https://api.openai.com/v1`). */
+  readonly base_url: string;
+  /** Empty when the operator left the key unset: the provider's models then answer 503. */
+  readonly api_key: string;
+  /** Sent on every upstream request, after the client's allowed headers. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** `anthropic-version` sent on translated requests to an Anthropic upstream (DECISIONS.md 14). */
+  readonly anthropic_version: string;
+  readonly timeouts: ProviderTimeouts;
+  /** Upper bound of pooled connections to this provider. */
+  readonly max_connections: number;
+}
+
+export interface RouteTarget {
+  readonly provider: string;
+  /** The id sent upstream; the public model id when absent. */
+  readonly upstream_model: string;
+  readonly priority: number;
+  readonly weight: number;
+}
+
+/** Prices per 1 million tokens, in currency units of the balance, as written in gateway.yaml. */
+export interface ModelPrice {
+  readonly input: number;
+  readonly cache_write: number;
+  readonly cache_hit: number;
+  readonly output: number;
+}
+
+export interface ModelConfig {
+  readonly id: string;
+  readonly family: ModelFamily;
+  readonly routes: readonly RouteTarget[];
+  /** Absent only when `free` is true (a cross-field rule of the loader). */
+  readonly price?: ModelPrice;
+  readonly free: boolean;
+  /** Used when a translated request omits its own limit. */
+  readonly max_output_tokens: number;
+  readonly description?: string;
+}
+
+export interface ServerConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly max_body_bytes: number;
+  readonly max_json_depth: number;
+  readonly headers_timeout_ms: number;
+  readonly request_timeout_ms: number;
+  readonly keep_alive_timeout_ms: number;
+}
+
+export interface StoreConfig {
+  /** `sqlite:<path>` (embedded, the default) or `postgres://…`. */
+  readonly url: string;
+}
+
+export interface AuthPluginConfig {
+  readonly enabled: boolean;
+  /** How long a validated key stays in the in-memory cache; revocations bypass it. */
+  readonly cache_ttl_ms: number;
+  readonly cache_max_entries: number;
+}
+
+export interface UpstreamPluginConfig {
+  readonly enabled: boolean;
+}
+
+/** Every plugin's section, by plugin name. Adding a plugin adds a line here and a schema file. */
+export interface PluginConfigs {
+  readonly auth: AuthPluginConfig;
+  readonly upstream: UpstreamPluginConfig;
+}
+
+export type PluginName = keyof PluginConfigs;
+
+export interface GatewayConfig {
+  /** The file this config was read from, for messages. */
+  readonly source: string;
+  readonly version: number;
+  readonly server: ServerConfig;
+  readonly store: StoreConfig;
+  readonly providers: Readonly<Record<string, ProviderConfig>>;
+  readonly models: Readonly<Record<string, ModelConfig>>;
+  readonly plugins: PluginConfigs;
+}

@@ -1,0 +1,111 @@
+/**
+ * The Koa application: request ids, the error boundary, the endpoint routes and the answers for
+ * everything else. No provider or business logic lives here; the plugin chain does the work.
+ */
+import { randomBytes } from 'node:crypto';
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../config/types';
+import { errorBody, errorHeaders } from '../protocols/errors';
+import { ENDPOINTS, type Endpoint, type ErrorShape } from '../protocols/types';
+import type { Chain } from './chain';
+import type { GatewayContext, GatewayState } from './context';
+import { GatewayError, toGatewayError } from './errors';
+import { unknownPath } from './unknown-paths';
+
+/** What requests run under; swapped whole on reload, so a request keeps the one it started with. */
+export interface Runtime {
+  readonly config: GatewayConfig;
+  readonly chain: Chain;
+}
+
+export interface RuntimeRef {
+  current: Runtime;
+}
+
+/** State before an endpoint has been matched: only the request id is known. */
+interface BaseState {
+  requestId: string;
+  errorShape?: ErrorShape;
+}
+
+type BaseContext = Koa.ParameterizedContext<BaseState>;
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+function newRequestId(): string {
+  return `req_${randomBytes(12).toString('hex')}`;
+}
+
+function clip(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
+
+function sendError(ctx: BaseContext, err: GatewayError, shape: ErrorShape): void {
+  ctx.status = err.status;
+  ctx.set(errorHeaders(err));
+  ctx.body = errorBody(err, shape, ctx.state.requestId);
+  // A body we refused to read may still be arriving: close the connection rather than drain it.
+  if (err.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') ctx.set('connection', 'close');
+}
+
+/** Builds the Koa app over a runtime reference. */
+export function createApp(runtime: RuntimeRef, logger: Logger): Koa<BaseState> {
+  const app = new Koa<BaseState>();
+  app.silent = true;
+
+  app.use(async function requestBoundary(ctx, next) {
+    const offered = ctx.get('x-request-id');
+    ctx.state.requestId = CLIENT_REQUEST_ID.test(offered) ? offered : newRequestId();
+    ctx.set('x-request-id', ctx.state.requestId);
+    try {
+      await next();
+    } catch (thrown) {
+      const err = toGatewayError(thrown);
+      if (err.status >= 500) logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
+      if (ctx.headerSent || !ctx.writable) return;
+      sendError(ctx, err, ctx.state.errorShape ?? 'openai');
+    }
+  });
+
+  const router = new Router<BaseState>();
+  for (const endpoint of Object.values(ENDPOINTS)) {
+    router.post(endpoint.path, endpointHandler(endpoint, runtime));
+    router.all(endpoint.path, function methodNotAllowed(ctx) {
+      ctx.state.errorShape = endpoint.errorShape;
+      ctx.set('allow', 'POST');
+      throw new GatewayError('TOLLGATE_ERR_METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${endpoint.path}; use POST.`);
+    });
+  }
+  app.use(router.routes());
+
+  app.use(async function noSuchPath(ctx) {
+    const answer = unknownPath(ctx.method, clip(ctx.path), `${ctx.protocol}://${ctx.host}`);
+    ctx.state.errorShape = answer.shape;
+    throw answer.error;
+  });
+
+  app.on('error', (err: unknown) => {
+    // A client hanging up mid-response is routine, not a gateway fault.
+    if (isClientHangUp(err)) logger.debug({ err }, 'client closed the connection');
+    else logger.error({ err }, 'error while sending a response');
+  });
+  return app;
+}
+
+const HANG_UP_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
+
+function isClientHangUp(err: unknown): boolean {
+  return err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '');
+}
+
+function endpointHandler(endpoint: Endpoint, runtime: RuntimeRef) {
+  return async function handleEndpoint(ctx: BaseContext): Promise<void> {
+    ctx.state.errorShape = endpoint.errorShape;
+    const { config, chain } = runtime.current;
+    const extra: Omit<GatewayState, 'requestId'> = { config, endpoint };
+    Object.assign(ctx.state, extra);
+    await chain.run(ctx as unknown as GatewayContext);
+  };
+}

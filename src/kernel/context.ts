@@ -1,0 +1,63 @@
+/**
+ * The typed request state. Each stage owns one slot: the kernel fills `endpoint` and `request`, the
+ * auth plugin `auth`, the upstream plugin `exchange`. No untyped bags: a new plugin adds its slot here.
+ */
+import type { ParameterizedContext } from 'koa';
+import type { GatewayConfig, ModelConfig } from '../config/types';
+import type { Endpoint, Usage } from '../protocols/types';
+import type { Account, ApiKeyRecord } from '../store/store';
+
+/** The client's request once the kernel has read, checked and resolved it. */
+export interface ParsedRequest {
+  /** The body exactly as received. */
+  readonly raw: Buffer;
+  /** The body parsed once; plugins read it and never mutate it. */
+  readonly body: Readonly<Record<string, unknown>>;
+  readonly model: ModelConfig;
+  readonly stream: boolean;
+  /** Byte span of the top-level `model` value in `raw`, for a rename without re-serialising. */
+  readonly modelSpan: readonly [start: number, end: number];
+}
+
+export interface AuthState {
+  readonly account: Account;
+  readonly key: ApiKeyRecord;
+}
+
+/** How an exchange with the client ended. */
+export type ExchangeEnd =
+  | { readonly kind: 'delivered' }
+  | { readonly kind: 'aborted' }
+  | { readonly kind: 'failed'; readonly error: unknown };
+
+export interface ExchangeOutcome {
+  readonly end: ExchangeEnd;
+  /** HTTP status the client received. */
+  readonly status: number;
+  readonly provider: string | null;
+  /** Usage as reported once by the protocol or translator code that read the upstream. */
+  readonly usage: Usage | null;
+}
+
+/**
+ * A response outlives `await next()` when it streams; outer plugins (billing, metrics) await
+ * `finished` instead, which always resolves, never rejects.
+ */
+export interface Exchange {
+  readonly provider: string;
+  readonly upstreamModel: string;
+  readonly finished: Promise<ExchangeOutcome>;
+}
+
+export interface GatewayState {
+  readonly requestId: string;
+  /** The config snapshot this request runs under; a reload never changes it mid-request. */
+  readonly config: GatewayConfig;
+  readonly endpoint: Endpoint;
+  request?: ParsedRequest;
+  auth?: AuthState;
+  exchange?: Exchange;
+}
+
+export type GatewayContext = ParameterizedContext<GatewayState>;
+export type Next = () => Promise<void>;

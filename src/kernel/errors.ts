@@ -1,0 +1,101 @@
+/**
+ * One table of every error Tollgate itself produces. Each protocol renders a `GatewayError` in its own
+ * shape (spec §7.1, see `protocols/errors.ts`); the table fixes the status and the wire `type`/`code`
+ * so the same failure reads the same on every endpoint.
+ */
+
+export interface ErrorSpec {
+  readonly status: number;
+  /** OpenAI `error.type`. */
+  readonly type: string;
+  /** OpenAI `error.code`; null where OpenAI itself sends none. */
+  readonly code: string | null;
+  /** Anthropic `error.type`; derived from the status when absent. */
+  readonly anthropicType?: string;
+  /** Whether clients should retry (sets `x-should-retry`); the SDKs' status rule applies when absent. */
+  readonly retry?: boolean;
+}
+
+export const ERRORS = {
+  TOLLGATE_ERR_BODY_INVALID_JSON: { status: 400, type: 'invalid_request_error', code: 'invalid_json' },
+  TOLLGATE_ERR_BODY_NOT_OBJECT: { status: 400, type: 'invalid_request_error', code: 'invalid_request_body' },
+  TOLLGATE_ERR_BODY_TOO_DEEP: { status: 400, type: 'invalid_request_error', code: 'json_too_deep' },
+  TOLLGATE_ERR_BODY_FORBIDDEN_KEY: { status: 400, type: 'invalid_request_error', code: 'forbidden_key' },
+  TOLLGATE_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', code: 'request_too_large', anthropicType: 'request_too_large' },
+  TOLLGATE_ERR_BODY_CONTENT_TYPE: { status: 415, type: 'invalid_request_error', code: 'unsupported_media_type' },
+  TOLLGATE_ERR_REQUEST_INVALID: { status: 400, type: 'invalid_request_error', code: 'invalid_value' },
+  TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },
+  TOLLGATE_ERR_UNSUPPORTED_PROTOCOL: { status: 400, type: 'invalid_request_error', code: 'unsupported_model_for_endpoint' },
+  TOLLGATE_ERR_AUTH_INVALID_KEY: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key', retry: false },
+  TOLLGATE_ERR_PATH_UNKNOWN: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
+  TOLLGATE_ERR_PATH_PLANNED: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
+  TOLLGATE_ERR_PATH_WRONG_BASE: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
+  TOLLGATE_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' },
+  TOLLGATE_ERR_PROVIDER_UNCONFIGURED: { status: 503, type: 'service_unavailable_error', code: 'provider_not_configured', anthropicType: 'api_error', retry: false },
+  TOLLGATE_ERR_UPSTREAM_AUTH: { status: 502, type: 'server_error', code: 'upstream_auth_failed', anthropicType: 'api_error', retry: false },
+  TOLLGATE_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'server_error', code: 'upstream_unreachable', anthropicType: 'api_error' },
+  TOLLGATE_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'server_error', code: 'upstream_timeout', anthropicType: 'timeout_error' },
+  TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'server_error', code: 'upstream_invalid_response', anthropicType: 'api_error' },
+  TOLLGATE_ERR_STREAM_INTERRUPTED: { status: 502, type: 'server_error', code: 'stream_interrupted', anthropicType: 'api_error' },
+  TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', code: 'internal_error', anthropicType: 'api_error' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Anthropic error types by status (PROTOCOLS.md §3.6). */
+const ANTHROPIC_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  402: 'billing_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  415: 'invalid_request_error',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  504: 'timeout_error',
+  529: 'overloaded_error',
+};
+
+/** The Anthropic `error.type` for a status Tollgate produces. */
+export function anthropicTypeFor(status: number): string {
+  return ANTHROPIC_TYPE_BY_STATUS[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+/**
+ * An error with a code from the table. `message` is always safe to show a client: internal details
+ * go in `cause`, which is logged and never rendered.
+ */
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly spec: ErrorSpec;
+  /** The request field the error is about (OpenAI `error.param`). */
+  readonly param: string | null;
+  /** Extra response headers, e.g. `retry-after`. */
+  readonly headers: Readonly<Record<string, string>>;
+
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options: { param?: string | null; cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.spec = ERRORS[code];
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+  }
+
+  get status(): number {
+    return this.spec.status;
+  }
+}
+
+/** Wraps anything thrown into a GatewayError, hiding what was not meant for the client. */
+export function toGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  return new GatewayError('TOLLGATE_ERR_INTERNAL', 'The gateway failed to handle this request.', { cause: err });
+}

@@ -1,0 +1,31 @@
+/** The contract every plugin in `plugins/` implements (ARCHITECTURE.md, "The plugin contract"). */
+import type { Logger } from 'pino';
+import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
+import type { Store } from '../store/store';
+import type { GatewayContext, Next } from './context';
+
+/** What a plugin gets besides its own section of gateway.yaml. */
+export interface PluginKit {
+  /** The whole config at boot; a request reads its own snapshot from `ctx.state.config`. */
+  readonly config: GatewayConfig;
+  readonly store: Store;
+  readonly logger: Logger;
+}
+
+export interface PluginInstance {
+  /** The Koa onion: code before `next()` runs inbound, code after it outbound. */
+  handle(ctx: GatewayContext, next: Next): Promise<void>;
+  /** Called once on shutdown, innermost plugin first. */
+  close?(): Promise<void>;
+}
+
+export interface PluginDefinition<N extends PluginName = PluginName> {
+  /** Equals the folder, the YAML key under `plugins:`, the schema file name and the metric label. */
+  readonly name: N;
+  /** Higher runs further out in the onion; ties break by name. Bands live in `kernel/chain.ts`. */
+  readonly priority: number;
+  /** Plugins that must be enabled for this one to work; checked at boot. */
+  readonly dependsOn?: readonly PluginName[];
+  /** Receives config the kernel already validated against `schemas/plugins/<name>.schema.json`. */
+  setup(config: PluginConfigs[N], kit: PluginKit): PluginInstance | Promise<PluginInstance>;
+}

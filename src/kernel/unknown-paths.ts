@@ -1,0 +1,48 @@
+/**
+ * Answers for paths Tollgate does not serve (DECISIONS.md 4 and 5). Each is a JSON error the SDKs can
+ * read, never HTML or an empty body, and a wrong base URL says how to fix it.
+ */
+import { GatewayError } from './errors';
+import type { ErrorShape } from '../protocols/types';
+
+export interface UnknownPathAnswer {
+  readonly error: GatewayError;
+  readonly shape: ErrorShape;
+}
+
+const SERVED = 'This gateway serves POST /v1/chat/completions, POST /v1/responses and POST /v1/messages.';
+
+/** Classifies a request that matched no endpoint. `origin` is the gateway's own scheme and host. */
+export function unknownPath(method: string, path: string, origin: string): UnknownPathAnswer {
+  if (path === '/v1/images/generations') {
+    return {
+      shape: 'openai',
+      error: new GatewayError(
+        'TOLLGATE_ERR_PATH_PLANNED',
+        'Image generation (POST /v1/images/generations) is planned and not yet available on this gateway.',
+      ),
+    };
+  }
+  if (/\/messages(?:\/count_tokens)?\/?$/.test(path)) {
+    return {
+      shape: 'anthropic',
+      error: new GatewayError(
+        'TOLLGATE_ERR_PATH_WRONG_BASE',
+        `No endpoint at ${path}. Anthropic clients must use the bare host as base URL: ${origin} (no /v1 suffix, no trailing path).`,
+      ),
+    };
+  }
+  if (/\/(?:chat\/completions|responses)\/?$/.test(path)) {
+    return {
+      shape: 'openai',
+      error: new GatewayError(
+        'TOLLGATE_ERR_PATH_WRONG_BASE',
+        `No endpoint at ${path}. OpenAI clients must use ${origin}/v1 as base URL.`,
+      ),
+    };
+  }
+  return {
+    shape: 'openai',
+    error: new GatewayError('TOLLGATE_ERR_PATH_UNKNOWN', `Unknown request URL: ${method} ${path}. ${SERVED}`),
+  };
+}

@@ -1,0 +1,35 @@
+/** Usage of a Chat Completions exchange: the `usage` object of the reply or of the last stream chunk. */
+import { count, field, tryParse } from '../usage-json';
+import type { Usage } from '../types';
+
+/**
+ * Maps chat `usage` to neutral counts. OpenAI counts cached tokens inside `prompt_tokens`
+ * (PROTOCOLS.md §1.3), so they are taken out of the input count to bill each token once.
+ */
+export function chatUsage(usage: Record<string, unknown>): Omit<Usage, 'source'> {
+  const details = field(usage, 'prompt_tokens_details');
+  const prompt = count(usage.prompt_tokens);
+  const cacheRead = Math.min(count(details.cached_tokens), prompt);
+  const cacheWrite = Math.min(count(details.cache_write_tokens), prompt - cacheRead);
+  return {
+    inputTokens: prompt - cacheRead - cacheWrite,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
+    outputTokens: count(usage.completion_tokens),
+  };
+}
+
+/** The usage of a non-streamed chat reply body, if it has one. */
+export function chatUsageFromBody(text: string): Omit<Usage, 'source'> | null {
+  const usage = field(tryParse(text), 'usage');
+  return Object.keys(usage).length === 0 ? null : chatUsage(usage);
+}
+
+/**
+ * The usage carried by one stream chunk, if any. Only chunks that mention a usage object are parsed:
+ * every other chunk (`"usage":null` or none) costs a substring search, not a JSON.parse.
+ */
+export function chatUsageFromChunk(data: string): Omit<Usage, 'source'> | null {
+  if (!data.includes('"usage":{') && !data.includes('"usage": {')) return null;
+  return chatUsageFromBody(data);
+}

@@ -1,0 +1,55 @@
+/**
+ * Which headers cross the gateway, in each direction. Both lists are allow-lists: a header nobody
+ * thought of stays behind, so a client's key, cookie or alternate auth header can never reach a
+ * provider (RELIABILITY.md A4; LiteLLM #32202), and a provider's cookies never reach a client.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ProviderConfig } from '../config/types';
+
+/** Client headers forwarded to every provider. */
+const FORWARDED = new Set(['accept', 'user-agent']);
+/** Prefixes forwarded to providers of the matching protocol (DECISIONS.md 11: `anthropic-beta` and friends). */
+const FORWARDED_PREFIX: Readonly<Record<string, readonly string[]>> = {
+  anthropic: ['anthropic-', 'x-stainless-', 'x-claude-code-'],
+  openai: ['openai-beta', 'x-stainless-'],
+  echo: [],
+};
+
+/** Upstream response headers relayed to the client. */
+const RELAYED = new Set(['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'request-id']);
+
+/** The headers of one upstream request: the client's allowed ones, the provider's extras, its credential. */
+export function upstreamRequestHeaders(
+  client: IncomingHttpHeaders,
+  provider: ProviderConfig,
+  requestId: string,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const prefixes = FORWARDED_PREFIX[provider.protocol];
+  for (const [name, value] of Object.entries(client)) {
+    if (value === undefined) continue;
+    if (FORWARDED.has(name) || prefixes.some((prefix) => name.startsWith(prefix))) {
+      headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+  }
+  Object.assign(headers, provider.headers);
+  headers['content-type'] = 'application/json';
+  // The relay taps the bytes for usage, so they must arrive uncompressed.
+  headers['accept-encoding'] = 'identity';
+  headers['x-request-id'] = requestId;
+  if (provider.protocol === 'anthropic') headers['x-api-key'] = provider.api_key;
+  else if (provider.protocol === 'openai') headers.authorization = `Bearer ${provider.api_key}`;
+  return headers;
+}
+
+/** The upstream response headers a client may see; the upstream's own request id is renamed so ours stays unique. */
+export function relayedResponseHeaders(upstream: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of RELAYED) {
+    const value = upstream[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  const upstreamId = upstream['x-request-id'];
+  if (typeof upstreamId === 'string') headers['x-upstream-request-id'] = upstreamId;
+  return headers;
+}

@@ -1,0 +1,70 @@
+/**
+ * Relays an upstream body to the client chunk by chunk, as it arrives: no buffering, backpressure
+ * from the client paces the upstream socket, and a side tap reads usage on the way. The relay is the
+ * one place that knows how the exchange ended, so it resolves the exchange's `finished` promise.
+ */
+import { Readable } from 'node:stream';
+import type { ExchangeEnd } from '../kernel/context';
+import type { UsageTap } from '../protocols/types';
+
+export interface RelayOptions {
+  readonly tap: UsageTap;
+  /** Called exactly once: after the last byte, on an upstream failure, or when the client goes away. */
+  readonly onEnd: (end: ExchangeEnd) => void;
+  /** The frame that tells the client a stream broke, or null for a plain body (the socket is cut instead). */
+  readonly failureFrame: (error: unknown) => string | null;
+}
+
+export class Relay extends Readable {
+  private ended = false;
+
+  constructor(
+    private readonly source: Readable,
+    private readonly options: RelayOptions,
+  ) {
+    super();
+    source.on('data', (chunk: Buffer) => {
+      options.tap.observe(chunk);
+      if (!this.push(chunk)) source.pause();
+    });
+    source.once('end', () => {
+      this.push(null);
+      this.finish({ kind: 'delivered' });
+    });
+    source.once('error', (error: Error) => this.fail(error));
+    source.once('close', () => {
+      if (!this.ended) this.fail(new Error('upstream closed the stream before its end'));
+    });
+    source.pause();
+  }
+
+  override _read(): void {
+    this.source.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    // The client went away (or Koa tore the response down): stop the upstream at once.
+    this.finish({ kind: 'aborted' });
+    this.source.destroy();
+    callback(error);
+  }
+
+  private fail(error: unknown): void {
+    if (this.ended) return;
+    const frame = this.options.failureFrame(error);
+    if (frame === null) {
+      this.finish({ kind: 'failed', error });
+      this.destroy(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    this.push(frame);
+    this.push(null);
+    this.finish({ kind: 'failed', error });
+  }
+
+  private finish(end: ExchangeEnd): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.options.onEnd(end);
+  }
+}

@@ -1,0 +1,108 @@
+import { expect } from 'chai';
+import pino from 'pino';
+import type { GatewayConfig } from '../../src/config/types';
+import { buildChain, compose, orderLinks } from '../../src/kernel/chain';
+import type { GatewayContext } from '../../src/kernel/context';
+import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { Store } from '../../src/store/store';
+
+const logger = pino({ level: 'silent' });
+
+function kitWith(enabled: Record<string, boolean>) {
+  const plugins = Object.fromEntries(Object.entries(enabled).map(([name, on]) => [name, { enabled: on }]));
+  return { config: { plugins } as unknown as GatewayConfig, store: {} as Store, logger };
+}
+
+function recorder(name: 'auth' | 'upstream', priority: number, log: string[], extra: Partial<PluginDefinition> = {}) {
+  return {
+    name,
+    priority,
+    ...extra,
+    setup: () => ({
+      async handle(_ctx: GatewayContext, next: () => Promise<void>) {
+        log.push(`${name} in`);
+        await next();
+        log.push(`${name} out`);
+      },
+      async close() {
+        log.push(`${name} closed`);
+      },
+    }),
+  } as PluginDefinition;
+}
+
+describe('orderLinks', () => {
+  it('puts higher priority outside and breaks ties by name', () => {
+    const order = orderLinks([
+      { name: 'b', priority: 1 },
+      { name: 'c', priority: 5 },
+      { name: 'a', priority: 1 },
+    ]).map((link) => link.name);
+    expect(order).to.deep.equal(['c', 'a', 'b']);
+  });
+});
+
+describe('buildChain', () => {
+  it('runs plugins as an onion around the kernel request stage, by priority', async () => {
+    const log: string[] = [];
+    const chain = await buildChain(
+      [recorder('upstream', 500, log), recorder('auth', 2000, log)],
+      kitWith({ auth: true, upstream: true }),
+    );
+    expect(chain.order).to.deep.equal(['auth', 'request', 'upstream']);
+  });
+
+  it('skips disabled plugins and refuses a missing dependency', async () => {
+    const log: string[] = [];
+    const defs = [recorder('auth', 2000, log), recorder('upstream', 500, log, { dependsOn: ['auth'] })];
+    let message = '';
+    try {
+      await buildChain(defs, kitWith({ auth: false, upstream: true }));
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).to.equal('plugin "upstream" needs plugin "auth", which is disabled');
+  });
+
+  it('closes plugins innermost first', async () => {
+    const log: string[] = [];
+    const chain = await buildChain(
+      [recorder('auth', 2000, log), recorder('upstream', 500, log)],
+      kitWith({ auth: true, upstream: true }),
+    );
+    await chain.close();
+    expect(log).to.deep.equal(['upstream closed', 'auth closed']);
+  });
+
+});
+
+describe('compose', () => {
+  it('rejects a link that calls next() twice, naming it', async () => {
+    const calls: string[] = [];
+    const run = compose([
+      {
+        name: 'greedy',
+        priority: 2,
+        async handle(_ctx, next) {
+          await next();
+          await next();
+        },
+      },
+      {
+        name: 'inner',
+        priority: 1,
+        async handle() {
+          calls.push('inner');
+        },
+      },
+    ]);
+    let message = '';
+    try {
+      await run({} as GatewayContext);
+    } catch (err) {
+      message = (err as Error).message;
+    }
+    expect(message).to.equal('greedy called next() twice');
+    expect(calls).to.deep.equal(['inner']);
+  });
+});

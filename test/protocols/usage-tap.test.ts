@@ -1,0 +1,89 @@
+import { expect } from 'chai';
+import type { EndpointId, Usage } from '../../src/protocols/types';
+import { usageTapFor } from '../../src/protocols/usage-tap';
+
+/** Feeds `text` in chunks of `size` bytes, so events are split at awkward places. */
+function tapped(endpoint: EndpointId, stream: boolean, text: string, size = 7): Usage | null {
+  const tap = usageTapFor(endpoint, stream);
+  const bytes = Buffer.from(text);
+  for (let at = 0; at < bytes.length; at += size) tap.observe(bytes.subarray(at, at + size));
+  return tap.result();
+}
+
+const CHAT_STREAM = [
+  'data: {"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}',
+  'data: {"id":"c","choices":[{"index":0,"delta":{"content":"Hi"}}],"usage":null}',
+  'data: {"id":"c","choices":[],"usage":{"prompt_tokens":120,"completion_tokens":9,"total_tokens":129,"prompt_tokens_details":{"cached_tokens":100}}}',
+  'data: [DONE]',
+].join('\n\n') + '\n\n';
+
+const MESSAGES_STREAM = [
+  'event: message_start\ndata: {"type":"message_start","message":{"id":"m","usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":3000,"output_tokens":1}}}',
+  'event: ping\ndata: {"type":"ping"}',
+  'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"usage"}}',
+  'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}',
+  'event: message_stop\ndata: {"type":"message_stop"}',
+].join('\r\n\r\n') + '\r\n\r\n';
+
+describe('usage taps', () => {
+  for (const size of [1, 3, 7, 4096]) {
+    it(`reads the chat usage chunk, cached tokens taken out of the input (chunks of ${size})`, () => {
+      expect(tapped('chat', true, CHAT_STREAM, size)).to.deep.equal({
+        inputTokens: 20,
+        cacheReadTokens: 100,
+        cacheWriteTokens: 0,
+        outputTokens: 9,
+        source: 'upstream',
+      });
+    });
+
+    it(`folds message_start and the cumulative message_delta of a Messages stream (chunks of ${size})`, () => {
+      expect(tapped('messages', true, MESSAGES_STREAM, size)).to.deep.equal({
+        inputTokens: 10,
+        cacheWriteTokens: 200,
+        cacheReadTokens: 3000,
+        outputTokens: 42,
+        source: 'upstream',
+      });
+    });
+  }
+
+  it('reports no usage for a chat stream without a usage chunk', () => {
+    const stream = 'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n';
+    expect(tapped('chat', true, stream)).to.equal(null);
+  });
+
+  it('reads usage from the terminal event of a Responses stream', () => {
+    const stream =
+      'event: response.created\ndata: {"type":"response.created","response":{"usage":null}}\n\n' +
+      'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":50,"input_tokens_details":{"cached_tokens":20},"output_tokens":5}}}\n\n';
+    expect(tapped('responses', true, stream)).to.deep.equal({
+      inputTokens: 30,
+      cacheReadTokens: 20,
+      cacheWriteTokens: 0,
+      outputTokens: 5,
+      source: 'upstream',
+    });
+  });
+
+  it('reads usage from plain bodies of each protocol', () => {
+    expect(tapped('chat', false, '{"usage":{"prompt_tokens":5,"completion_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(tapped('messages', false, '{"usage":{"input_tokens":5,"output_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(tapped('responses', false, '{"usage":{"input_tokens":5,"output_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
+  });
+
+  it('never lets a negative or absurd count through', () => {
+    const body = '{"usage":{"prompt_tokens":-1000000,"completion_tokens":"7.5","prompt_tokens_details":{"cached_tokens":1e300}}}';
+    expect(tapped('chat', false, body)).to.deep.equal({
+      inputTokens: 0,
+      cacheReadTokens: 0,
+      cacheWriteTokens: 0,
+      outputTokens: 0,
+      source: 'upstream',
+    });
+  });
+
+  it('never finds usage on count_tokens, which is not billed', () => {
+    expect(tapped('count_tokens', false, '{"input_tokens":12}')).to.equal(null);
+  });
+});
