@@ -1,0 +1,217 @@
+/**
+ * The `tollgate` command line: a thin dispatcher. It parses arguments, opens what a command needs and
+ * turns every failure into one line on stderr and an exit code (0 ok, 1 error, 2 usage error).
+ * The commands themselves live in `cli/`, written against `Store` so tests need no process.
+ */
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { createAccountCommand } from './cli/accounts';
+import { runConfigCheck } from './cli/config-check';
+import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './cli/keys';
+import { ConfigError } from './config/config-error';
+import { loadConfigFile } from './config/load';
+import { openStore } from './store/open';
+import type { Store } from './store/store';
+
+/** Where the CLI reads its environment and writes its lines; tests pass their own. */
+export interface CliIo {
+  readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd: string;
+}
+
+const EXIT_OK = 0;
+const EXIT_ERROR = 1;
+const EXIT_USAGE = 2;
+
+const HELP = `Usage: tollgate <command> [options]
+
+Commands:
+  serve [--config FILE] [--port N]            run the gateway
+  config check [FILE]                         check a gateway.yaml and print every problem
+  account create NAME [--admin]               create an account (role user, or admin with --admin)
+  key create --account NAME [--name LABEL]    create an API key; the key is the LAST line printed
+                                              and is shown only this once
+  key list [--account NAME]                   list keys (prefix…last4 only, never the full key)
+  key revoke ID                               revoke a key; a running server refuses it at once
+  help                                        show this text
+
+The account and key commands also take --config FILE.
+
+Config file: --config FILE (or FILE for config check), else $TOLLGATE_CONFIG, else ./gateway.yaml.
+Port: --port N, else $PORT, else server.port from the config file.
+Store: store.url in the config file. A relative sqlite:<path> resolves against the WORKING
+  DIRECTORY, not the config file's folder: run account and key commands from the directory the
+  server runs in (the repository root for \`npm start\`), so both use the same database file.
+
+Exit codes: 0 success, 1 error, 2 usage error.`;
+
+/** A mistake in how the command was typed; exits 2. */
+class UsageError extends Error {}
+
+/** Runs node's parseArgs, turning its errors into a short UsageError. */
+function parse<T>(run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    // Node's unknown-option message goes on about `--`; its first sentence is the useful part.
+    throw new UsageError(message.split('. To specify')[0]);
+  }
+}
+
+/** Checks the number of positional arguments; `usage` goes into the message. */
+function expectPositionals(positionals: string[], required: number, usage: string): void {
+  if (positionals.length < required) throw new UsageError(`missing argument; usage: tollgate ${usage}`);
+  if (positionals.length > required) {
+    throw new UsageError(`unexpected argument "${positionals[required]}"; usage: tollgate ${usage}`);
+  }
+}
+
+/** The config file a command uses: the flag, else $TOLLGATE_CONFIG, else ./gateway.yaml. */
+function resolveConfigFile(flag: string | undefined, io: CliIo): string {
+  const file = flag ?? (io.env.TOLLGATE_CONFIG || undefined) ?? 'gateway.yaml';
+  return path.resolve(io.cwd, file);
+}
+
+/** Loads the config, opens and migrates its store, runs `work`, and always closes the store. */
+async function withStore<T>(configFlag: string | undefined, io: CliIo, work: (store: Store) => Promise<T>): Promise<T> {
+  const config = loadConfigFile(resolveConfigFile(configFlag, io), io.env);
+  // The working directory, not the config's folder: see "Store:" in the help text.
+  const store = openStore(config.store, io.cwd);
+  try {
+    await store.migrate();
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Reads a port number from a flag or $PORT; undefined leaves the config's port. */
+function parsePort(value: string | undefined, source: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
+  if (!(port <= 65535)) throw new UsageError(`${source} must be a port number (0-65535), got "${value}"`);
+  return port;
+}
+
+async function serveCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' }, port: { type: 'string' } } }),
+  );
+  expectPositionals(positionals, 0, 'serve [--config FILE] [--port N]');
+  const port = parsePort(values.port, '--port') ?? parsePort(io.env.PORT, 'PORT');
+  // Loaded on demand so that key and account commands do not pull in the HTTP stack.
+  const { serve } = await import('./main.js');
+  await serve({ configFile: resolveConfigFile(values.config, io), port });
+  return EXIT_OK;
+}
+
+async function configCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' } } }),
+  );
+  if (positionals[0] !== 'check') throw new UsageError('usage: tollgate config check [FILE]');
+  if (positionals.length > 2) throw new UsageError(`unexpected argument "${positionals[2]}"; usage: tollgate config check [FILE]`);
+  return runConfigCheck(resolveConfigFile(positionals[1] ?? values.config, io), io.out);
+}
+
+async function accountCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' }, admin: { type: 'boolean' } } }),
+  );
+  const usage = 'account create NAME [--admin]';
+  if (positionals[0] !== 'create') throw new UsageError(`usage: tollgate ${usage}`);
+  expectPositionals(positionals.slice(1), 1, usage);
+  const name = positionals[1];
+  await withStore(values.config, io, (store) => createAccountCommand(store, { name, admin: values.admin === true }, io.out));
+  return EXIT_OK;
+}
+
+async function keyCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: { config: { type: 'string' }, account: { type: 'string' }, name: { type: 'string' } },
+    }),
+  );
+  const [action, ...rest] = positionals;
+  switch (action) {
+    case 'create': {
+      const usage = 'key create --account NAME [--name LABEL]';
+      expectPositionals(rest, 0, usage);
+      const account = values.account;
+      if (account === undefined) throw new UsageError(`--account is required; usage: tollgate ${usage}`);
+      await withStore(values.config, io, (store) => createKeyCommand(store, { account, name: values.name }, io.out));
+      return EXIT_OK;
+    }
+    case 'list':
+      expectPositionals(rest, 0, 'key list [--account NAME]');
+      await withStore(values.config, io, (store) => listKeysCommand(store, { account: values.account }, io.out));
+      return EXIT_OK;
+    case 'revoke':
+      expectPositionals(rest, 1, 'key revoke ID');
+      await withStore(values.config, io, (store) => revokeKeyCommand(store, rest[0], io.out));
+      return EXIT_OK;
+    default:
+      throw new UsageError('usage: tollgate key create|list|revoke …; run "tollgate help"');
+  }
+}
+
+async function dispatch(argv: string[], io: CliIo): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined) throw new UsageError('missing command; run "tollgate help"');
+  if (command === 'help' || argv.includes('--help') || argv.includes('-h')) {
+    io.out(HELP);
+    return EXIT_OK;
+  }
+  switch (command) {
+    case 'serve':
+      return serveCommand(args, io);
+    case 'config':
+      return configCommand(args, io);
+    case 'account':
+      return accountCommand(args, io);
+    case 'key':
+      return keyCommand(args, io);
+    default:
+      throw new UsageError(`unknown command "${command}"; run "tollgate help"`);
+  }
+}
+
+/** Prints `error` the CLI way and returns the exit code: one line, never a stack trace. */
+function reportError(error: unknown, io: CliIo): number {
+  if (error instanceof UsageError) {
+    io.err(`tollgate: ${error.message}`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof ConfigError) {
+    // Already `file:line:col path: problem` lines, one per problem.
+    for (const line of error.message.split('\n')) if (line !== '') io.err(line);
+    return EXIT_ERROR;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  io.err(`tollgate: ${message.split('\n')[0]}`);
+  return EXIT_ERROR;
+}
+
+/** Runs one command line and returns its exit code; never throws. */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  try {
+    return await dispatch(argv, io);
+  } catch (error) {
+    return reportError(error, io);
+  }
+}
+
+/** The `tollgate` entry point (bin/tollgate.js): runs `argv` against the real process. */
+export async function main(argv: string[]): Promise<void> {
+  process.exitCode = await runCli(argv, {
+    out: (line) => process.stdout.write(`${line}\n`),
+    err: (line) => process.stderr.write(`${line}\n`),
+    env: process.env,
+    cwd: process.cwd(),
+  });
+}

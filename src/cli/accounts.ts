@@ -1,0 +1,31 @@
+/** `tollgate account …`: account commands, written against `Store` so tests call them without a process. */
+import type { Account, Store } from '../store/store';
+
+/**
+ * What an account name may be: a letter or digit, then letters, digits and `._@-`, at most 64 in all.
+ * Names appear in tables and on command lines, so spaces and control characters are kept out.
+ */
+const ACCOUNT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+
+/** Throws a one-line Error unless `name` is a valid account name. */
+export function checkAccountName(name: string): void {
+  if (!ACCOUNT_NAME_PATTERN.test(name)) {
+    throw new Error(`invalid account name "${name}": use 1-64 letters, digits and ._@- (starting with a letter or digit)`);
+  }
+}
+
+/** `account create NAME [--admin]`: creates the account and prints one line describing it. */
+export async function createAccountCommand(
+  store: Store,
+  input: { name: string; admin: boolean },
+  out: (line: string) => void,
+): Promise<Account> {
+  checkAccountName(input.name);
+  // Asked first for a clear message; the store's unique index still guards against a race.
+  if ((await store.findAccountByName(input.name)) !== null) {
+    throw new Error(`an account named "${input.name}" already exists`);
+  }
+  const account = await store.createAccount({ name: input.name, role: input.admin ? 'admin' : 'user' });
+  out(`created account ${account.name} (${account.id}, role ${account.role})`);
+  return account;
+}

@@ -1,0 +1,89 @@
+/**
+ * The SQLite schema, as an ordered list of migrations. Each one runs once, inside its own transaction,
+ * and is recorded in `schema_migrations`. To change the schema, append an entry; never edit one that
+ * has shipped, since stores in the field have already applied it.
+ */
+import type Database from 'better-sqlite3';
+
+/** One schema step. `version` is its position in the list, starting at 1. */
+export interface SqliteMigration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+/**
+ * Every migration, oldest first. Tables are STRICT so a wrong type fails loudly instead of being
+ * stored as whatever SQLite coerces it to. Dates are integer milliseconds since the epoch.
+ */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    description: 'accounts and API keys',
+    sql: `
+      CREATE TABLE accounts (
+        id         TEXT PRIMARY KEY,
+        name       TEXT NOT NULL UNIQUE,
+        role       TEXT NOT NULL CHECK (role IN ('admin', 'user')),
+        disabled   INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at INTEGER NOT NULL
+      ) STRICT;
+
+      CREATE TABLE api_keys (
+        id         TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        name       TEXT,
+        hash       BLOB NOT NULL CHECK (length(hash) = 32),
+        prefix     TEXT NOT NULL,
+        last4      TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER,
+        expires_at INTEGER
+      ) STRICT;
+
+      -- Authentication looks keys up by hash on every uncached request.
+      CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
+      CREATE INDEX api_keys_account ON api_keys (account_id);
+    `,
+  },
+];
+
+const CREATE_TRACKING_TABLE = `
+  CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at INTEGER NOT NULL
+  ) STRICT`;
+
+/**
+ * Applies the migrations `db` has not seen yet and returns how many ran. Safe at every start and when
+ * two processes start at once: each step takes the write lock (BEGIN IMMEDIATE) and re-checks whether
+ * it is still pending before running.
+ */
+export function applySqliteMigrations(
+  db: Database.Database,
+  migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
+): number {
+  db.exec(CREATE_TRACKING_TABLE);
+  const isApplied = db.prepare<[number], number>('SELECT 1 FROM schema_migrations WHERE version = ?').pluck();
+  const newest = db.prepare<[], number | null>('SELECT max(version) FROM schema_migrations').pluck();
+  const record = db.prepare<[number, number]>('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)');
+
+  // A store written by a newer Tollgate has tables this build does not know; refuse rather than guess.
+  const known = migrations.length === 0 ? 0 : migrations[migrations.length - 1].version;
+  const found = newest.get() ?? 0;
+  if (found > known) {
+    throw new Error(`the store's schema is at version ${found}, newer than this build knows (${known}); upgrade Tollgate`);
+  }
+
+  let applied = 0;
+  for (const migration of migrations) {
+    const step = db.transaction(() => {
+      if (isApplied.get(migration.version) !== undefined) return;
+      db.exec(migration.sql);
+      record.run(migration.version, Date.now());
+      applied += 1;
+    });
+    step.immediate();
+  }
+  return applied;
+}

@@ -1,0 +1,270 @@
+import { expect } from 'chai';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { generateApiKey } from '../../src/auth/keys';
+import { SQLITE_MIGRATIONS, applySqliteMigrations } from '../../src/store/migrations/sqlite';
+import { SqliteStore } from '../../src/store/sqlite';
+import { AccountExistsError } from '../../src/store/store';
+import type { Account, NewKey } from '../../src/store/store';
+
+/** A NewKey for `account` with a fresh random key. */
+function newKey(account: Account, extra: Partial<NewKey> = {}): NewKey {
+  const { hash, prefix, last4 } = generateApiKey();
+  return { accountId: account.id, name: 'test', hash, prefix, last4, ...extra };
+}
+
+describe('store/sqlite', () => {
+  let store: SqliteStore;
+
+  beforeEach(async () => {
+    store = new SqliteStore(':memory:');
+    await store.migrate();
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  describe('migrate', () => {
+    it('numbers the migrations 1, 2, 3 … in order', () => {
+      SQLITE_MIGRATIONS.forEach((migration, index) => expect(migration.version).to.equal(index + 1));
+    });
+
+    it('is idempotent: a second run applies nothing and keeps the data', async () => {
+      await store.createAccount({ name: 'alice', role: 'user' });
+      await store.migrate();
+      await store.migrate();
+      expect(await store.countAccounts()).to.equal(1);
+    });
+
+    it('records each version once in schema_migrations', () => {
+      const db = new Database(':memory:');
+      try {
+        expect(applySqliteMigrations(db)).to.equal(SQLITE_MIGRATIONS.length);
+        expect(applySqliteMigrations(db)).to.equal(0);
+        const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
+        expect(versions).to.deep.equal(SQLITE_MIGRATIONS.map((m) => m.version));
+      } finally {
+        db.close();
+      }
+    });
+
+    it('applies only the new entry when a migration is appended', () => {
+      const db = new Database(':memory:');
+      try {
+        applySqliteMigrations(db);
+        const next = SQLITE_MIGRATIONS.length + 1;
+        const extended = [...SQLITE_MIGRATIONS, { version: next, description: 'test', sql: 'CREATE TABLE t (x INTEGER)' }];
+        expect(applySqliteMigrations(db, extended)).to.equal(1);
+        expect(applySqliteMigrations(db, extended)).to.equal(0);
+      } finally {
+        db.close();
+      }
+    });
+
+    it('rolls back a failing migration and leaves it pending', () => {
+      const db = new Database(':memory:');
+      try {
+        applySqliteMigrations(db);
+        const next = SQLITE_MIGRATIONS.length + 1;
+        const broken = [...SQLITE_MIGRATIONS, { version: next, description: 'bad', sql: 'CREATE TABLE t (x); NOT SQL' }];
+        expect(() => applySqliteMigrations(db, broken)).to.throw();
+        expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 't'").pluck().get()).to.equal(0);
+        expect(db.prepare('SELECT max(version) FROM schema_migrations').pluck().get()).to.equal(next - 1);
+      } finally {
+        db.close();
+      }
+    });
+
+    it('refuses a store whose schema is newer than this build', () => {
+      const db = new Database(':memory:');
+      try {
+        applySqliteMigrations(db);
+        db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)').run();
+        expect(() => applySqliteMigrations(db)).to.throw(/newer than this build/);
+      } finally {
+        db.close();
+      }
+    });
+  });
+
+  describe('accounts', () => {
+    it('creates an account with an acc_ id and finds it by name', async () => {
+      const created = await store.createAccount({ name: 'alice', role: 'admin' });
+      expect(created.id).to.match(/^acc_[0-9a-f]{16}$/);
+      expect(created).to.include({ name: 'alice', role: 'admin', disabled: false });
+      expect(await store.findAccountByName('alice')).to.deep.equal(created);
+      expect(await store.findAccountByName('bob')).to.equal(null);
+    });
+
+    it('rejects a second account with the same name', async () => {
+      await store.createAccount({ name: 'alice', role: 'user' });
+      let caught: unknown;
+      try {
+        await store.createAccount({ name: 'alice', role: 'admin' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).to.be.instanceOf(AccountExistsError);
+      expect(await store.countAccounts()).to.equal(1);
+    });
+
+    it('counts accounts', async () => {
+      expect(await store.countAccounts()).to.equal(0);
+      await store.createAccount({ name: 'a', role: 'user' });
+      await store.createAccount({ name: 'b', role: 'user' });
+      expect(await store.countAccounts()).to.equal(2);
+    });
+  });
+
+  describe('keys', () => {
+    let alice: Account;
+    let bob: Account;
+
+    beforeEach(async () => {
+      alice = await store.createAccount({ name: 'alice', role: 'user' });
+      bob = await store.createAccount({ name: 'bob', role: 'admin' });
+    });
+
+    it('creates a key with a key_ id and lists it, per account or all', async () => {
+      const a = await store.createKey(newKey(alice, { name: 'laptop' }));
+      const b = await store.createKey(newKey(bob, { name: null }));
+      expect(a.id).to.match(/^key_[0-9a-f]{16}$/);
+      expect(a).to.include({ accountId: alice.id, name: 'laptop', revokedAt: null, expiresAt: null });
+      expect(b.name).to.equal(null);
+      expect((await store.listKeys()).map((k) => k.id)).to.have.members([a.id, b.id]);
+      expect(await store.listKeys({ accountId: alice.id })).to.deep.equal([a]);
+    });
+
+    it('refuses a key for an unknown account', async () => {
+      let caught: unknown;
+      try {
+        await store.createKey({ ...newKey(alice), accountId: 'acc_0000000000000000' });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).to.be.instanceOf(Error);
+      expect((caught as Error).message).to.match(/no account/);
+    });
+
+    it('revokes a key, keeps the first revocation time, and reports unknown ids', async () => {
+      const key = await store.createKey(newKey(alice));
+      expect(await store.revokeKey(key.id)).to.equal(true);
+      const [first] = await store.listKeys();
+      expect(first.revokedAt).to.be.instanceOf(Date);
+      expect(await store.revokeKey(key.id)).to.equal(true);
+      const [second] = await store.listKeys();
+      expect(second.revokedAt?.getTime()).to.equal(first.revokedAt?.getTime());
+      expect(await store.revokeKey('key_doesnotexist00')).to.equal(false);
+    });
+
+    it('finds a key by hash together with its account', async () => {
+      const input = newKey(bob, { name: 'ci' });
+      const key = await store.createKey(input);
+      const identity = await store.findKeyByHash(input.hash);
+      expect(identity).not.to.equal(null);
+      expect(identity!.key).to.deep.equal(key);
+      expect(identity!.account).to.deep.equal(bob);
+      expect(identity!.hash.equals(input.hash)).to.equal(true);
+      expect(await store.findKeyByHash(generateApiKey().hash)).to.equal(null);
+    });
+
+    it('returns revoked and expired keys with their dates, for auth to decide', async () => {
+      const expired = newKey(alice, { expiresAt: new Date(Date.now() - 1000) });
+      await store.createKey(expired);
+      const revoked = newKey(alice);
+      const record = await store.createKey(revoked);
+      await store.revokeKey(record.id);
+      expect((await store.findKeyByHash(expired.hash))!.key.expiresAt!.getTime()).to.be.below(Date.now());
+      expect((await store.findKeyByHash(revoked.hash))!.key.revokedAt).to.be.instanceOf(Date);
+    });
+
+    it('rejects a hash that is not 32 bytes', async () => {
+      let caught: unknown;
+      try {
+        await store.createKey({ ...newKey(alice), hash: Buffer.alloc(16) });
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).to.be.instanceOf(Error);
+    });
+  });
+
+  describe('keysRevision', () => {
+    it('changes on this connection\'s own key and account writes', async () => {
+      const r0 = store.keysRevision();
+      const account = await store.createAccount({ name: 'alice', role: 'user' });
+      const r1 = store.keysRevision();
+      const key = await store.createKey(newKey(account));
+      const r2 = store.keysRevision();
+      await store.revokeKey(key.id);
+      const r3 = store.keysRevision();
+      expect(new Set([r0, r1, r2, r3]).size).to.equal(4);
+      expect(store.keysRevision()).to.equal(r3);
+    });
+  });
+
+  describe('on a file shared by two connections', () => {
+    let dir: string;
+
+    beforeEach(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
+    });
+
+    afterEach(() => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('creates the parent folder and uses WAL', async () => {
+      const file = path.join(dir, 'nested', 'deeper', 'tollgate.db');
+      const fileStore = new SqliteStore(file);
+      try {
+        await fileStore.migrate();
+        expect(existsSync(file)).to.equal(true);
+        expect(await fileStore.ping()).to.equal(true);
+      } finally {
+        await fileStore.close();
+      }
+      const db = new Database(file, { readonly: true });
+      try {
+        expect(db.pragma('journal_mode', { simple: true })).to.equal('wal');
+      } finally {
+        db.close();
+      }
+    });
+
+    it('changes keysRevision when the other connection revokes a key', async () => {
+      const file = path.join(dir, 'tollgate.db');
+      const server = new SqliteStore(file);
+      const cli = new SqliteStore(file);
+      try {
+        await server.migrate();
+        await cli.migrate();
+        const account = await server.createAccount({ name: 'alice', role: 'user' });
+        const input = newKey(account);
+        const key = await server.createKey(input);
+        const before = server.keysRevision();
+        expect(server.keysRevision()).to.equal(before);
+
+        expect(await cli.revokeKey(key.id)).to.equal(true);
+
+        expect(server.keysRevision()).not.to.equal(before);
+        expect((await server.findKeyByHash(input.hash))!.key.revokedAt).to.be.instanceOf(Date);
+      } finally {
+        await cli.close();
+        await server.close();
+      }
+    });
+  });
+
+  describe('ping and close', () => {
+    it('answers ping until closed, and closing twice is fine', async () => {
+      expect(await store.ping()).to.equal(true);
+      await store.close();
+      expect(await store.ping()).to.equal(false);
+      await store.close();
+    });
+  });
+});
