@@ -1,0 +1,66 @@
+/**
+ * Rules that span fields, which JSON Schema cannot say readably: routes must name defined
+ * providers, models must be priced or free, providers need an address unless they are the demo.
+ */
+import type { ConfigIssue } from './config-error';
+import type { YamlLocator } from './locate';
+import type { GatewayConfig, ModelConfig, ProviderConfig } from './types';
+
+const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor api_key: remove this field';
+
+/** Every cross-field issue in a schema-valid, derived config, positioned through `locator`. */
+export function crossCheck(config: GatewayConfig, locator: YamlLocator): ConfigIssue[] {
+  const knownProviders = Object.keys(config.providers).sort();
+  return [
+    ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
+    ...Object.values(config.models).flatMap((model) => checkModel(model, knownProviders, locator)),
+  ];
+}
+
+function checkProvider(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {
+  const at = ['providers', provider.id];
+  if (provider.protocol === 'echo') {
+    // Judged by what the operator wrote: api_key's default "" is indistinguishable from an explicit "".
+    return ['base_url', 'api_key']
+      .filter((field) => locator.has([...at, field]))
+      .map((field) => locator.issue([...at, field], ECHO_TAKES_NEITHER));
+  }
+  if (!locator.has([...at, 'base_url'])) {
+    return [locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
+  }
+  const problem = baseUrlProblem(provider.base_url);
+  return problem ? [locator.issue([...at, 'base_url'], problem)] : [];
+}
+
+/** Why a base_url is unusable, or undefined when it is fine. */
+export function baseUrlProblem(baseUrl: string): string | undefined {
+  const rule = 'must be an absolute http:// or https:// URL without query or fragment';
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    return `${rule}, got ${JSON.stringify(baseUrl)}`;
+  }
+  // Checked on the text too: URL drops an empty "?" or "#", which would still be a typo worth reporting.
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || /[?#]/.test(baseUrl)) {
+    return `${rule}, got ${JSON.stringify(baseUrl)}`;
+  }
+  return undefined;
+}
+
+function checkModel(model: ModelConfig, knownProviders: readonly string[], locator: YamlLocator): ConfigIssue[] {
+  const at = ['models', model.id];
+  const issues: ConfigIssue[] = [];
+  model.routes.forEach((route, index) => {
+    if (knownProviders.includes(route.provider)) return;
+    const known = knownProviders.join(', ') || 'none';
+    issues.push(locator.issue([...at, 'routes', index, 'provider'], `unknown provider "${route.provider}" (known: ${known})`));
+  });
+  if (model.price === undefined && !model.free) {
+    issues.push(locator.issue(at, `model "${model.id}" needs a price (input and output per 1M tokens) or free: true`));
+  }
+  if (model.price !== undefined && model.free) {
+    issues.push(locator.issue(at, 'price and free: true contradict each other: keep one'));
+  }
+  return issues;
+}

@@ -1,0 +1,52 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { expect } from 'chai';
+import { runConfigCheck } from '../../src/cli/config-check';
+import { PACKAGE_ROOT } from '../../src/paths';
+
+/** Runs the check and returns its exit code with the lines it printed. */
+function check(file: string): { code: number; lines: string[] } {
+  const lines: string[] = [];
+  const code = runConfigCheck(file, (line) => lines.push(line));
+  return { code, lines };
+}
+
+describe('cli/config-check runConfigCheck', () => {
+  let dir: string;
+  before(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-config-check-'));
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('prints a one-line summary and returns 0 for the default gateway.yaml', () => {
+    const file = path.join(PACKAGE_ROOT, 'gateway.yaml');
+    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (3 providers, 8 models, plugins: auth, upstream)`] });
+  });
+
+  it('lists only enabled plugins and counts in the singular', () => {
+    const file = path.join(dir, 'one.yaml');
+    writeFileSync(file, 'providers:\n  echo: { protocol: echo }\nmodels:\n  m: { family: openai, routes: [{ provider: echo }], free: true }\nplugins:\n  auth: { enabled: false }\n');
+    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (1 provider, 1 model, plugins: upstream)`] });
+  });
+
+  it('prints every issue, one per line, and returns 1', () => {
+    const file = path.join(dir, 'bad.yaml');
+    writeFileSync(file, 'server:\n  port: 80a\n  hots: x\nproviders: {}\nmodels: {}\n');
+    expect(check(file)).to.deep.equal({
+      code: 1,
+      lines: [`${file}:2:9 server.port: expected integer, got string "80a"`, `${file}:3:3 server.hots: unknown field "hots" (did you mean "host"?)`],
+    });
+  });
+
+  it('prints one line without a stack trace for a missing file', () => {
+    const file = path.join(dir, 'missing.yaml');
+    expect(check(file)).to.deep.equal({ code: 1, lines: [`cannot read ${file}: no such file`] });
+  });
+
+  it('prints one line for a folder given as the file', () => {
+    expect(check(dir)).to.deep.equal({ code: 1, lines: [`cannot read ${dir}: is a directory`] });
+  });
+});

@@ -1,0 +1,95 @@
+import path from 'node:path';
+import { expect } from 'chai';
+import { loadConfigFile } from '../../src/config/load';
+import type { GatewayConfig } from '../../src/config/types';
+import { PACKAGE_ROOT } from '../../src/paths';
+
+const DEFAULT_FILE = path.join(PACKAGE_ROOT, 'gateway.yaml');
+
+describe('the default gateway.yaml', () => {
+  let config: GatewayConfig;
+  before(() => {
+    config = loadConfigFile(DEFAULT_FILE, {});
+  });
+
+  it('loads with no environment variables set', () => {
+    expect(config.source).to.equal(DEFAULT_FILE);
+    expect(Object.keys(config.providers)).to.deep.equal(['anthropic', 'openai', 'echo']);
+  });
+
+  it('applies the server, store and plugin defaults', () => {
+    expect(config.version).to.equal(1);
+    expect(config.server).to.deep.equal({
+      host: '0.0.0.0',
+      port: 8080,
+      max_body_bytes: 33554432,
+      max_json_depth: 64,
+      headers_timeout_ms: 10000,
+      request_timeout_ms: 60000,
+      keep_alive_timeout_ms: 65000,
+    });
+    expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
+    expect(config.plugins).to.deep.equal({
+      auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+      upstream: { enabled: true },
+    });
+  });
+
+  it('applies the provider defaults and reads the keys from the environment', () => {
+    expect(config.providers.openai).to.deep.equal({
+      id: 'openai',
+      protocol: 'openai',
+      base_url: 'https://api.openai.com/v1',
+      api_key: '',
+      headers: {},
+      anthropic_version: '2023-06-01',
+      timeouts: { connect_ms: 10000, first_byte_ms: 120000, idle_ms: 300000 },
+      max_connections: 128,
+    });
+    const withKeys = loadConfigFile(DEFAULT_FILE, { ANTHROPIC_API_KEY: 'sk-ant-x', OPENAI_API_KEY: 'sk-x' });
+    expect(withKeys.providers.anthropic.api_key).to.equal('sk-ant-x');
+    expect(withKeys.providers.openai.api_key).to.equal('sk-x');
+  });
+
+  it('prices the four claude models as the spec lists them (input, cache write, cache hit, output)', () => {
+    const prices = Object.fromEntries(
+      Object.values(config.models)
+        .filter((model) => model.family === 'anthropic')
+        .map((model) => [model.id, model.price]),
+    );
+    expect(prices).to.deep.equal({
+      'claude-fable-5': { input: 1.0, cache_write: 1.25, cache_hit: 0.1, output: 5.0 },
+      'claude-opus-4-8': { input: 0.5, cache_write: 0.63, cache_hit: 0.05, output: 2.5 },
+      'claude-sonnet-5': { input: 0.3, cache_write: 0.38, cache_hit: 0.03, output: 1.5 },
+      'claude-haiku-4-5-20251001': { input: 0.08, cache_write: 0.1, cache_hit: 0.008, output: 0.4 },
+    });
+    for (const id of Object.keys(prices)) expect(config.models[id].routes).to.deep.equal([{ provider: 'anthropic', upstream_model: id, priority: 0, weight: 1 }]);
+  });
+
+  it('routes the OpenAI models to openai, each with a price', () => {
+    const openai = Object.values(config.models).filter((model) => model.routes[0].provider === 'openai');
+    expect(openai.map((model) => model.id)).to.include.members(['gpt-5.1', 'gpt-5-mini', 'gpt-4.1-mini']);
+    for (const model of openai) {
+      expect(model.family).to.equal('openai');
+      expect(model.price).to.not.equal(undefined);
+    }
+  });
+
+  it('serves the free tollgate-echo demo model from the echo provider', () => {
+    expect(config.providers.echo).to.include({ protocol: 'echo', base_url: '', api_key: '' });
+    expect(config.models['tollgate-echo']).to.include({ family: 'openai', free: true });
+    expect(config.models['tollgate-echo'].routes[0].provider).to.equal('echo');
+  });
+
+  it('is deeply frozen: assigning throws in strict mode', () => {
+    expect(() => {
+      (config.server as { port: number }).port = 1;
+    }).to.throw(TypeError);
+    expect(() => {
+      (config.models['claude-sonnet-5'].routes[0] as { provider: string }).provider = 'x';
+    }).to.throw(TypeError);
+    expect(() => {
+      (config.providers as Record<string, unknown>).extra = {};
+    }).to.throw(TypeError);
+  });
+});
