@@ -10,6 +10,7 @@ import { runConfigCheck } from './cli/config-check';
 import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './cli/keys';
 import { ConfigError } from './config/config-error';
 import { loadConfigFile } from './config/load';
+import { configReference } from './config/reference';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
@@ -30,6 +31,7 @@ const HELP = `Usage: tollgate <command> [options]
 Commands:
   serve [--config FILE] [--port N]            run the gateway
   config check [FILE]                         check a gateway.yaml and print every problem
+  config reference                            print every gateway.yaml field (Markdown table)
   account create NAME [--admin]               create an account (role user, or admin with --admin)
   key create --account NAME [--name LABEL]    create an API key; the key is the LAST line printed
                                               and is shown only this once
@@ -112,7 +114,11 @@ async function configCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
     parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' } } }),
   );
-  if (positionals[0] !== 'check') throw new UsageError('usage: tollgate config check [FILE]');
+  if (positionals[0] === 'reference' && positionals.length === 1) {
+    io.out(configReference());
+    return EXIT_OK;
+  }
+  if (positionals[0] !== 'check') throw new UsageError('usage: tollgate config check [FILE] | tollgate config reference');
   if (positionals.length > 2) throw new UsageError(`unexpected argument "${positionals[2]}"; usage: tollgate config check [FILE]`);
   return runConfigCheck(resolveConfigFile(positionals[1] ?? values.config, io), io.out);
 }
