@@ -15,7 +15,6 @@ const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
   priority: PRIORITY.upstream,
-  dependsOn: ['auth'],
   setup(_config, kit) {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {

@@ -1,0 +1,229 @@
+/**
+ * Writes Chat Completions replies (PROTOCOLS.md §1.3-1.4): the `chat.completion` object and the
+ * `chat.completion.chunk` stream. The echo provider and every translator that answers a chat client
+ * go through here, so all of them emit the same shapes.
+ */
+import { randomBytes } from 'node:crypto';
+import { sseFrame } from '../sse';
+import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+import type { Usage } from '../types';
+
+/** Chat `finish_reason` values. */
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+/** The chat `usage` object; `cached_tokens` and `cache_write_tokens` are subsets of `prompt_tokens`. */
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number; cache_write_tokens: number };
+  completion_tokens_details: { reasoning_tokens: number };
+}
+
+/** A tool call as it appears in `message.tool_calls`. */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** The non-streamed reply (`object: "chat.completion"`). */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: [
+    {
+      index: 0;
+      message: {
+        role: 'assistant';
+        content: string | null;
+        refusal: null;
+        tool_calls?: ChatToolCall[];
+        annotations: [];
+      };
+      logprobs: null;
+      finish_reason: ChatFinishReason;
+    },
+  ];
+  usage: ChatUsage;
+}
+
+/** A tool-call fragment inside a chunk's `delta`; only the first fragment of a call has id/type/name. */
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function: { name?: string; arguments: string };
+}
+
+/** One streamed chunk (`object: "chat.completion.chunk"`). */
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: 0;
+    delta: { role?: 'assistant'; content?: string; tool_calls?: ChatToolCallDelta[] };
+    logprobs: null;
+    finish_reason: ChatFinishReason | null;
+  }>;
+  /** Present only when the client asked for `stream_options.include_usage`. */
+  usage?: ChatUsage | null;
+}
+
+const FINISH_REASONS: Readonly<Record<TurnStop, ChatFinishReason>> = {
+  end: 'stop',
+  stop_sequence: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+};
+
+/** The chat `finish_reason` for a neutral stop (PROTOCOLS.md §4.3). */
+export function chatFinishReason(stop: TurnStop): ChatFinishReason {
+  return FINISH_REASONS[stop];
+}
+
+/** Neutral usage in chat terms: the prompt count includes the cache reads and writes (§4.4). */
+export function toChatUsage(usage: Usage): ChatUsage {
+  const prompt = usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: usage.outputTokens,
+    total_tokens: prompt + usage.outputTokens,
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheWriteTokens },
+    completion_tokens_details: { reasoning_tokens: 0 },
+  };
+}
+
+/** A fresh `chatcmpl-…` id. */
+export function newChatCompletionId(): string {
+  return `chatcmpl-${randomBytes(12).toString('hex')}`;
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+/** Builds the complete non-streamed `chat.completion` object for a turn. */
+export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
+  const text = turn.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  const toolCalls: ChatToolCall[] = [];
+  for (const part of turn.parts) {
+    if (part.type !== 'tool_call') continue;
+    toolCalls.push({ id: part.id, type: 'function', function: { name: part.name, arguments: part.arguments || '{}' } });
+  }
+  const message: ChatCompletion['choices'][0]['message'] = {
+    role: 'assistant',
+    // OpenAI sends null content beside tool calls, and "" for an empty answer.
+    content: text === '' && toolCalls.length > 0 ? null : text,
+    refusal: null,
+    annotations: [],
+  };
+  if (toolCalls.length > 0) message.tool_calls = toolCalls;
+  return {
+    id: turn.id ?? newChatCompletionId(),
+    object: 'chat.completion',
+    created: turn.created ?? nowSeconds(),
+    model: turn.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: chatFinishReason(turn.stop) }],
+    usage: toChatUsage(turn.usage),
+  };
+}
+
+/** Options of a chat stream. */
+export interface ChatStreamOptions {
+  readonly id?: string;
+  readonly model: string;
+  readonly created?: number;
+  /** `stream_options.include_usage`: adds the `choices: []` usage chunk and `usage: null` elsewhere. */
+  readonly includeUsage: boolean;
+}
+
+/** The frame that ends every chat stream. */
+export const CHAT_DONE_FRAME = sseFrame(null, '[DONE]');
+
+/**
+ * Writes one chat stream. Every chunk shares the id and `created`; tool calls get their own index
+ * counter because chat counts tool calls only, not content blocks (PROTOCOLS.md §0 fact 8).
+ */
+export class ChatStreamWriter implements TurnStreamWriter {
+  readonly id: string;
+  readonly created: number;
+  private readonly model: string;
+  private readonly includeUsage: boolean;
+  private toolCallCount = 0;
+  private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
+
+  constructor(options: ChatStreamOptions) {
+    this.id = options.id ?? newChatCompletionId();
+    this.created = options.created ?? nowSeconds();
+    this.model = options.model;
+    this.includeUsage = options.includeUsage;
+  }
+
+  /** The first chunk: the role, with empty content (the SDK's stream helper needs the role). */
+  start(): string {
+    return this.chunk({ role: 'assistant', content: '' });
+  }
+
+  text(delta: string): string {
+    return delta === '' ? '' : this.chunk({ content: delta });
+  }
+
+  /** The first fragment of a call carries id, `type: "function"`, the name and `arguments: ""`. */
+  toolCallStart(id: string, name: string): string {
+    const closing = this.toolCallEnd();
+    const index = this.toolCallCount++;
+    this.openToolCall = { index, argumentsSeen: false };
+    return closing + this.chunk({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] });
+  }
+
+  toolCallArguments(fragment: string): string {
+    if (this.openToolCall === null) throw new Error('toolCallArguments() without an open tool call');
+    if (fragment === '') return '';
+    this.openToolCall.argumentsSeen = true;
+    return this.chunk({ tool_calls: [{ index: this.openToolCall.index, function: { arguments: fragment } }] });
+  }
+
+  toolCallEnd(): string {
+    const call = this.openToolCall;
+    if (call === null) return '';
+    this.openToolCall = null;
+    return call.argumentsSeen ? '' : this.chunk({ tool_calls: [{ index: call.index, function: { arguments: '{}' } }] });
+  }
+
+  /** The `delta: {}` chunk with the finish reason, the usage chunk when asked for, then `[DONE]`. */
+  finish(stop: TurnStop, usage: Usage): string {
+    return this.toolCallEnd() + this.finishChunk(stop) + this.usageChunk(usage) + CHAT_DONE_FRAME;
+  }
+
+  /** Only the chunk that carries the finish reason. */
+  finishChunk(stop: TurnStop): string {
+    return this.frame([{ index: 0, delta: {}, logprobs: null, finish_reason: chatFinishReason(stop) }], null);
+  }
+
+  /** Only the `choices: []` usage chunk; '' when the client did not ask for usage. */
+  usageChunk(usage: Usage): string {
+    return this.includeUsage ? this.frame([], toChatUsage(usage)) : '';
+  }
+
+  private chunk(delta: ChatCompletionChunk['choices'][number]['delta']): string {
+    return this.frame([{ index: 0, delta, logprobs: null, finish_reason: null }], null);
+  }
+
+  private frame(choices: ChatCompletionChunk['choices'], usage: ChatUsage | null): string {
+    const chunk: ChatCompletionChunk = {
+      id: this.id,
+      object: 'chat.completion.chunk',
+      created: this.created,
+      model: this.model,
+      choices,
+    };
+    if (this.includeUsage) chunk.usage = usage;
+    return sseFrame(null, JSON.stringify(chunk));
+  }
+}

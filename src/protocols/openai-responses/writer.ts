@@ -1,0 +1,300 @@
+/**
+ * Writes Responses API replies (PROTOCOLS.md §2.2-2.3): the `response` object and its event stream.
+ * Frames carry `event:` and a `sequence_number` from 0; no `[DONE]`: the stream ends with
+ * `response.completed` or `response.incomplete`, whose object is built as the non-streamed one is.
+ */
+import { randomBytes } from 'node:crypto';
+import { sseFrame } from '../sse';
+import type { Usage } from '../types';
+import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+
+/** The Responses `usage` object; `cached_tokens` and `cache_write_tokens` are subsets of `input_tokens`. */
+export interface ResponsesUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/** Status of a response or of one output item. */
+export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete';
+
+/** An `output_text` content part. */
+export type ResponseOutputText = { type: 'output_text'; text: string; annotations: []; logprobs: [] };
+
+/** An assistant message item of `output`. */
+export interface ResponseMessageItem {
+  type: 'message';
+  id: string;
+  status: ResponseStatus;
+  role: 'assistant';
+  content: ResponseOutputText[];
+}
+
+/** A function call item of `output`; `call_id` is what the client answers with. */
+export interface ResponseFunctionCallItem {
+  type: 'function_call';
+  id: string;
+  status: ResponseStatus;
+  call_id: string;
+  name: string;
+  arguments: string;
+}
+
+/** An item of `output`. */
+export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem;
+
+/** Request fields the response object repeats back (its schema requires most of them). */
+export interface ResponsesRequestEcho {
+  readonly instructions?: string | null;
+  readonly tools?: readonly unknown[];
+  readonly tool_choice?: unknown;
+  readonly temperature?: number | null;
+  readonly top_p?: number | null;
+  readonly parallel_tool_calls?: boolean;
+  readonly max_output_tokens?: number | null;
+  readonly previous_response_id?: string | null;
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly store?: boolean;
+}
+
+/** The `response` object: its identity and outcome, and the request fields it repeats back. */
+export interface ResponseObject extends Required<ResponsesRequestEcho> {
+  id: string;
+  object: 'response';
+  created_at: number;
+  status: ResponseStatus;
+  completed_at: number | null;
+  error: null;
+  incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
+  model: string;
+  output: ResponseOutputItem[];
+  reasoning: null;
+  text: { format: { type: 'text' } };
+  truncation: 'disabled';
+  /** Absent until the end: the schema has no null usage, though OpenAI's examples show one. */
+  usage?: ResponsesUsage;
+}
+
+/** Neutral usage in Responses terms: input includes the cache reads and writes (§4.8). */
+export function toResponsesUsage(usage: Usage): ResponsesUsage {
+  const input = usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens;
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheWriteTokens },
+    output_tokens: usage.outputTokens,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + usage.outputTokens,
+  };
+}
+
+/** The JSON kinds each echoed field may have; a field of another kind is left out. */
+const ECHO_FIELD_KINDS: Readonly<Record<keyof ResponsesRequestEcho, readonly string[]>> = {
+  instructions: ['string'],
+  tools: ['array'],
+  tool_choice: ['string', 'object'],
+  temperature: ['number'],
+  top_p: ['number'],
+  parallel_tool_calls: ['boolean'],
+  max_output_tokens: ['number'],
+  previous_response_id: ['string'],
+  metadata: ['object'],
+  store: ['boolean'],
+};
+
+function jsonKind(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+}
+
+/** Picks the echoed fields out of a parsed Responses request. */
+export function responsesRequestEcho(body: Readonly<Record<string, unknown>>): ResponsesRequestEcho {
+  const echo: Record<string, unknown> = {};
+  for (const [key, kinds] of Object.entries(ECHO_FIELD_KINDS)) {
+    if (kinds.includes(jsonKind(body[key]))) echo[key] = body[key];
+  }
+  return echo as ResponsesRequestEcho;
+}
+
+/** A fresh id with an OpenAI prefix: `resp`, `msg` or `fc`. */
+export function newResponsesId(prefix: 'resp' | 'msg' | 'fc'): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+
+/** Options of a Responses stream. */
+export interface ResponsesStreamOptions {
+  readonly id?: string;
+  readonly model: string;
+  readonly createdAt?: number;
+  readonly echo?: ResponsesRequestEcho;
+}
+
+type ResponseIdentity = Required<ResponsesStreamOptions>;
+
+/** The status a turn's stop gives the response: a cut-off answer is `incomplete` (§4.8). */
+function finalStatus(stop: TurnStop): 'completed' | 'incomplete' {
+  return stop === 'max_tokens' ? 'incomplete' : 'completed';
+}
+
+function responseObject(who: ResponseIdentity, status: ResponseStatus, output: ResponseOutputItem[], usage: Usage | null): ResponseObject {
+  const echo = who.echo;
+  const response: ResponseObject = {
+    id: who.id,
+    object: 'response',
+    created_at: who.createdAt,
+    status,
+    completed_at: status === 'completed' ? nowSeconds() : null,
+    error: null,
+    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
+    instructions: echo.instructions ?? null,
+    max_output_tokens: echo.max_output_tokens ?? null,
+    model: who.model,
+    output,
+    parallel_tool_calls: echo.parallel_tool_calls ?? true,
+    previous_response_id: echo.previous_response_id ?? null,
+    reasoning: null,
+    store: echo.store ?? true,
+    temperature: echo.temperature ?? 1,
+    text: { format: { type: 'text' } },
+    tool_choice: echo.tool_choice ?? 'auto',
+    tools: echo.tools ?? [],
+    top_p: echo.top_p ?? 1,
+    truncation: 'disabled',
+    metadata: echo.metadata ?? {},
+  };
+  if (usage !== null) response.usage = toResponsesUsage(usage);
+  return response;
+}
+
+function outputText(text: string): ResponseOutputText {
+  return { type: 'output_text', text, annotations: [], logprobs: [] };
+}
+
+/** Builds the complete non-streamed `response` object; adjacent text parts share one message item. */
+export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = {}): ResponseObject {
+  const output: ResponseOutputItem[] = [];
+  for (const part of turn.parts) {
+    const last = output[output.length - 1];
+    if (part.type === 'text') {
+      if (part.text === '') continue; // as in the stream, where an empty delta opens no item
+      if (last?.type === 'message') last.content[0].text += part.text;
+      else output.push({ type: 'message', id: newResponsesId('msg'), status: 'completed', role: 'assistant', content: [outputText(part.text)] });
+    } else {
+      const args = part.arguments || '{}';
+      output.push({ type: 'function_call', id: newResponsesId('fc'), status: 'completed', call_id: part.id, name: part.name, arguments: args });
+    }
+  }
+  const status = finalStatus(turn.stop);
+  if (output.length > 0 && status === 'incomplete') output[output.length - 1].status = 'incomplete';
+  const who = { id: turn.id ?? newResponsesId('resp'), createdAt: turn.created ?? nowSeconds(), model: turn.model, echo };
+  return responseObject(who, status, output, turn.usage);
+}
+
+/** The item being streamed and its place in `output`. */
+type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number };
+
+/**
+ * Writes one Responses stream. Output items are opened on demand (text opens a message, a tool call a
+ * function_call item) and each is closed with its full `.done` sequence before the next one opens.
+ */
+export class ResponsesStreamWriter implements TurnStreamWriter {
+  /** The response id. */
+  readonly id: string;
+  private readonly who: ResponseIdentity;
+  private sequenceNumber = 0;
+  private readonly output: ResponseOutputItem[] = [];
+  private open: OpenItem | null = null;
+
+  constructor(options: ResponsesStreamOptions) {
+    this.id = options.id ?? newResponsesId('resp');
+    this.who = { id: this.id, createdAt: options.createdAt ?? nowSeconds(), model: options.model, echo: options.echo ?? {} };
+  }
+
+  /** `response.created` then `response.in_progress`, both with the empty in-progress response. */
+  start(): string {
+    const response = responseObject(this.who, 'in_progress', [], null);
+    return this.event('response.created', { response }) + this.event('response.in_progress', { response });
+  }
+
+  /** An `output_text.delta`, opening a message item and its text part first when needed. */
+  text(delta: string): string {
+    if (delta === '') return '';
+    const opening = this.open?.item.type === 'message' ? '' : this.messageStart();
+    const { item, outputIndex } = this.open as { item: ResponseMessageItem; outputIndex: number };
+    item.content[0].text += delta;
+    const where = { item_id: item.id, output_index: outputIndex, content_index: 0 };
+    return opening + this.event('response.output_text.delta', { ...where, delta, logprobs: [] });
+  }
+
+  /** Opens a function_call item with `arguments: ""`. */
+  toolCallStart(id: string, name: string): string {
+    const frames = this.itemDone('completed');
+    const item: ResponseFunctionCallItem = { type: 'function_call', id: newResponsesId('fc'), status: 'in_progress', call_id: id, name, arguments: '' };
+    this.open = { item, outputIndex: this.output.length };
+    return frames + this.event('response.output_item.added', { output_index: this.output.length, item });
+  }
+
+  toolCallArguments(fragment: string): string {
+    const open = this.open;
+    if (open?.item.type !== 'function_call') throw new Error('toolCallArguments() without an open function_call item');
+    return fragment === '' ? '' : this.argumentsDelta(open.item, open.outputIndex, fragment);
+  }
+
+  toolCallEnd(): string {
+    return this.open?.item.type === 'function_call' ? this.itemDone('completed') : '';
+  }
+
+  /** Closes the open item, then `response.completed`, or `response.incomplete` after max tokens. */
+  finish(stop: TurnStop, usage: Usage): string {
+    const status = finalStatus(stop);
+    const frames = this.itemDone(status);
+    const response = responseObject(this.who, status, this.output, usage);
+    return frames + this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+  }
+
+  /** Closes the open item and opens a message item with one empty `output_text` part. */
+  private messageStart(): string {
+    const closing = this.itemDone('completed');
+    const outputIndex = this.output.length;
+    const item: ResponseMessageItem = { type: 'message', id: newResponsesId('msg'), status: 'in_progress', role: 'assistant', content: [] };
+    const added = this.event('response.output_item.added', { output_index: outputIndex, item });
+    const part = this.event('response.content_part.added', { item_id: item.id, output_index: outputIndex, content_index: 0, part: outputText('') });
+    item.content.push(outputText(''));
+    this.open = { item, outputIndex };
+    return closing + added + part;
+  }
+
+  /** The `.done` events of the open item, which then joins the output. */
+  private itemDone(status: 'completed' | 'incomplete'): string {
+    const open = this.open;
+    if (open === null) return '';
+    this.open = null;
+    const { item, outputIndex } = open;
+    let frames = '';
+    if (item.type === 'message') {
+      const where = { item_id: item.id, output_index: outputIndex, content_index: 0 };
+      const text = item.content[0].text;
+      frames += this.event('response.output_text.done', { ...where, text, logprobs: [] });
+      frames += this.event('response.content_part.done', { ...where, part: outputText(text) });
+    } else {
+      // A call with no argument fragments still needs valid JSON arguments (PROTOCOLS.md §0 fact 9).
+      if (item.arguments === '') frames += this.argumentsDelta(item, outputIndex, '{}');
+      const done = { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments };
+      frames += this.event('response.function_call_arguments.done', done);
+    }
+    item.status = status;
+    this.output.push(item);
+    return frames + this.event('response.output_item.done', { output_index: outputIndex, item });
+  }
+
+  private argumentsDelta(item: ResponseFunctionCallItem, outputIndex: number, fragment: string): string {
+    item.arguments += fragment;
+    return this.event('response.function_call_arguments.delta', { item_id: item.id, output_index: outputIndex, delta: fragment });
+  }
+
+  private event(type: string, payload: object): string {
+    return sseFrame(type, JSON.stringify({ type, sequence_number: this.sequenceNumber++, ...payload }));
+  }
+}

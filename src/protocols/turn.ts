@@ -1,0 +1,48 @@
+/**
+ * A protocol-neutral assistant turn, the common language of the three response writers: the echo
+ * provider and the translators describe what the model produced once, and each writer renders it in
+ * its client's protocol.
+ */
+import type { Usage } from './types';
+
+/** Why the assistant stopped, in neutral words each writer maps to its protocol's vocabulary. */
+export type TurnStop = 'end' | 'stop_sequence' | 'max_tokens' | 'tool_use' | 'refusal';
+
+/** One piece of an assistant turn, in the order it was produced. */
+export type TurnPart =
+  | { readonly type: 'text'; readonly text: string }
+  /** `arguments` is JSON text; '' means the tool was called without arguments. */
+  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string };
+
+/** A finished assistant turn, protocol-neutral: what a writer needs to build a non-streamed reply. */
+export interface AssistantTurn {
+  /** The client-facing id; each writer mints one with its own prefix when absent. */
+  readonly id?: string;
+  readonly model: string;
+  /** Unix seconds; now when absent. */
+  readonly created?: number;
+  readonly parts: readonly TurnPart[];
+  readonly stop: TurnStop;
+  /** The stop string that matched, when `stop` is `stop_sequence` (Messages reports it). */
+  readonly stopSequence?: string | null;
+  readonly usage: Usage;
+}
+
+/**
+ * The event-by-event side of a writer. Every method returns the SSE text to send (possibly several
+ * frames, possibly '') so a translator can call them as upstream events arrive.
+ */
+export interface TurnStreamWriter {
+  /** The opening frames; `usage` is the input side, known up front only to some upstreams. */
+  start(usage?: Usage): string;
+  /** A text fragment; '' yields nothing. */
+  text(delta: string): string;
+  /** Opens a tool call (closing whatever was open). */
+  toolCallStart(id: string, name: string): string;
+  /** A fragment of the open tool call's JSON arguments. */
+  toolCallArguments(fragment: string): string;
+  /** Closes the open tool call; one that got no arguments is given `{}` (PROTOCOLS.md §0 fact 9). */
+  toolCallEnd(): string;
+  /** Everything that ends the stream: stop reason, final usage and the protocol's terminator. */
+  finish(stop: TurnStop, usage: Usage, stopSequence?: string | null): string;
+}
