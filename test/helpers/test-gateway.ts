@@ -1,0 +1,169 @@
+/**
+ * A gateway for end-to-end tests: port 0, a silent logger, an in-memory SQLite store with one fresh
+ * account and key, and a gateway.yaml whose providers point at the fake upstream.
+ *
+ *   const fake = await startFakeUpstream();
+ *   const tg = await startTestGateway({ upstreamUrl: fake.url });
+ *   new OpenAI({ baseURL: `${tg.url}/v1`, apiKey: tg.key });
+ */
+import pino from 'pino';
+import { generateApiKey } from '../../src/auth/keys';
+import { parseConfig } from '../../src/config/load';
+import { startGateway, type Gateway } from '../../src/gateway';
+import { openStore } from '../../src/store/open';
+import type { Store } from '../../src/store/store';
+
+/** The provider keys of the default YAML: sentinels that must never reach a client (RELIABILITY.md I5). */
+export const PROVIDER_KEYS = {
+  anthropic: 'PROVIDER-SENTINEL-KEY-anthropic',
+  openai: 'PROVIDER-SENTINEL-KEY-openai',
+} as const;
+
+/** The common stem of both sentinels, for "appears nowhere" checks. */
+export const PROVIDER_SENTINEL = 'PROVIDER-SENTINEL-KEY';
+
+/** The default limits, small so that limit tests stay cheap. */
+export const TEST_MAX_BODY_BYTES = 65536;
+export const TEST_MAX_JSON_DEPTH = 32;
+
+/** A port nothing listens on, for a gateway started without a fake upstream. */
+const NOWHERE = 'http://127.0.0.1:9';
+
+export interface TestGatewayOptions {
+  /** Where the `anthropic` and `openai` providers point (the fake upstream's `url`). */
+  readonly upstreamUrl?: string;
+  /** A whole gateway.yaml instead of the default one. */
+  readonly yaml?: string;
+  /** The environment `${VAR}` references resolve against; empty by default, never `process.env`. */
+  readonly env?: Record<string, string>;
+}
+
+export interface CreatedKey {
+  readonly key: string;
+  readonly id: string;
+}
+
+export interface TestGateway {
+  readonly gateway: Gateway;
+  /** The gateway's origin, `http://127.0.0.1:<port>`. */
+  readonly url: string;
+  /** A valid `sk-` key of `accountId`. */
+  readonly key: string;
+  /** The store id of `key` (for `store.revokeKey`). */
+  readonly keyId: string;
+  readonly accountId: string;
+  readonly store: Store;
+  /** Issues another key for the same account (or `accountId`), optionally expiring at `expiresAt`. */
+  createKey(options?: { accountId?: string; name?: string; expiresAt?: Date }): Promise<CreatedKey>;
+  /** Stops the gateway and closes the store. */
+  stop(): Promise<void>;
+}
+
+/** The default gateway.yaml of the e2e suite, its providers pointing at `upstreamUrl`. */
+export function defaultTestYaml(upstreamUrl: string): string {
+  const base = upstreamUrl.replace(/\/+$/, '');
+  return `
+version: 1
+server:
+  host: 127.0.0.1
+  max_body_bytes: ${TEST_MAX_BODY_BYTES}
+  max_json_depth: ${TEST_MAX_JSON_DEPTH}
+store:
+  url: "sqlite::memory:"
+providers:
+  anthropic:
+    protocol: anthropic
+    base_url: ${base}
+    api_key: ${PROVIDER_KEYS.anthropic}
+  openai:
+    protocol: openai
+    base_url: ${base}/v1
+    api_key: ${PROVIDER_KEYS.openai}
+  nokey:
+    protocol: anthropic
+    base_url: ${base}
+    api_key: ""
+  echo:
+    protocol: echo
+models:
+  claude-sonnet-5:
+    family: anthropic
+    routes:
+      - provider: anthropic
+    free: true
+  claude-renamed:
+    family: anthropic
+    routes:
+      - provider: anthropic
+        upstream_model: claude-upstream-id
+    free: true
+  gpt-test:
+    family: openai
+    routes:
+      - provider: openai
+    free: true
+  claude-nokey:
+    family: anthropic
+    routes:
+      - provider: nokey
+    free: true
+  tollgate-echo:
+    family: openai
+    routes:
+      - provider: echo
+    free: true
+plugins:
+  auth: {}
+  upstream: {}
+`;
+}
+
+let accounts = 0;
+
+/** Issues a key for `accountId` straight into the store, as `tollgate key create` would. */
+async function issueKey(store: Store, accountId: string, name: string | null, expiresAt: Date | null = null): Promise<CreatedKey> {
+  const generated = generateApiKey();
+  const record = await store.createKey({
+    accountId,
+    name,
+    hash: generated.hash,
+    prefix: generated.prefix,
+    last4: generated.last4,
+    expiresAt,
+  });
+  return { key: generated.key, id: record.id };
+}
+
+/** Starts a gateway on a free port with a fresh in-memory store, one account and one key. */
+export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const yaml = options.yaml ?? defaultTestYaml(options.upstreamUrl ?? NOWHERE);
+  const config = parseConfig(yaml, 'test-gateway.yaml', { ...options.env });
+  const store = openStore({ url: 'sqlite::memory:' });
+  await store.migrate();
+  accounts += 1;
+  const account = await store.createAccount({ name: `e2e-account-${accounts}`, role: 'user' });
+  const first = await issueKey(store, account.id, 'e2e');
+
+  let gateway: Gateway;
+  try {
+    gateway = await startGateway({ config, port: 0, store, logger: pino({ level: 'silent' }) });
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+
+  return {
+    gateway,
+    url: gateway.url,
+    key: first.key,
+    keyId: first.id,
+    accountId: account.id,
+    store,
+    createKey: (keyOptions = {}) =>
+      issueKey(store, keyOptions.accountId ?? account.id, keyOptions.name ?? null, keyOptions.expiresAt ?? null),
+    async stop() {
+      await gateway.stop(500);
+      await store.close();
+    },
+  };
+}
