@@ -75,7 +75,7 @@ export async function forwardNative(ctx: GatewayContext, target: Target, client:
   try {
     response = await client.send({
       endpoint: endpoint.id,
-      path: upstreamPath(endpoint),
+      path: upstreamPath(endpoint) + forwardedQuery(ctx, provider.protocol),
       headers: upstreamRequestHeaders(ctx.headers, provider, requestId),
       body,
       signal: attempt.signal,
@@ -131,6 +131,14 @@ export async function forwardNative(ctx: GatewayContext, target: Target, client:
   // Commit the head now: the client learns the status at once, and a body that fails later can only
   // end the stream (an error frame, or a cut connection), never turn into a second response.
   ctx.flushHeaders();
+}
+
+/**
+ * The query string sent upstream. Only `beta=true`, which the Anthropic SDK's beta methods and Claude
+ * Code add and the Messages API reads, is kept; anything else a client appends stays here.
+ */
+function forwardedQuery(ctx: GatewayContext, protocol: string): string {
+  return protocol === 'anthropic' && ctx.query.beta === 'true' ? '?beta=true' : '';
 }
 
 function streamBroken(error: unknown, provider: string): GatewayError {

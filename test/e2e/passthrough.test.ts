@@ -118,6 +118,24 @@ describe('e2e: native pass-through', () => {
     });
   });
 
+  describe('query string', () => {
+    it('keeps beta=true on a Messages route and drops every other query parameter', async () => {
+      const body = '{"model":"claude-sonnet-5","max_tokens":8,"messages":[{"role":"user","content":"x"}]}';
+      const response = await post('/v1/messages?beta=true&key=leak', body, messagesAuth());
+
+      expect(response.status).to.equal(200);
+      expect(fake.requests[0].url).to.equal('/v1/messages?beta=true');
+    });
+
+    it('forwards no query string on a chat route', async () => {
+      const body = '{"model":"gpt-test","messages":[{"role":"user","content":"x"}]}';
+      const response = await post('/v1/chat/completions?beta=true', body, chatAuth());
+
+      expect(response.status).to.equal(200);
+      expect(fake.requests[0].url).to.equal('/v1/chat/completions');
+    });
+  });
+
   describe('request headers', () => {
     const credentialHeaders = () => ({
       authorization: `Bearer ${tg.key}`,
