@@ -1,16 +1,11 @@
 /**
- * Added latency of one plain chat request through Tollgate versus straight to the upstream, measured
- * in the same run with the two interleaved so machine noise hits both sides alike. Prints figures;
- * asserts nothing.
+ * Added latency of one plain chat request through Tollgate versus straight to the upstream and versus
+ * a bare Node proxy hop, measured in the same run with the paths interleaved so machine noise hits
+ * them alike. Prints figures; asserts nothing.
  */
 import { performance } from 'node:perf_hooks';
-import pino from 'pino';
-import { request, Agent } from 'undici';
-import { generateApiKey } from '../src/auth/keys';
-import { parseConfig } from '../src/config/load';
-import { startGateway } from '../src/gateway';
-import { openStore } from '../src/store/open';
-import { startBenchUpstream } from './fake-upstream';
+import { Agent, request } from 'undici';
+import { cpuMillis, startServerProcess } from './processes';
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 200);
 const WARMUP = 50;
@@ -28,61 +23,63 @@ async function timeOne(agent: Agent, url: string, headers: Record<string, string
   return performance.now() - start;
 }
 
+interface Path {
+  readonly name: string;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly ms: number[];
+  /** The proxy process whose CPU time is measured, if any. */
+  readonly pid?: number;
+  cpuMs?: number;
+}
+
 async function main(): Promise<void> {
-  const upstream = await startBenchUpstream();
-  const config = parseConfig(
-    `
-providers:
-  bench: { protocol: openai, base_url: "${upstream.url}/v1", api_key: bench-provider-key }
-models:
-  gpt-bench: { family: openai, routes: [{ provider: bench }], free: true }
-store: { url: "sqlite::memory:" }
-`,
-    'bench.yaml',
-    {},
-  );
-  const store = openStore(config.store);
-  await store.migrate();
-  const account = await store.createAccount({ name: 'bench', role: 'user' });
-  const key = generateApiKey();
-  await store.createKey({ accountId: account.id, name: 'bench', hash: key.hash, prefix: key.prefix, last4: key.last4 });
-  const gateway = await startGateway({ config, store, port: 0, logger: pino({ level: 'silent' }) });
+  // Upstream, proxies and load generator each get a process of their own, as in production.
+  const upstream = await startServerProcess<{ url: string }>('upstream-main.js');
+  const bare = await startServerProcess<{ url: string }>('bare-proxy-main.js', [upstream.info.url]);
+  // BENCH_PROFILE=<dir> writes a CPU profile of the gateway process there.
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROFILE}`] : [];
+  const gateway = await startServerProcess<{ url: string; key: string }>('gateway-main.js', [upstream.info.url], profile);
 
+  const json = { 'content-type': 'application/json' };
+  const paths: Path[] = [
+    { name: 'direct to upstream', url: upstream.info.url, headers: json, ms: [] },
+    { name: 'bare Node proxy hop (floor)', url: bare.info.url, headers: json, ms: [], pid: bare.child.pid },
+    {
+      name: 'through Tollgate',
+      url: gateway.info.url,
+      headers: { ...json, authorization: `Bearer ${gateway.info.key}` },
+      ms: [],
+      pid: gateway.child.pid,
+    },
+  ];
   const agent = new Agent({ connections: 1 });
-  const direct = { url: `${upstream.url}/v1/chat/completions`, headers: { 'content-type': 'application/json' } };
-  const through = {
-    url: `${gateway.url}/v1/chat/completions`,
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` },
-  };
-  for (let i = 0; i < WARMUP; i++) {
-    await timeOne(agent, direct.url, direct.headers);
-    await timeOne(agent, through.url, through.headers);
+  for (let i = 0; i < WARMUP + REQUESTS; i++) {
+    if (i === WARMUP) for (const path of paths) if (path.pid !== undefined) path.cpuMs = cpuMillis(path.pid);
+    for (const path of paths) {
+      const ms = await timeOne(agent, `${path.url}/v1/chat/completions`, path.headers);
+      if (i >= WARMUP) path.ms.push(ms);
+    }
   }
-  const directMs: number[] = [];
-  const throughMs: number[] = [];
-  for (let i = 0; i < REQUESTS; i++) {
-    directMs.push(await timeOne(agent, direct.url, direct.headers));
-    throughMs.push(await timeOne(agent, through.url, through.headers));
+  for (const path of paths) {
+    path.ms.sort((a, b) => a - b);
+    if (path.pid !== undefined) path.cpuMs = cpuMillis(path.pid) - (path.cpuMs ?? 0);
   }
-  directMs.sort((a, b) => a - b);
-  throughMs.sort((a, b) => a - b);
 
-  const row = (name: string, values: number[]) =>
-    `| ${name} | ${quantile(values, 0.5).toFixed(3)} | ${quantile(values, 0.99).toFixed(3)} |`;
-  console.log(`Plain chat, 1 connection, ${REQUESTS} requests each, interleaved (ms)`);
-  console.log('| path | p50 | p99 |');
-  console.log('|---|---|---|');
-  console.log(row('direct to upstream', directMs));
-  console.log(row('through Tollgate', throughMs));
-  console.log(
-    `added latency: p50 ${(quantile(throughMs, 0.5) - quantile(directMs, 0.5)).toFixed(3)} ms, ` +
-      `p99 ${(quantile(throughMs, 0.99) - quantile(directMs, 0.99)).toFixed(3)} ms`,
-  );
+  const [direct] = paths;
+  const p50 = (values: number[]) => quantile(values, 0.5);
+  const p99 = (values: number[]) => quantile(values, 0.99);
+  console.log(`Plain chat, 1 connection, ${REQUESTS} requests per path, interleaved (ms)`);
+  console.log('| path | p50 | p99 | added p50 | added p99 | proxy CPU per request |');
+  console.log('|---|---|---|---|---|---|');
+  for (const path of paths) {
+    const cells = [p50(path.ms), p99(path.ms), p50(path.ms) - p50(direct.ms), p99(path.ms) - p99(direct.ms)];
+    const cpu = path.cpuMs === undefined ? '' : `${((path.cpuMs / REQUESTS) * 1000).toFixed(0)} µs`;
+    console.log(`| ${path.name} | ${cells.map((value) => value.toFixed(3)).join(' | ')} | ${cpu} |`);
+  }
 
   await agent.close();
-  await gateway.stop(1000);
-  await store.close();
-  await upstream.close();
+  for (const server of [gateway, bare, upstream]) server.stop();
 }
 
 main().catch((err: unknown) => {

@@ -1,4 +1,5 @@
 /** Helpers for reading token counts out of vendor JSON without trusting its types. */
+import type { Usage } from './types';
 
 /** A non-negative safe integer from an untrusted field, else 0 (a negative count must never credit anyone). */
 export function count(value: unknown): number {
@@ -19,4 +20,21 @@ export function tryParse(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/**
+ * Neutral counts from OpenAI-style usage, where cache reads (`cached_tokens`) and writes
+ * (`cache_write_tokens`) are counted inside the input total: they are taken out of the input count so
+ * each token is billed exactly once.
+ */
+export function splitCachedInput(totalInput: unknown, details: Record<string, unknown>, output: unknown): Omit<Usage, 'source'> {
+  const input = count(totalInput);
+  const cacheRead = Math.min(count(details.cached_tokens), input);
+  const cacheWrite = Math.min(count(details.cache_write_tokens), input - cacheRead);
+  return {
+    inputTokens: input - cacheRead - cacheWrite,
+    cacheReadTokens: cacheRead,
+    cacheWriteTokens: cacheWrite,
+    outputTokens: count(output),
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * Relays an upstream body to the client chunk by chunk, as it arrives: no buffering, backpressure
+ * Relays an upstream event stream to the client chunk by chunk, as it arrives: no buffering, backpressure
  * from the client paces the upstream socket, and a side tap reads usage on the way. The relay is the
  * one place that knows how the exchange ended, so it resolves the exchange's `finished` promise.
  */
@@ -11,8 +11,8 @@ export interface RelayOptions {
   readonly tap: UsageTap;
   /** Called exactly once: after the last byte, on an upstream failure, or when the client goes away. */
   readonly onEnd: (end: ExchangeEnd) => void;
-  /** The frame that tells the client a stream broke, or null for a plain body (the socket is cut instead). */
-  readonly failureFrame: (error: unknown) => string | null;
+  /** The frame that tells the client the stream broke; nothing follows it. */
+  readonly failureFrame: (error: unknown) => string;
 }
 
 export class Relay extends Readable {
@@ -51,13 +51,7 @@ export class Relay extends Readable {
 
   private fail(error: unknown): void {
     if (this.ended) return;
-    const frame = this.options.failureFrame(error);
-    if (frame === null) {
-      this.finish({ kind: 'failed', error });
-      this.destroy(error instanceof Error ? error : new Error(String(error)));
-      return;
-    }
-    this.push(frame);
+    this.push(this.options.failureFrame(error));
     this.push(null);
     this.finish({ kind: 'failed', error });
   }

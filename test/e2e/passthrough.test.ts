@@ -305,6 +305,21 @@ describe('e2e: native pass-through', () => {
     });
   });
 
+  describe('plain replies', () => {
+    it('answers 502 in the endpoint shape when the upstream breaks off a plain reply mid-body', async () => {
+      fake.enqueue({
+        headers: { 'content-type': 'application/json' },
+        events: [{ data: '{"id":"chatcmpl-cut","choices":[' }],
+        thenReset: true,
+      });
+      const body = '{"model":"gpt-test","messages":[{"role":"user","content":"x"}]}';
+      const response = await post('/v1/chat/completions', body, chatAuth());
+
+      expect(response.status).to.equal(502);
+      expect(JSON.parse(response.text).error).to.include({ type: 'server_error', code: 'upstream_unreachable' });
+    });
+  });
+
   describe('streaming', () => {
     /** The scripted stream with an 800 ms pause after its first event. */
     function pausedAfterFirst(events: readonly SseEvent[]): SseEvent[] {
@@ -364,6 +379,38 @@ describe('e2e: native pass-through', () => {
       expect(result.firstAt).to.be.a('number').and.below(600);
       expect(result.total).to.be.at.least(800);
       expect(result.text).to.contain('data: [DONE]');
+    });
+
+    it('ends a chat stream broken by the upstream with the events so far, one error frame and no [DONE]', async () => {
+      fake.enqueue({ ...chatStream(), events: chatStream().events.slice(0, 3), thenReset: true });
+
+      const result = await readStream(
+        '/v1/chat/completions',
+        '{"model":"gpt-test","stream":true,"messages":[{"role":"user","content":"s"}]}',
+        chatAuth(),
+      );
+
+      const frames = result.text.split('\n\n').filter((frame) => frame !== '');
+      expect(result.status).to.equal(200);
+      expect(frames).to.have.length(4);
+      expect(JSON.parse(frames[3].slice('data: '.length)).error).to.include({ code: 'stream_interrupted' });
+      expect(result.text).to.not.contain('[DONE]');
+    });
+
+    it('ends a Messages stream broken by the upstream with an error event and no message_stop', async () => {
+      fake.enqueue({ ...anthropicStream(), events: anthropicStream().events.slice(0, 3), thenReset: true });
+
+      const result = await readStream(
+        '/v1/messages',
+        '{"model":"claude-sonnet-5","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"s"}]}',
+        messagesAuth(),
+      );
+
+      const frames = result.text.split('\n\n').filter((frame) => frame !== '');
+      expect(frames).to.have.length(4);
+      expect(frames[3]).to.match(/^event: error\ndata: /);
+      expect(JSON.parse(frames[3].split('data: ')[1])).to.deep.include({ type: 'error' });
+      expect(result.text).to.not.contain('message_stop');
     });
 
     it('aborts the upstream request when the client disconnects mid-stream', async () => {

@@ -1,5 +1,5 @@
 /** Usage of a Chat Completions exchange: the `usage` object of the reply or of the last stream chunk. */
-import { count, field, tryParse } from '../usage-json';
+import { field, splitCachedInput, tryParse } from '../usage-json';
 import type { Usage } from '../types';
 
 /**
@@ -7,16 +7,7 @@ import type { Usage } from '../types';
  * (PROTOCOLS.md §1.3), so they are taken out of the input count to bill each token once.
  */
 export function chatUsage(usage: Record<string, unknown>): Omit<Usage, 'source'> {
-  const details = field(usage, 'prompt_tokens_details');
-  const prompt = count(usage.prompt_tokens);
-  const cacheRead = Math.min(count(details.cached_tokens), prompt);
-  const cacheWrite = Math.min(count(details.cache_write_tokens), prompt - cacheRead);
-  return {
-    inputTokens: prompt - cacheRead - cacheWrite,
-    cacheReadTokens: cacheRead,
-    cacheWriteTokens: cacheWrite,
-    outputTokens: count(usage.completion_tokens),
-  };
+  return splitCachedInput(usage.prompt_tokens, field(usage, 'prompt_tokens_details'), usage.completion_tokens);
 }
 
 /** The usage of a non-streamed chat reply body, if it has one. */

@@ -1,5 +1,5 @@
 /** Usage of a Responses exchange: `response.usage`, on the object or on the terminal stream event. */
-import { count, field, tryParse } from '../usage-json';
+import { field, splitCachedInput, tryParse } from '../usage-json';
 import type { Usage } from '../types';
 
 /** Events that carry the final response object, usage included. */
@@ -7,16 +7,7 @@ const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'r
 
 /** Maps Responses `usage` to neutral counts; cached tokens are a subset of `input_tokens`. */
 export function responsesUsage(usage: Record<string, unknown>): Omit<Usage, 'source'> {
-  const details = field(usage, 'input_tokens_details');
-  const input = count(usage.input_tokens);
-  const cacheRead = Math.min(count(details.cached_tokens), input);
-  const cacheWrite = Math.min(count(details.cache_write_tokens), input - cacheRead);
-  return {
-    inputTokens: input - cacheRead - cacheWrite,
-    cacheReadTokens: cacheRead,
-    cacheWriteTokens: cacheWrite,
-    outputTokens: count(usage.output_tokens),
-  };
+  return splitCachedInput(usage.input_tokens, field(usage, 'input_tokens_details'), usage.output_tokens);
 }
 
 /** The usage of a non-streamed Responses body, if it has one. */
