@@ -33,7 +33,11 @@ export async function serve(options: ServeOptions): Promise<void> {
 
   const gateway = await startGateway({ config, store, logger, port: options.port });
   logger.info({ url: gateway.url, config: options.configFile }, 'tollgate is listening');
-  if (firstAdmin !== null) process.stdout.write(`${firstRunBanner(gateway.url, firstAdmin.key)}\n`);
+  if (firstAdmin !== null) {
+    // Log lines are written asynchronously: let them out first so the banner is not split by one.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    process.stdout.write(`${firstRunBanner(gateway.url, firstAdmin.key)}\n`);
+  }
 
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
