@@ -63,6 +63,11 @@ describe('e2e: first run of `tollgate serve` on the default gateway.yaml', funct
     const first = await serve(dir);
     try {
       expect(first.key, first.stdout()).to.be.a('string');
+      // Each provider without a key is reported once at start, by name.
+      const unconfigured = first.stdout().match(/provider \\"(\w+)\\" has no api_key/g) ?? [];
+      expect(unconfigured).to.have.length(2);
+      expect(first.stdout()).to.contain('provider \\"anthropic\\" has no api_key');
+      expect(first.stdout()).to.contain('provider \\"openai\\" has no api_key');
       const openai = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: first.key!, maxRetries: 0 });
       const chat = await openai.chat.completions.create({
         model: 'tollgate-echo',
@@ -79,12 +84,12 @@ describe('e2e: first run of `tollgate serve` on the default gateway.yaml', funct
       expect(message.content).to.deep.equal([{ type: 'text', text: 'Echo: Hello there' }]);
 
       // A model whose provider key is unset answers 503 with a message saying so.
-      const unconfigured = await openai.chat.completions
+      const refused = await openai.chat.completions
         .create({ model: 'gpt-5-mini', messages: [{ role: 'user', content: 'x' }] })
         .catch((err: unknown) => err);
-      expect(unconfigured).to.be.instanceOf(OpenAI.APIError);
-      expect((unconfigured as InstanceType<typeof OpenAI.APIError>).status).to.equal(503);
-      expect((unconfigured as Error).message).to.contain('no API key configured');
+      expect(refused).to.be.instanceOf(OpenAI.APIError);
+      expect((refused as InstanceType<typeof OpenAI.APIError>).status).to.equal(503);
+      expect((refused as Error).message).to.contain('no API key configured');
     } finally {
       first.child.kill('SIGTERM');
     }

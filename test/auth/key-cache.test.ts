@@ -1,0 +1,44 @@
+import { expect } from 'chai';
+import { KeyCache } from '../../src/auth/key-cache';
+import type { KeyIdentity } from '../../src/store/store';
+
+function identity(byte: number): KeyIdentity {
+  const now = new Date(0);
+  return {
+    hash: Buffer.alloc(32, byte),
+    key: { id: `key_${byte}`, accountId: 'acc_1', name: null, prefix: 'sk-abcd', last4: 'wxyz', createdAt: now, revokedAt: null, expiresAt: null },
+    account: { id: 'acc_1', name: 'a', role: 'user', disabled: false, createdAt: now },
+  };
+}
+
+describe('auth/KeyCache', () => {
+  it('returns a cached identity while the revision and the TTL hold', () => {
+    const cache = new KeyCache(1000, 10);
+    cache.set(identity(1), 7, 0);
+    expect(cache.get(Buffer.alloc(32, 1), 7, 999)?.key.id).to.equal('key_1');
+  });
+
+  it('forgets an entry once its TTL has passed', () => {
+    const cache = new KeyCache(1000, 10);
+    cache.set(identity(1), 7, 0);
+    expect(cache.get(Buffer.alloc(32, 1), 7, 1000)).to.equal(null);
+  });
+
+  it('empties itself when the store revision moves, so a revocation anywhere takes effect at once', () => {
+    const cache = new KeyCache(60_000, 10);
+    cache.set(identity(1), 7, 0);
+    cache.set(identity(2), 7, 0);
+    expect(cache.get(Buffer.alloc(32, 1), 8, 1)).to.equal(null);
+    expect(cache.get(Buffer.alloc(32, 2), 8, 1)).to.equal(null);
+  });
+
+  it('evicts the oldest entry when full', () => {
+    const cache = new KeyCache(60_000, 2);
+    cache.set(identity(1), 7, 0);
+    cache.set(identity(2), 7, 0);
+    cache.set(identity(3), 7, 0);
+    expect(cache.get(Buffer.alloc(32, 1), 7, 1)).to.equal(null);
+    expect(cache.get(Buffer.alloc(32, 2), 7, 1)?.key.id).to.equal('key_2');
+    expect(cache.get(Buffer.alloc(32, 3), 7, 1)?.key.id).to.equal('key_3');
+  });
+});
