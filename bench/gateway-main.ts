@@ -4,7 +4,7 @@
  * silent, so the figures are the request path's own.
  */
 import pino from 'pino';
-import { generateApiKey } from '../src/auth/keys';
+import { issueApiKey } from '../src/auth/issue-key';
 import { parseConfig } from '../src/config/load';
 import { startGateway } from '../src/gateway';
 import { openStore } from '../src/store/open';
@@ -26,10 +26,9 @@ store: { url: "sqlite::memory:" }
   const store = openStore(config.store);
   await store.migrate();
   const account = await store.createAccount({ name: 'bench', role: 'user' });
-  const key = generateApiKey();
-  await store.createKey({ accountId: account.id, name: 'bench', hash: key.hash, prefix: key.prefix, last4: key.last4 });
+  const { key } = await issueApiKey(store, { accountId: account.id, name: 'bench' });
   const gateway = await startGateway({ config, store, port: 0, logger: pino({ level: 'silent' }) });
-  process.stdout.write(`${JSON.stringify({ url: gateway.url, key: key.key })}\n`);
+  process.stdout.write(`${JSON.stringify({ url: gateway.url, key })}\n`);
   // Exit through Node (not a bare signal death) so --cpu-prof can write its profile.
   process.once('SIGTERM', () => process.exit(0));
 }

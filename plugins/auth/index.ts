@@ -4,6 +4,7 @@
  * SDK 0.x send `x-api-key`.
  */
 import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
+import { keyStatus } from '../../src/auth/issue-key';
 import { KeyCache } from '../../src/auth/key-cache';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
@@ -32,9 +33,8 @@ function presentedKey(ctx: GatewayContext): string | null {
   return value === '' ? null : parsePresentedKey(value);
 }
 
-function usable(identity: KeyIdentity, now: number): boolean {
-  const { key, account } = identity;
-  return key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > now) && !account.disabled;
+function usable({ key, account }: KeyIdentity, now: number): boolean {
+  return keyStatus(key, now) === 'active' && !account.disabled;
 }
 
 export const authPlugin: PluginDefinition<'auth'> = {

@@ -1,6 +1,6 @@
 /** First run: an empty store gets an admin account and one key, so the operator can log in at all. */
 import type { Account, Store } from '../store/store';
-import { generateApiKey } from './keys';
+import { issueApiKey } from './issue-key';
 
 /** The account and key names a first run creates. */
 export const FIRST_ADMIN_NAME = 'admin';
@@ -23,13 +23,6 @@ export async function ensureFirstAdmin(store: Store): Promise<{ account: Account
     throw error;
   }
 
-  const generated = generateApiKey();
-  await store.createKey({
-    accountId: account.id,
-    name: FIRST_KEY_NAME,
-    hash: generated.hash,
-    prefix: generated.prefix,
-    last4: generated.last4,
-  });
-  return { account, key: generated.key };
+  const { key } = await issueApiKey(store, { accountId: account.id, name: FIRST_KEY_NAME });
+  return { account, key };
 }

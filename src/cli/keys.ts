@@ -3,18 +3,8 @@
  * so tests call them without spawning a process. The full key is printed once, by `key create`, as
  * the last line of its output (scripts read it with `tail -n 1`); nothing else ever prints it.
  */
-import { generateApiKey } from '../auth/keys';
+import { issueApiKey, keyStatus } from '../auth/issue-key';
 import type { Account, ApiKeyRecord, Store } from '../store/store';
-
-/** Whether a key still works, as shown by `key list`. Revocation wins over expiry. */
-export type KeyStatus = 'active' | 'revoked' | 'expired';
-
-/** Returns the status of `key` at `now`. */
-export function keyStatus(key: ApiKeyRecord, now: Date): KeyStatus {
-  if (key.revokedAt !== null) return 'revoked';
-  if (key.expiresAt !== null && key.expiresAt.getTime() <= now.getTime()) return 'expired';
-  return 'active';
-}
 
 /** Key labels are shown in one table cell: printable, one line, at most 100 characters. */
 const KEY_NAME_PATTERN = /^[^\u0000-\u001f\u007f]{1,100}$/;
@@ -38,19 +28,12 @@ export async function createKeyCommand(
     throw new Error('invalid key name: use 1-100 printable characters on one line');
   }
   const account = await requireAccount(store, input.account);
-  const generated = generateApiKey();
-  const record = await store.createKey({
-    accountId: account.id,
-    name: input.name ?? null,
-    hash: generated.hash,
-    prefix: generated.prefix,
-    last4: generated.last4,
-  });
+  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null });
   const label = record.name === null ? '' : ` "${record.name}"`;
   out(`created key ${record.id}${label} for account ${account.name}`);
   out('This is the only time the key is shown; store it now:');
-  out(generated.key);
-  return { key: generated.key, record };
+  out(key);
+  return { key, record };
 }
 
 /** Formats rows as left-aligned columns separated by two spaces. */
@@ -88,7 +71,7 @@ export async function listKeysCommand(
     key.name ?? '-',
     `${key.prefix}…${key.last4}`,
     formatTime(key.createdAt),
-    keyStatus(key, now),
+    keyStatus(key, now.getTime()),
   ]);
   for (const line of formatTable([header, ...rows])) out(line);
   return keys;

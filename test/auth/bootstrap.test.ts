@@ -1,18 +1,14 @@
 import { expect } from 'chai';
 import { ensureFirstAdmin } from '../../src/auth/bootstrap';
 import { hashApiKey } from '../../src/auth/keys';
-import { SqliteStore } from '../../src/store/sqlite';
+import type { SqliteStore } from '../../src/store/sqlite';
+import { useMemoryStore } from '../helpers/memory-store';
 
 describe('auth/bootstrap', () => {
+  const memoryStore = useMemoryStore();
   let store: SqliteStore;
-
-  beforeEach(async () => {
-    store = new SqliteStore(':memory:');
-    await store.migrate();
-  });
-
-  afterEach(async () => {
-    await store.close();
+  beforeEach(() => {
+    store = memoryStore();
   });
 
   it('creates the admin account and a first-run key when the store is empty', async () => {

@@ -5,9 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { hashApiKey } from '../../src/auth/keys';
 import { createAccountCommand } from '../../src/cli/accounts';
-import { createKeyCommand, keyStatus, listKeysCommand, revokeKeyCommand } from '../../src/cli/keys';
+import { keyStatus } from '../../src/auth/issue-key';
+import { createKeyCommand, listKeysCommand, revokeKeyCommand } from '../../src/cli/keys';
 import { PACKAGE_ROOT } from '../../src/paths';
 import { SqliteStore } from '../../src/store/sqlite';
+import { useMemoryStore } from '../helpers/memory-store';
 import type { ApiKeyRecord } from '../../src/store/store';
 
 const KEY_LINE = /^sk-[A-Za-z0-9]{48}$/;
@@ -28,15 +30,10 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 describe('cli/keys', () => {
+  const memoryStore = useMemoryStore();
   let store: SqliteStore;
-
-  beforeEach(async () => {
-    store = new SqliteStore(':memory:');
-    await store.migrate();
-  });
-
-  afterEach(async () => {
-    await store.close();
+  beforeEach(() => {
+    store = memoryStore();
   });
 
   it('account create prints the new account and refuses a duplicate or invalid name', async () => {
@@ -119,10 +116,10 @@ describe('cli/keys', () => {
       id: 'key_x', accountId: 'acc_x', name: null, prefix: 'sk-abcd', last4: 'wxyz',
       createdAt: new Date(0), revokedAt: null, expiresAt: null,
     };
-    expect(keyStatus(base, now)).to.equal('active');
-    expect(keyStatus({ ...base, expiresAt: new Date('2029-01-01T00:00:00Z') }, now)).to.equal('expired');
-    expect(keyStatus({ ...base, expiresAt: new Date('2031-01-01T00:00:00Z') }, now)).to.equal('active');
-    expect(keyStatus({ ...base, revokedAt: new Date(1), expiresAt: new Date(2) }, now)).to.equal('revoked');
+    expect(keyStatus(base, now.getTime())).to.equal('active');
+    expect(keyStatus({ ...base, expiresAt: new Date('2029-01-01T00:00:00Z') }, now.getTime())).to.equal('expired');
+    expect(keyStatus({ ...base, expiresAt: new Date('2031-01-01T00:00:00Z') }, now.getTime())).to.equal('active');
+    expect(keyStatus({ ...base, revokedAt: new Date(1), expiresAt: new Date(2) }, now.getTime())).to.equal('revoked');
   });
 
   describe('bin/tollgate.js (spawned, needs `npx tsc` first)', function () {

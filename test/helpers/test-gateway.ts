@@ -7,7 +7,7 @@
  *   new OpenAI({ baseURL: `${tg.url}/v1`, apiKey: tg.key });
  */
 import pino from 'pino';
-import { generateApiKey } from '../../src/auth/keys';
+import { issueApiKey } from '../../src/auth/issue-key';
 import { parseConfig } from '../../src/config/load';
 import { startGateway, type Gateway } from '../../src/gateway';
 import { openStore } from '../../src/store/open';
@@ -122,16 +122,8 @@ let accounts = 0;
 
 /** Issues a key for `accountId` straight into the store, as `tollgate key create` would. */
 async function issueKey(store: Store, accountId: string, name: string | null, expiresAt: Date | null = null): Promise<CreatedKey> {
-  const generated = generateApiKey();
-  const record = await store.createKey({
-    accountId,
-    name,
-    hash: generated.hash,
-    prefix: generated.prefix,
-    last4: generated.last4,
-    expiresAt,
-  });
-  return { key: generated.key, id: record.id };
+  const { key, record } = await issueApiKey(store, { accountId, name, expiresAt });
+  return { key, id: record.id };
 }
 
 /** Starts a gateway on a free port with a fresh in-memory store, one account and one key. */

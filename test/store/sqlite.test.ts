@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { generateApiKey } from '../../src/auth/keys';
 import { SQLITE_MIGRATIONS, applySqliteMigrations } from '../../src/store/migrations/sqlite';
 import { SqliteStore } from '../../src/store/sqlite';
+import { useMemoryStore } from '../helpers/memory-store';
 import { AccountExistsError } from '../../src/store/store';
 import type { Account, NewKey } from '../../src/store/store';
 
@@ -16,15 +17,10 @@ function newKey(account: Account, extra: Partial<NewKey> = {}): NewKey {
 }
 
 describe('store/sqlite', () => {
+  const memoryStore = useMemoryStore();
   let store: SqliteStore;
-
-  beforeEach(async () => {
-    store = new SqliteStore(':memory:');
-    await store.migrate();
-  });
-
-  afterEach(async () => {
-    await store.close();
+  beforeEach(() => {
+    store = memoryStore();
   });
 
   describe('migrate', () => {
