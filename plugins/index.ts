@@ -4,6 +4,7 @@
  */
 import type { PluginDefinition } from '../src/kernel/plugin';
 import { authPlugin } from './auth';
+import { translatePlugin } from './translate';
 import { upstreamPlugin } from './upstream';
 
-export const PLUGINS: readonly PluginDefinition[] = [authPlugin, upstreamPlugin] as PluginDefinition[];
+export const PLUGINS: readonly PluginDefinition[] = [authPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];

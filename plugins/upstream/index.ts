@@ -5,12 +5,27 @@
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../../src/kernel/plugin';
-import { speaksNatively, targetsFor } from '../../src/routing/resolve';
+import { speaksNatively, targetsFor, type Target } from '../../src/routing/resolve';
+import type { Translator } from '../../src/translators/types';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { forwardNative } from '../../src/upstream/forward';
+import { forwardTranslated } from '../../src/upstream/forward-translated';
 import { PRIORITY } from '../../src/kernel/chain';
 
 const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
+
+/** The translator for a target of another protocol; without the translate plugin there is none. */
+function translatorOf(ctx: GatewayContext, target: Target, modelId: string): Translator {
+  const translator = ctx.state.translation?.for(target) ?? null;
+  if (translator === null) {
+    throw new GatewayError(
+      'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
+      `The model '${modelId}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      { param: 'model' },
+    );
+  }
+  return translator;
+}
 
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
@@ -31,13 +46,7 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
         const { endpoint } = ctx.state;
         const model = ctx.state.request!.model;
         const [target] = targetsFor(model, ctx.state.config);
-        if (!speaksNatively(target.provider, endpoint)) {
-          throw new GatewayError(
-            'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-            `The model '${model.id}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${endpoint.path}.`,
-            { param: 'model' },
-          );
-        }
+        const translator = speaksNatively(target.provider, endpoint) ? null : translatorOf(ctx, target, model.id);
         const client = clients.get(target.provider.id)!;
         if (!isConfigured(client)) {
           throw new GatewayError(
@@ -45,7 +54,8 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
             `The model '${model.id}' is unavailable: its provider '${target.provider.id}' has no API key configured on this gateway.`,
           );
         }
-        await forwardNative(ctx, target, client);
+        if (translator === null) await forwardNative(ctx, target, client);
+        else await forwardTranslated(ctx, target, client, translator);
       },
       async close() {
         await Promise.all([...clients.values()].map((client) => client.close()));

@@ -10,6 +10,7 @@ import type {
   ProviderTimeouts,
   ServerConfig,
   StoreConfig,
+  ThinkingStyle,
 } from './types';
 
 /** A provider as the schema leaves it: defaults applied, `id` not yet set, `base_url` optional. */
@@ -37,6 +38,7 @@ interface ValidatedModel {
   readonly price?: { input: number; output: number; cache_write?: number; cache_hit?: number };
   readonly free: boolean;
   readonly max_output_tokens: number;
+  readonly thinking: ThinkingStyle;
 }
 
 /** The shape `schemas/gateway.schema.json` guarantees once ajv has applied its defaults. */
@@ -92,6 +94,7 @@ function deriveModel(model: ValidatedModel, id: string): ModelConfig {
     ...(model.price !== undefined && { price: derivePrice(model.price) }),
     free: model.free,
     max_output_tokens: model.max_output_tokens,
+    thinking: model.thinking,
   };
 }
 

@@ -50,6 +50,9 @@ export interface ModelPrice {
   readonly output: number;
 }
 
+/** `adaptive`: `thinking: {type: "adaptive"}` + `output_config.effort`; `budget`: `budget_tokens`; `none`: no reasoning. */
+export type ThinkingStyle = 'adaptive' | 'budget' | 'none';
+
 export interface ModelConfig {
   readonly id: string;
   readonly family: ModelFamily;
@@ -59,6 +62,8 @@ export interface ModelConfig {
   readonly free: boolean;
   /** Used when a translated request omits its own limit. */
   readonly max_output_tokens: number;
+  /** How reasoning effort is expressed to this model when a request is translated to Messages. */
+  readonly thinking: ThinkingStyle;
   readonly description?: string;
 }
 
@@ -88,9 +93,14 @@ export interface UpstreamPluginConfig {
   readonly enabled: boolean;
 }
 
+export interface TranslatePluginConfig {
+  readonly enabled: boolean;
+}
+
 /** Every plugin's section, by plugin name. Adding a plugin adds a line here and a schema file. */
 export interface PluginConfigs {
   readonly auth: AuthPluginConfig;
+  readonly translate: TranslatePluginConfig;
   readonly upstream: UpstreamPluginConfig;
 }
 

@@ -5,7 +5,9 @@
 import type { ParameterizedContext } from 'koa';
 import type { GatewayConfig, ModelConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
+import type { Target } from '../routing/resolve';
 import type { Account, ApiKeyRecord } from '../store/store';
+import type { Translator } from '../translators/types';
 
 /** The client's request once the kernel has read, checked and resolved it. */
 export interface ParsedRequest {
@@ -49,6 +51,11 @@ export interface Exchange {
   readonly finished: Promise<ExchangeOutcome>;
 }
 
+/** Filled by the translate plugin: the translator for one upstream attempt, null when none is needed. */
+export interface TranslationState {
+  for(target: Target): Translator | null;
+}
+
 export interface GatewayState {
   readonly requestId: string;
   /** The config snapshot this request runs under; a reload never changes it mid-request. */
@@ -56,6 +63,8 @@ export interface GatewayState {
   readonly endpoint: Endpoint;
   request?: ParsedRequest;
   auth?: AuthState;
+  /** Absent when the translate plugin is disabled: only native routes are served. */
+  translation?: TranslationState;
   exchange?: Exchange;
 }
 

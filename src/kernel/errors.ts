@@ -36,6 +36,9 @@ export const ERRORS = {
   TOLLGATE_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'server_error', code: 'upstream_unreachable', anthropicType: 'api_error' },
   TOLLGATE_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'server_error', code: 'upstream_timeout', anthropicType: 'timeout_error' },
   TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'server_error', code: 'upstream_invalid_response', anthropicType: 'api_error' },
+  /** An upstream error relayed through a translator; the translator supplies the status and types. */
+  TOLLGATE_ERR_UPSTREAM_ERROR: { status: 502, type: 'server_error', code: null, anthropicType: 'api_error' },
+  TOLLGATE_ERR_UNSUPPORTED_TRANSLATION: { status: 400, type: 'invalid_request_error', code: 'unsupported_model_for_endpoint' },
   TOLLGATE_ERR_STREAM_INTERRUPTED: { status: 502, type: 'server_error', code: 'stream_interrupted', anthropicType: 'api_error' },
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', code: 'internal_error', anthropicType: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;
@@ -79,12 +82,18 @@ export class GatewayError extends Error {
   constructor(
     code: ErrorCode,
     message: string,
-    options: { param?: string | null; cause?: unknown; headers?: Record<string, string> } = {},
+    options: {
+      param?: string | null;
+      cause?: unknown;
+      headers?: Record<string, string>;
+      /** Replaces the table's entry: only for upstream errors a translator re-shapes, whose status and types vary. */
+      spec?: ErrorSpec;
+    } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'GatewayError';
     this.code = code;
-    this.spec = ERRORS[code];
+    this.spec = options.spec ?? ERRORS[code];
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
   }

@@ -3,16 +3,27 @@
  * provider and the translators describe what the model produced once, and each writer renders it in
  * its client's protocol.
  */
+import type { GatewayError } from '../kernel/errors';
 import type { Usage } from './types';
 
 /** Why the assistant stopped, in neutral words each writer maps to its protocol's vocabulary. */
 export type TurnStop = 'end' | 'stop_sequence' | 'max_tokens' | 'tool_use' | 'refusal';
 
+/**
+ * A reasoning block. Anthropic signs its thinking; the signature (or the opaque data of a redacted
+ * block) is what a later turn must send back verbatim, so every writer keeps it somewhere the client
+ * can return it.
+ */
+export type ThinkingPart =
+  | { readonly type: 'thinking'; readonly text: string; readonly signature: string }
+  | { readonly type: 'redacted_thinking'; readonly data: string };
+
 /** One piece of an assistant turn, in the order it was produced. */
 export type TurnPart =
   | { readonly type: 'text'; readonly text: string }
   /** `arguments` is JSON text; '' means the tool was called without arguments. */
-  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string };
+  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string }
+  | ThinkingPart;
 
 /** A finished assistant turn, protocol-neutral: what a writer needs to build a non-streamed reply. */
 export interface AssistantTurn {
@@ -43,6 +54,19 @@ export interface TurnStreamWriter {
   toolCallArguments(fragment: string): string;
   /** Closes the open tool call; one that got no arguments is given `{}` (PROTOCOLS.md §0 fact 9). */
   toolCallEnd(): string;
+  /** A fragment of reasoning text, opening a reasoning block when none is open. */
+  thinking(delta: string): string;
+  /** The signature of the open reasoning block (Anthropic sends it once, just before the block ends). */
+  thinkingSignature(signature: string): string;
+  /** A whole redacted reasoning block: opaque data the client must send back unchanged. */
+  redactedThinking(data: string): string;
+  /** Closes whatever block is open (text, reasoning or tool call); '' when none is. */
+  blockEnd(): string;
   /** Everything that ends the stream: stop reason, final usage and the protocol's terminator. */
   finish(stop: TurnStop, usage: Usage, stopSequence?: string | null): string;
+  /**
+   * Ends a stream already under way with the protocol's error event and no success terminator (no
+   * `[DONE]`, no `message_stop`): the client must not mistake a broken answer for a whole one.
+   */
+  fail(error: GatewayError): string;
 }

@@ -4,66 +4,17 @@
  * client cannot use before they are whole, are read first so a failure can still be a clean error.
  * Upstream errors follow DECISIONS.md 13.
  */
-import type { Readable } from 'node:stream';
-import type { ExchangeEnd, ExchangeOutcome, GatewayContext } from '../kernel/context';
+import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
-import type { Usage } from '../protocols/types';
 import { usageTapFor } from '../protocols/usage-tap';
 import { upstreamPath, type Target } from '../routing/resolve';
-import { isAbort, upstreamFailure } from './failures';
+import { failExchange, openExchange, type EndExchange } from './exchange';
 import { relayedResponseHeaders, upstreamRequestHeaders } from './headers';
+import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { Relay } from './relay';
 import type { UpstreamClient, UpstreamResponse } from './types';
-
-/** nginx's status for a request whose client closed the connection first; it only reaches logs. */
-const CLIENT_CLOSED_REQUEST = 499;
-/** Error bodies are small; one larger than this is cut rather than held. */
-const MAX_ERROR_BODY_BYTES = 64 * 1024;
-/** A plain (non-streamed) reply larger than this is refused rather than held in memory. */
-const MAX_PLAIN_BODY_BYTES = 64 * 1024 * 1024;
-
-type End = (end: ExchangeEnd, usage?: Usage | null, status?: number) => void;
-
-/**
- * Reads a whole body; past `cap` bytes it either cuts (error bodies) or fails (replies). Plain
- * listeners rather than `for await`: the async iterator costs a promise per chunk on the hot path.
- */
-function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
-    body.on('data', (chunk: Buffer) => {
-      if (size + chunk.length <= cap) {
-        chunks.push(chunk);
-        size += chunk.length;
-        return;
-      }
-      body.removeAllListeners('data').removeAllListeners('end');
-      body.destroy();
-      if (overflow === 'fail') return reject(new Error(`upstream reply exceeds ${cap} bytes`));
-      chunks.push(chunk.subarray(0, cap - size));
-      size = cap;
-      done();
-    });
-    body.once('end', done);
-    body.once('error', reject);
-    body.once('close', () => reject(new Error('upstream closed the body before its end')));
-  });
-}
-
-/** An upstream error body with every occurrence of the provider's key blanked, in case it echoed it. */
-function scrubbed(body: Buffer, secret: string): Buffer {
-  if (secret.length < 8 || body.indexOf(secret) === -1) return body;
-  return Buffer.from(body.toString('utf8').split(secret).join('[redacted]'));
-}
-
-function usageFor(end: ExchangeEnd, usage: Usage | null): Usage | null {
-  if (usage === null || end.kind === 'delivered') return usage;
-  return { ...usage, source: 'partial' };
-}
 
 /**
  * The query string sent upstream. Only `beta=true`, which the Anthropic SDK's beta methods and Claude
@@ -82,20 +33,8 @@ export async function forwardNative(ctx: GatewayContext, target: Target, client:
   const request = ctx.state.request!;
   const { provider, route } = target;
 
-  let settle!: (outcome: ExchangeOutcome) => void;
-  const finished = new Promise<ExchangeOutcome>((resolve) => (settle = resolve));
-  ctx.state.exchange = { provider: provider.id, upstreamModel: route.upstream_model, finished };
-
-  // One controller per attempt, aborted when the client goes away before the body is done.
-  const attempt = new AbortController();
-  const onClientGone = () => {
-    if (!ctx.res.writableFinished) attempt.abort();
-  };
-  ctx.res.once('close', onClientGone);
-  const end: End = (kind, usage = null, status = ctx.status) => {
-    ctx.res.off('close', onClientGone);
-    settle({ end: kind, status, provider: provider.id, usage: usageFor(kind, usage) });
-  };
+  const exchange = openExchange(ctx, target);
+  const { signal, end } = exchange;
 
   const body =
     route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
@@ -105,29 +44,17 @@ export async function forwardNative(ctx: GatewayContext, target: Target, client:
       path: upstreamPath(endpoint) + forwardedQuery(ctx, provider.protocol),
       headers: upstreamRequestHeaders(ctx.headers, provider, requestId),
       body,
-      signal: attempt.signal,
+      signal,
     });
     if (response.status >= 400) await answerError(ctx, target, response, end);
     else if (isEventStream(response)) answerStream(ctx, target, response, end);
     else await answerPlain(ctx, response, end);
   } catch (err) {
-    if (attempt.signal.aborted && isAbort(err)) {
-      // The client left before the answer was decided: nobody is there to receive an error.
-      ctx.status = CLIENT_CLOSED_REQUEST;
-      end({ kind: 'aborted' });
-      return;
-    }
-    const failure = upstreamFailure(err, provider.id);
-    end({ kind: 'failed', error: failure }, null, failure.status);
-    throw failure;
+    failExchange(ctx, err, exchange, provider.id);
   }
 }
 
-function isEventStream(response: UpstreamResponse): boolean {
-  return String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
-}
-
-async function answerError(ctx: GatewayContext, { provider }: Target, response: UpstreamResponse, end: End): Promise<void> {
+async function answerError(ctx: GatewayContext, { provider }: Target, response: UpstreamResponse, end: EndExchange): Promise<void> {
   if (response.status === 401 || response.status === 403) {
     // The provider refused *our* key: the client can do nothing about it, and must not see why.
     response.body.resume();
@@ -144,7 +71,7 @@ async function answerError(ctx: GatewayContext, { provider }: Target, response: 
   end({ kind: 'failed', error: new Error(`upstream answered ${response.status}`) });
 }
 
-async function answerPlain(ctx: GatewayContext, response: UpstreamResponse, end: End): Promise<void> {
+async function answerPlain(ctx: GatewayContext, response: UpstreamResponse, end: EndExchange): Promise<void> {
   const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
   const tap = usageTapFor(ctx.state.endpoint.id, false);
   tap.observe(bytes);
@@ -154,7 +81,7 @@ async function answerPlain(ctx: GatewayContext, response: UpstreamResponse, end:
   end({ kind: 'delivered' }, tap.result());
 }
 
-function answerStream(ctx: GatewayContext, { provider }: Target, response: UpstreamResponse, end: End): void {
+function answerStream(ctx: GatewayContext, { provider }: Target, response: UpstreamResponse, end: EndExchange): void {
   const { endpoint } = ctx.state;
   const tap = usageTapFor(endpoint.id, true);
   ctx.status = response.status;

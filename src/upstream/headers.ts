@@ -42,6 +42,24 @@ export function upstreamRequestHeaders(
   return headers;
 }
 
+/**
+ * The headers of a translated request: the client spoke another protocol, so none of its headers
+ * mean anything upstream. The Anthropic version is the provider's (DECISIONS.md 14).
+ */
+export function translatedRequestHeaders(provider: ProviderConfig, requestId: string): Record<string, string> {
+  const headers: Record<string, string> = { ...provider.headers };
+  headers['content-type'] = 'application/json';
+  headers['accept-encoding'] = 'identity';
+  headers['x-request-id'] = requestId;
+  if (provider.protocol === 'anthropic') {
+    headers['anthropic-version'] = provider.anthropic_version;
+    headers['x-api-key'] = provider.api_key;
+  } else if (provider.protocol === 'openai') {
+    headers.authorization = `Bearer ${provider.api_key}`;
+  }
+  return headers;
+}
+
 /** The upstream response headers a client may see; the upstream's own request id is renamed so ours stays unique. */
 export function relayedResponseHeaders(upstream: Readonly<Record<string, string | string[] | undefined>>): Record<string, string> {
   const headers: Record<string, string> = {};

@@ -31,6 +31,7 @@ describe('the default gateway.yaml', () => {
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
     expect(config.plugins).to.deep.equal({
       auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+      translate: { enabled: true },
       upstream: { enabled: true },
     });
   });

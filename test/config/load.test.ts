@@ -62,7 +62,7 @@ const INVALID: readonly InvalidCase[] = [
   {
     name: 'an unknown plugin',
     text: yaml('providers: {}', 'models: {}', 'plugins:', '  foo: {}'),
-    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, upstream)'],
+    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, translate, upstream)'],
   },
   {
     name: 'a model with neither price nor free',
@@ -272,6 +272,7 @@ describe('config/load parseConfig', () => {
       price: { input: 1.25, cache_write: 1.25, cache_hit: 0.125, output: 10 },
       free: false,
       max_output_tokens: 4096,
+      thinking: 'adaptive',
     });
   });
 
@@ -294,6 +295,7 @@ describe('config/load parseConfig', () => {
     expect(config.store).to.deep.equal({ url: 'sqlite:./data/tollgate.db' });
     expect(config.plugins).to.deep.equal({
       auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+      translate: { enabled: true },
       upstream: { enabled: true },
     });
   });

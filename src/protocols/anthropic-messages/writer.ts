@@ -4,6 +4,8 @@
  * SDK drops frames without one (§0 fact 3).
  */
 import { randomBytes } from 'node:crypto';
+import type { GatewayError } from '../../kernel/errors';
+import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
 import type { Usage } from '../types';
 import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
@@ -22,7 +24,9 @@ export interface MessagesUsage {
 /** A content block of the reply. */
 export type MessagesContentBlock =
   | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
 
 /** The non-streamed reply (`type: "message"`). */
 export interface MessagesMessage {
@@ -88,8 +92,12 @@ export function buildMessage(turn: AssistantTurn): MessagesMessage {
       if (part.text === '') continue; // the API rejects empty text blocks, so never emit one
       if (last?.type === 'text') last.text += part.text;
       else content.push({ type: 'text', text: part.text });
-    } else {
+    } else if (part.type === 'tool_call') {
       content.push({ type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments) });
+    } else if (part.type === 'thinking') {
+      content.push({ type: 'thinking', thinking: part.text, signature: part.signature });
+    } else {
+      content.push({ type: 'redacted_thinking', data: part.data });
     }
   }
   return {
@@ -111,6 +119,8 @@ export interface MessagesStreamOptions {
   readonly model: string;
 }
 
+type BlockType = 'text' | 'tool_use' | 'thinking' | 'redacted_thinking';
+
 const NO_USAGE: Usage = { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, source: 'upstream' };
 
 /**
@@ -121,7 +131,7 @@ export class MessagesStreamWriter implements TurnStreamWriter {
   readonly id: string;
   private readonly model: string;
   private blockCount = 0;
-  private openBlock: { index: number; type: 'text' | 'tool_use' } | null = null;
+  private openBlock: { index: number; type: BlockType } | null = null;
 
   constructor(options: MessagesStreamOptions) {
     this.id = options.id ?? newMessageId();
@@ -175,6 +185,36 @@ export class MessagesStreamWriter implements TurnStreamWriter {
     return this.openBlock?.type === 'tool_use' ? this.blockStop() : '';
   }
 
+  /** A `thinking_delta`, opening a thinking block first when none is open. */
+  thinking(delta: string): string {
+    if (delta === '') return '';
+    return this.thinkingBlock() + this.event('content_block_delta', { index: this.currentIndex(), delta: { type: 'thinking_delta', thinking: delta } });
+  }
+
+  /** The `signature_delta` that seals the open thinking block. */
+  thinkingSignature(signature: string): string {
+    return this.thinkingBlock() + this.event('content_block_delta', { index: this.currentIndex(), delta: { type: 'signature_delta', signature } });
+  }
+
+  /** A whole `redacted_thinking` block: its data arrives complete in `content_block_start`. */
+  redactedThinking(data: string): string {
+    return this.blockStop() + this.blockStart('redacted_thinking', { type: 'redacted_thinking', data }) + this.blockStop();
+  }
+
+  blockEnd(): string {
+    return this.blockStop();
+  }
+
+  /** An `error` event, which the Anthropic SDK throws on; no `message_stop` follows. */
+  fail(error: GatewayError): string {
+    return streamErrorFrame(error, 'messages');
+  }
+
+  private thinkingBlock(): string {
+    if (this.openBlock?.type === 'thinking') return '';
+    return this.blockStop() + this.blockStart('thinking', { type: 'thinking', thinking: '', signature: '' });
+  }
+
   /** `content_block_stop` for the open block, if any. */
   blockStop(): string {
     if (this.openBlock === null) return '';
@@ -201,7 +241,7 @@ export class MessagesStreamWriter implements TurnStreamWriter {
     return this.event('ping', {});
   }
 
-  private blockStart(type: 'text' | 'tool_use', contentBlock: object): string {
+  private blockStart(type: BlockType, contentBlock: object): string {
     const index = this.blockCount++;
     this.openBlock = { index, type };
     return this.event('content_block_start', { index, content_block: contentBlock });

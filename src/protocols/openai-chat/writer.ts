@@ -4,8 +4,10 @@
  * go through here, so all of them emit the same shapes.
  */
 import { randomBytes } from 'node:crypto';
+import type { GatewayError } from '../../kernel/errors';
+import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
-import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter } from '../turn';
 import type { Usage } from '../types';
 
 /** Chat `finish_reason` values. */
@@ -19,6 +21,14 @@ export interface ChatUsage {
   prompt_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   completion_tokens_details: { reasoning_tokens: number };
 }
+
+/**
+ * A signed reasoning block, in the non-standard `thinking_blocks` field LiteLLM introduced: a client
+ * that sends it back on the assistant message lets the next turn continue the model's reasoning.
+ */
+export type ChatThinkingBlock =
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
 
 /** A tool call as it appears in `message.tool_calls`. */
 export interface ChatToolCall {
@@ -40,6 +50,9 @@ export interface ChatCompletion {
         role: 'assistant';
         content: string | null;
         refusal: null;
+        /** Non-standard (DeepSeek, LiteLLM): the model's reasoning text, when it reasoned. */
+        reasoning_content?: string;
+        thinking_blocks?: ChatThinkingBlock[];
         tool_calls?: ChatToolCall[];
         annotations: [];
       };
@@ -66,7 +79,13 @@ export interface ChatCompletionChunk {
   model: string;
   choices: Array<{
     index: 0;
-    delta: { role?: 'assistant'; content?: string; tool_calls?: ChatToolCallDelta[] };
+    delta: {
+      role?: 'assistant';
+      content?: string;
+      reasoning_content?: string;
+      thinking_blocks?: ChatThinkingBlock[];
+      tool_calls?: ChatToolCallDelta[];
+    };
     logprobs: null;
     finish_reason: ChatFinishReason | null;
   }>;
@@ -108,9 +127,16 @@ function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
 
+function thinkingBlock(part: ThinkingPart): ChatThinkingBlock {
+  return part.type === 'thinking'
+    ? { type: 'thinking', thinking: part.text, signature: part.signature }
+    : { type: 'redacted_thinking', data: part.data };
+}
+
 /** Builds the complete non-streamed `chat.completion` object for a turn. */
 export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
   const text = turn.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
+  const thinking = turn.parts.filter((part): part is ThinkingPart => part.type === 'thinking' || part.type === 'redacted_thinking');
   const toolCalls: ChatToolCall[] = [];
   for (const part of turn.parts) {
     if (part.type !== 'tool_call') continue;
@@ -123,6 +149,10 @@ export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
     refusal: null,
     annotations: [],
   };
+  if (thinking.length > 0) {
+    message.reasoning_content = thinking.map((part) => (part.type === 'thinking' ? part.text : '')).join('');
+    message.thinking_blocks = thinking.map(thinkingBlock);
+  }
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
   return {
     id: turn.id ?? newChatCompletionId(),
@@ -157,6 +187,8 @@ export class ChatStreamWriter implements TurnStreamWriter {
   private readonly includeUsage: boolean;
   private toolCallCount = 0;
   private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
+  /** The reasoning text of the block under way, repeated with its signature when the block is signed. */
+  private thinkingText = '';
 
   constructor(options: ChatStreamOptions) {
     this.id = options.id ?? newChatCompletionId();
@@ -194,6 +226,38 @@ export class ChatStreamWriter implements TurnStreamWriter {
     if (call === null) return '';
     this.openToolCall = null;
     return call.argumentsSeen ? '' : this.chunk({ tool_calls: [{ index: call.index, function: { arguments: '{}' } }] });
+  }
+
+  /** Reasoning streams as `reasoning_content`, the field OpenAI-compatible clients read it from. */
+  thinking(delta: string): string {
+    if (delta === '') return '';
+    this.thinkingText += delta;
+    return this.chunk({ reasoning_content: delta });
+  }
+
+  /**
+   * The signature closes a reasoning block: the block is sent whole in `thinking_blocks`, so a client
+   * collects those deltas and returns them as they are, with no reassembly.
+   */
+  thinkingSignature(signature: string): string {
+    const block: ChatThinkingBlock = { type: 'thinking', thinking: this.thinkingText, signature };
+    this.thinkingText = '';
+    return this.chunk({ thinking_blocks: [block] });
+  }
+
+  redactedThinking(data: string): string {
+    return this.chunk({ thinking_blocks: [{ type: 'redacted_thinking', data }] });
+  }
+
+  /** Chat has no blocks; only an open tool call needs closing. */
+  blockEnd(): string {
+    this.thinkingText = '';
+    return this.toolCallEnd();
+  }
+
+  /** A `data: {"error": …}` frame, which openai-node throws on; no `[DONE]` follows. */
+  fail(error: GatewayError): string {
+    return streamErrorFrame(error, 'chat');
   }
 
   /** The `delta: {}` chunk with the finish reason, the usage chunk when asked for, then `[DONE]`. */

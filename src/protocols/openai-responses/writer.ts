@@ -1,12 +1,15 @@
 /**
  * Writes Responses API replies (PROTOCOLS.md §2.2-2.3): the `response` object and its event stream.
  * Frames carry `event:` and a `sequence_number` from 0; no `[DONE]`: the stream ends with
- * `response.completed` or `response.incomplete`, whose object is built as the non-streamed one is.
+ * `response.completed`, `response.incomplete` or `response.failed`, whose object is built as the
+ * non-streamed one is.
  */
 import { randomBytes } from 'node:crypto';
+import type { GatewayError } from '../../kernel/errors';
+import { errorBody, type OpenAIErrorBody } from '../errors';
 import { sseFrame } from '../sse';
 import type { Usage } from '../types';
-import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter } from '../turn';
 
 /** The Responses `usage` object; `cached_tokens` and `cache_write_tokens` are subsets of `input_tokens`. */
 export interface ResponsesUsage {
@@ -17,8 +20,11 @@ export interface ResponsesUsage {
   total_tokens: number;
 }
 
-/** Status of a response or of one output item. */
+/** Status of one output item, and of a response that did not fail. */
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete';
+
+/** Status of the `response` object itself: items never fail, a response can. */
+export type ResponseObjectStatus = ResponseStatus | 'failed';
 
 /** An `output_text` content part. */
 export type ResponseOutputText = { type: 'output_text'; text: string; annotations: []; logprobs: [] };
@@ -42,8 +48,42 @@ export interface ResponseFunctionCallItem {
   arguments: string;
 }
 
+/** A `summary_text` part of a reasoning item. */
+export type ResponseSummaryText = { type: 'summary_text'; text: string };
+
+/**
+ * A reasoning item of `output`. Anthropic's thinking text becomes the summary; its signature (or a
+ * redacted block's data) rides in `encrypted_content`, which clients send back in their next `input`
+ * so the translated request can return the block verbatim, as the Messages API demands (§3.2).
+ */
+export interface ResponseReasoningItem {
+  type: 'reasoning';
+  id: string;
+  status: ResponseStatus;
+  summary: ResponseSummaryText[];
+  encrypted_content: string | null;
+}
+
 /** An item of `output`. */
-export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem;
+export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem | ResponseReasoningItem;
+
+/**
+ * Marks the `encrypted_content` of a redacted thinking block, so a later request can tell it from a
+ * signature and send it back as `redacted_thinking` rather than `thinking`.
+ */
+export const REDACTED_THINKING_PREFIX = 'redacted:';
+
+/**
+ * The `error.code` values the OpenAPI `ResponseErrorCode` enum allows; the rest of that enum is about
+ * images and vector stores, which Tollgate never reports mid-stream.
+ */
+export type ResponseErrorCode = 'server_error' | 'rate_limit_exceeded' | 'invalid_prompt';
+
+/** The `error` of a failed response. */
+export interface ResponseErrorObject {
+  code: ResponseErrorCode;
+  message: string;
+}
 
 /** Request fields the response object repeats back (its schema requires most of them). */
 export interface ResponsesRequestEcho {
@@ -64,9 +104,9 @@ export interface ResponseObject extends Required<ResponsesRequestEcho> {
   id: string;
   object: 'response';
   created_at: number;
-  status: ResponseStatus;
+  status: ResponseObjectStatus;
   completed_at: number | null;
-  error: null;
+  error: ResponseErrorObject | null;
   incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
   model: string;
   output: ResponseOutputItem[];
@@ -116,8 +156,8 @@ export function responsesRequestEcho(body: Readonly<Record<string, unknown>>): R
   return echo as ResponsesRequestEcho;
 }
 
-/** A fresh id with an OpenAI prefix: `resp`, `msg` or `fc`. */
-export function newResponsesId(prefix: 'resp' | 'msg' | 'fc'): string {
+/** A fresh id with an OpenAI prefix: `resp`, `msg`, `fc` or `rs` (reasoning). */
+export function newResponsesId(prefix: 'resp' | 'msg' | 'fc' | 'rs'): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
@@ -138,7 +178,25 @@ function finalStatus(stop: TurnStop): 'completed' | 'incomplete' {
   return stop === 'max_tokens' ? 'incomplete' : 'completed';
 }
 
-function responseObject(who: ResponseIdentity, status: ResponseStatus, output: ResponseOutputItem[], usage: Usage | null): ResponseObject {
+/**
+ * The response `error` for a GatewayError. The schema allows a fixed list of codes, none of them
+ * ours, so the status picks the nearest: 429 a rate limit, another 4xx a prompt the upstream
+ * refused, anything else a server error. The message is the one every error envelope shows.
+ */
+export function responseError(error: GatewayError): ResponseErrorObject {
+  const { message } = (errorBody(error, 'openai') as OpenAIErrorBody).error;
+  if (error.status === 429) return { code: 'rate_limit_exceeded', message };
+  if (error.status >= 400 && error.status < 500) return { code: 'invalid_prompt', message };
+  return { code: 'server_error', message };
+}
+
+function responseObject(
+  who: ResponseIdentity,
+  status: ResponseObjectStatus,
+  output: ResponseOutputItem[],
+  usage: Usage | null,
+  error: ResponseErrorObject | null = null,
+): ResponseObject {
   const echo = who.echo;
   const response: ResponseObject = {
     id: who.id,
@@ -146,7 +204,7 @@ function responseObject(who: ResponseIdentity, status: ResponseStatus, output: R
     created_at: who.createdAt,
     status,
     completed_at: status === 'completed' ? nowSeconds() : null,
-    error: null,
+    error,
     incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
     instructions: echo.instructions ?? null,
     max_output_tokens: echo.max_output_tokens ?? null,
@@ -172,7 +230,21 @@ function outputText(text: string): ResponseOutputText {
   return { type: 'output_text', text, annotations: [], logprobs: [] };
 }
 
-/** Builds the complete non-streamed `response` object; adjacent text parts share one message item. */
+function reasoningItem(summary: ResponseSummaryText[], encryptedContent: string | null, status: ResponseStatus): ResponseReasoningItem {
+  return { type: 'reasoning', id: newResponsesId('rs'), status, summary, encrypted_content: encryptedContent };
+}
+
+/** The finished reasoning item for a thinking part; empty thinking text gives an empty summary. */
+function reasoningItemFor(part: ThinkingPart): ResponseReasoningItem {
+  if (part.type === 'redacted_thinking') return reasoningItem([], REDACTED_THINKING_PREFIX + part.data, 'completed');
+  const summary: ResponseSummaryText[] = part.text === '' ? [] : [{ type: 'summary_text', text: part.text }];
+  return reasoningItem(summary, part.signature === '' ? null : part.signature, 'completed');
+}
+
+/**
+ * Builds the complete non-streamed `response` object; adjacent text parts share one message item,
+ * each thinking part becomes a reasoning item.
+ */
 export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = {}): ResponseObject {
   const output: ResponseOutputItem[] = [];
   for (const part of turn.parts) {
@@ -181,9 +253,11 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
       if (part.text === '') continue; // as in the stream, where an empty delta opens no item
       if (last?.type === 'message') last.content[0].text += part.text;
       else output.push({ type: 'message', id: newResponsesId('msg'), status: 'completed', role: 'assistant', content: [outputText(part.text)] });
-    } else {
+    } else if (part.type === 'tool_call') {
       const args = part.arguments || '{}';
       output.push({ type: 'function_call', id: newResponsesId('fc'), status: 'completed', call_id: part.id, name: part.name, arguments: args });
+    } else {
+      output.push(reasoningItemFor(part));
     }
   }
   const status = finalStatus(turn.stop);
@@ -192,12 +266,16 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
   return responseObject(who, status, output, turn.usage);
 }
 
-/** The item being streamed and its place in `output`. */
-type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number };
+/**
+ * The item being streamed and its place in `output`. A reasoning item's single summary part is
+ * opened by the first text fragment, so a block whose thinking is omitted gets an empty summary.
+ */
+type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number; summaryOpen?: boolean };
 
 /**
  * Writes one Responses stream. Output items are opened on demand (text opens a message, a tool call a
- * function_call item) and each is closed with its full `.done` sequence before the next one opens.
+ * function_call item, thinking a reasoning item) and each is closed with its full `.done` sequence
+ * before the next one opens.
  */
 export class ResponsesStreamWriter implements TurnStreamWriter {
   /** The response id. */
@@ -246,12 +324,82 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
     return this.open?.item.type === 'function_call' ? this.itemDone('completed') : '';
   }
 
+  /**
+   * A `reasoning_summary_text.delta`, opening a reasoning item (and its summary part) first when
+   * needed. '' opens the item only, so an upstream block start can be passed on as it arrives.
+   */
+  thinking(delta: string): string {
+    const opening = this.open?.item.type === 'reasoning' ? '' : this.reasoningStart();
+    if (delta === '') return opening;
+    const open = this.open as OpenItem & { item: ResponseReasoningItem };
+    const where = { item_id: open.item.id, output_index: open.outputIndex, summary_index: 0 };
+    let frames = opening;
+    if (open.summaryOpen !== true) {
+      open.summaryOpen = true;
+      open.item.summary.push({ type: 'summary_text', text: '' });
+      frames += this.event('response.reasoning_summary_part.added', { ...where, part: { type: 'summary_text', text: '' } });
+    }
+    open.item.summary[0].text += delta;
+    return frames + this.event('response.reasoning_summary_text.delta', { ...where, delta });
+  }
+
+  /**
+   * Keeps the signature as the open reasoning item's `encrypted_content`, shown in its
+   * `output_item.done`. A signature with no reasoning item open (thinking omitted) opens one.
+   */
+  thinkingSignature(signature: string): string {
+    const opening = this.open?.item.type === 'reasoning' ? '' : this.reasoningStart();
+    (this.open?.item as ResponseReasoningItem).encrypted_content = signature;
+    return opening;
+  }
+
+  /** A whole reasoning item with no summary, the redacted data kept in `encrypted_content`. */
+  redactedThinking(data: string): string {
+    const frames = this.itemDone('completed');
+    const outputIndex = this.output.length;
+    const item = reasoningItem([], REDACTED_THINKING_PREFIX + data, 'in_progress');
+    this.open = { item, outputIndex };
+    return frames + this.event('response.output_item.added', { output_index: outputIndex, item }) + this.itemDone('completed');
+  }
+
+  /** Closes the open item, whatever its kind; '' when none is open. */
+  blockEnd(): string {
+    return this.itemDone('completed');
+  }
+
   /** Closes the open item, then `response.completed`, or `response.incomplete` after max tokens. */
   finish(stop: TurnStop, usage: Usage): string {
     const status = finalStatus(stop);
     const frames = this.itemDone(status);
+    // As in the non-streamed object: the item the limit cut off is the incomplete one.
+    if (status === 'incomplete' && this.output.length > 0) this.output[this.output.length - 1].status = 'incomplete';
     const response = responseObject(this.who, status, this.output, usage);
     return frames + this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
+  }
+
+  /**
+   * `response.failed` with the error and the items so far. An item cut off mid-way joins the output
+   * as `incomplete` without its `.done` events: its text or arguments never finished, and the
+   * snapshot the SDK builds from `output_item.added` already holds it.
+   */
+  fail(error: GatewayError): string {
+    const open = this.open;
+    this.open = null;
+    if (open !== null) {
+      open.item.status = 'incomplete';
+      this.output.push(open.item);
+    }
+    const response = responseObject(this.who, 'failed', this.output, null, responseError(error));
+    return this.event('response.failed', { response });
+  }
+
+  /** Closes the open item and opens a reasoning item with an empty summary. */
+  private reasoningStart(): string {
+    const closing = this.itemDone('completed');
+    const outputIndex = this.output.length;
+    const item = reasoningItem([], null, 'in_progress');
+    this.open = { item, outputIndex };
+    return closing + this.event('response.output_item.added', { output_index: outputIndex, item });
   }
 
   /** Closes the open item and opens a message item with one empty `output_text` part. */
@@ -278,11 +426,16 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
       const text = item.content[0].text;
       frames += this.event('response.output_text.done', { ...where, text, logprobs: [] });
       frames += this.event('response.content_part.done', { ...where, part: outputText(text) });
-    } else {
+    } else if (item.type === 'function_call') {
       // A call with no argument fragments still needs valid JSON arguments (PROTOCOLS.md §0 fact 9).
       if (item.arguments === '') frames += this.argumentsDelta(item, outputIndex, '{}');
       const done = { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments };
       frames += this.event('response.function_call_arguments.done', done);
+    } else if (open.summaryOpen === true) {
+      const where = { item_id: item.id, output_index: outputIndex, summary_index: 0 };
+      const text = item.summary[0].text;
+      frames += this.event('response.reasoning_summary_text.done', { ...where, text });
+      frames += this.event('response.reasoning_summary_part.done', { ...where, part: { type: 'summary_text', text } });
     }
     item.status = status;
     this.output.push(item);

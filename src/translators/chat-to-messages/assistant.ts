@@ -1,0 +1,74 @@
+/**
+ * An assistant message as Messages blocks, in the order Messages requires: signed thinking first,
+ * then text, then tool calls.
+ */
+import type { ToolNameMap } from '../tool-names';
+import { textBlock, textOnlyBlocks, type Block } from './content';
+import { invalid, isRecord, isSet, requireArray, requireRecord, requireString, type Json } from './fields';
+
+export function assistantBlocks(message: Json, param: string, toolNames: ToolNameMap): Block[] {
+  if (isSet(message.function_call)) throw invalid(`${param}.function_call`, 'is the legacy form of a tool call; send tool_calls instead.');
+  if (isSet(message.audio)) throw invalid(`${param}.audio`, 'refers to an audio reply, which this model cannot take back as input.');
+  return [
+    ...thinkingBlocks(message.thinking_blocks, `${param}.thinking_blocks`),
+    ...assistantText(message, param),
+    ...toolUseBlocks(message.tool_calls, `${param}.tool_calls`, toolNames),
+  ];
+}
+
+/**
+ * The signed reasoning a previous reply returned in `thinking_blocks`, sent back unchanged: in a tool
+ * loop Messages rejects a turn whose thinking lost its signature. `reasoning_content` alone is
+ * unsigned, so it cannot be sent back and is not read at all.
+ */
+function thinkingBlocks(value: unknown, param: string): Block[] {
+  if (!isSet(value)) return [];
+  return requireArray(value, param).flatMap((entry, k): Block[] => {
+    const blockParam = `${param}[${k}]`;
+    const block = requireRecord(entry, blockParam);
+    if (block.type === 'redacted_thinking') return [{ type: 'redacted_thinking', data: requireString(block.data, `${blockParam}.data`) }];
+    if (block.type !== 'thinking') throw invalid(`${blockParam}.type`, "must be 'thinking' or 'redacted_thinking'.");
+    const thinking = requireString(block.thinking, `${blockParam}.thinking`);
+    // A block without a signature was never signed by Anthropic; Messages would reject it.
+    if (typeof block.signature !== 'string' || block.signature === '') return [];
+    return [{ type: 'thinking', thinking, signature: block.signature }];
+  });
+}
+
+/** Text and refusal parts; the `refusal` field speaks for a message whose content is empty. */
+function assistantText(message: Json, param: string): Block[] {
+  const blocks = textOnlyBlocks(message.content, `${param}.content`, true);
+  if (blocks.length === 0 && typeof message.refusal === 'string' && message.refusal !== '') return [textBlock(message.refusal)];
+  return blocks;
+}
+
+function toolUseBlocks(value: unknown, param: string, toolNames: ToolNameMap): Block[] {
+  if (!isSet(value)) return [];
+  return requireArray(value, param).map((entry, j) => toolUseBlock(entry, `${param}[${j}]`, toolNames));
+}
+
+function toolUseBlock(value: unknown, param: string, toolNames: ToolNameMap): Block {
+  const call = requireRecord(value, param);
+  if (isSet(call.type) && call.type !== 'function') {
+    throw invalid(`${param}.type`, "must be 'function'; custom tool calls cannot be sent to this model.");
+  }
+  if (typeof call.id !== 'string' || call.id === '') throw invalid(`${param}.id`, 'must be a non-empty string.');
+  const fn = requireRecord(call.function, `${param}.function`);
+  if (typeof fn.name !== 'string' || fn.name === '') throw invalid(`${param}.function.name`, 'must be a non-empty string.');
+  const input = toolInput(fn.arguments, `${param}.function.arguments`);
+  return { type: 'tool_use', id: call.id, name: toolNames.upstream(fn.name), input };
+}
+
+/** Chat carries arguments as JSON text, Messages as an object; '' is a call without arguments. */
+function toolInput(value: unknown, param: string): Json {
+  if (typeof value !== 'string') throw invalid(param, 'must be a string of JSON.');
+  if (value.trim() === '') return {};
+  let input: unknown;
+  try {
+    input = JSON.parse(value);
+  } catch {
+    throw invalid(param, 'is not valid JSON.');
+  }
+  if (!isRecord(input)) throw invalid(param, 'must be a JSON object.');
+  return input;
+}

@@ -1,0 +1,51 @@
+/**
+ * Which translator serves a client endpoint on a provider of another protocol. The switch is
+ * explicit: every pair Tollgate serves is listed, and any other combination is a coded error that
+ * names both sides, never a guess.
+ */
+import type { ModelConfig } from '../config/types';
+import { GatewayError } from '../kernel/errors';
+import type { Endpoint } from '../protocols/types';
+import type { Target } from '../routing/resolve';
+import { chatToMessages } from './chat-to-messages';
+import { messagesToChat } from './messages-to-chat';
+import { responsesToMessages } from './responses-to-messages';
+import { ToolNameMap } from './tool-names';
+import type { TranslationContext, Translator } from './types';
+
+/** Longest tool name each upstream protocol accepts. */
+const TOOL_NAME_LIMIT = { anthropic: 128, openai: 64 } as const;
+
+/** The translator from `endpoint` to a provider speaking `protocol`. */
+export function translatorFor(endpoint: Endpoint, protocol: 'openai' | 'anthropic'): Translator {
+  switch (`${endpoint.id}>${protocol}`) {
+    case 'chat>anthropic':
+      return chatToMessages;
+    case 'responses>anthropic':
+      return responsesToMessages;
+    case 'messages>openai':
+      return messagesToChat;
+    default:
+      throw new GatewayError(
+        'TOLLGATE_ERR_UNSUPPORTED_TRANSLATION',
+        endpoint.id === 'count_tokens'
+          ? 'Token counting is only available for models served over the Anthropic Messages protocol.'
+          : `Requests to ${endpoint.path} cannot be translated for a provider speaking the ${protocol} protocol.`,
+        { param: 'model' },
+      );
+  }
+}
+
+/** A fresh context for one attempt at `target`: tool names are mapped per attempt, per upstream. */
+export function translationContext(model: ModelConfig, target: Target, clientBody: Readonly<Record<string, unknown>>): TranslationContext {
+  const protocol = target.provider.protocol === 'anthropic' ? 'anthropic' : 'openai';
+  return {
+    model,
+    upstreamModel: target.route.upstream_model,
+    provider: target.provider,
+    toolNames: new ToolNameMap(TOOL_NAME_LIMIT[protocol]),
+    clientBody,
+  };
+}
+
+export type { Translator, TranslationContext } from './types';

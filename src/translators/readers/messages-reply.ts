@@ -1,0 +1,58 @@
+/** A whole Anthropic Messages reply read into the neutral turn. */
+import { GatewayError } from '../../kernel/errors';
+import { messagesUsage } from '../../protocols/anthropic-messages/usage';
+import type { AssistantTurn, TurnPart } from '../../protocols/turn';
+import type { ToolNameMap } from '../tool-names';
+import { stopFromMessages } from './messages-stop';
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function partOf(block: Json, toolNames: ToolNameMap): TurnPart | null {
+  switch (block.type) {
+    case 'text':
+      return { type: 'text', text: String(block.text ?? '') };
+    case 'tool_use':
+      return {
+        type: 'tool_call',
+        id: String(block.id ?? ''),
+        name: toolNames.client(String(block.name ?? '')),
+        arguments: JSON.stringify(isObject(block.input) ? block.input : {}),
+      };
+    case 'thinking':
+      return { type: 'thinking', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') };
+    case 'redacted_thinking':
+      return { type: 'redacted_thinking', data: String(block.data ?? '') };
+    default:
+      // Server-tool blocks (web search results and the like) have no counterpart in OpenAI replies.
+      return null;
+  }
+}
+
+/** Reads a Messages `message` object; `model` is the id the client asked for. */
+export function readMessagesReply(body: unknown, toolNames: ToolNameMap, model: string): AssistantTurn {
+  if (!isObject(body) || body.type !== 'message' || !Array.isArray(body.content)) {
+    throw new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', 'The upstream provider sent a reply that is not a Messages message.');
+  }
+  const parts: TurnPart[] = [];
+  for (const block of body.content) {
+    const part = isObject(block) ? partOf(block, toolNames) : null;
+    if (part !== null) parts.push(part);
+  }
+  const usage = isObject(body.usage) ? messagesUsage(body.usage) : null;
+  return {
+    model,
+    parts,
+    stop: stopFromMessages(body.stop_reason),
+    stopSequence: typeof body.stop_sequence === 'string' ? body.stop_sequence : null,
+    usage: { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, ...usage, source: 'upstream' },
+  };
+}
+
+/** Whether a Messages reply reported usage at all (billing must know when it has to estimate). */
+export function messagesReplyHasUsage(body: unknown): boolean {
+  return isObject(body) && isObject(body.usage);
+}

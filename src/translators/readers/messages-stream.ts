@@ -1,0 +1,135 @@
+/**
+ * The state machine that reads an Anthropic Messages event stream (PROTOCOLS.md §3.5) and drives the
+ * client's writer, one upstream event at a time. Block indexes are the upstream's business: writers
+ * number their own blocks, and chat counts tool calls apart from other blocks (§0 fact 8).
+ */
+import { GatewayError } from '../../kernel/errors';
+import { messagesUsage } from '../../protocols/anthropic-messages/usage';
+import type { SseEvent } from '../../protocols/sse';
+import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
+import type { Usage } from '../../protocols/types';
+import { tryParse } from '../../protocols/usage-json';
+import { upstreamStreamError } from '../errors';
+import type { ToolNameMap } from '../tool-names';
+import { stopFromMessages } from './messages-stop';
+import type { ReplyStreamReader } from './types';
+
+type Json = Record<string, unknown>;
+type Counts = Omit<Usage, 'source'>;
+
+function object(value: unknown): Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+}
+
+export class MessagesStreamReader implements ReplyStreamReader {
+  ended = false;
+  upstreamError: GatewayError | null = null;
+  private started = false;
+  private counts: Counts | null = null;
+  private stop: TurnStop = 'end';
+  private stopSequence: string | null = null;
+  private stopSeen = false;
+
+  constructor(private readonly toolNames: ToolNameMap) {}
+
+  read({ event, data }: SseEvent, writer: TurnStreamWriter): string {
+    if (this.ended) return '';
+    const payload = object(tryParse(data));
+    // Dispatch on the payload's type: the `event:` line must equal it, but the data is what counts.
+    const type = typeof payload.type === 'string' ? payload.type : event;
+    if (type === 'ping') return '';
+    if (type === 'error') return this.fail(writer, upstreamStreamError(object(payload.error)));
+    if (Object.keys(payload).length === 0) {
+      return this.fail(writer, new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', 'The upstream provider sent an unreadable stream event.'));
+    }
+    if (!this.started && type !== 'message_start') {
+      return this.fail(writer, new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', 'The upstream stream did not begin with message_start.'));
+    }
+    switch (type) {
+      case 'message_start':
+        return this.messageStart(payload, writer);
+      case 'content_block_start':
+        return this.blockStart(object(payload.content_block), writer);
+      case 'content_block_delta':
+        return this.blockDelta(object(payload.delta), writer);
+      case 'content_block_stop':
+        return writer.blockEnd();
+      case 'message_delta':
+        return this.messageDelta(payload);
+      case 'message_stop':
+        return this.messageStop(writer);
+      default:
+        return ''; // new event types may appear without a version bump (§3.5)
+    }
+  }
+
+  usage(): Usage | null {
+    return this.counts === null ? null : { ...this.counts, source: 'upstream' };
+  }
+
+  private messageStart(payload: Json, writer: TurnStreamWriter): string {
+    if (this.started) return '';
+    this.started = true;
+    const usage = object(object(payload.message).usage);
+    if (Object.keys(usage).length > 0) this.counts = messagesUsage(usage);
+    return writer.start(this.usage() ?? undefined);
+  }
+
+  private blockStart(block: Json, writer: TurnStreamWriter): string {
+    switch (block.type) {
+      case 'text':
+        return writer.text(typeof block.text === 'string' ? block.text : '');
+      case 'tool_use':
+        return writer.toolCallStart(String(block.id ?? ''), this.toolNames.client(String(block.name ?? '')));
+      case 'thinking':
+        return writer.thinking(typeof block.thinking === 'string' ? block.thinking : '');
+      case 'redacted_thinking':
+        return writer.redactedThinking(String(block.data ?? ''));
+      default:
+        return '';
+    }
+  }
+
+  private blockDelta(delta: Json, writer: TurnStreamWriter): string {
+    switch (delta.type) {
+      case 'text_delta':
+        return writer.text(String(delta.text ?? ''));
+      case 'input_json_delta':
+        return writer.toolCallArguments(String(delta.partial_json ?? ''));
+      case 'thinking_delta':
+        return writer.thinking(String(delta.thinking ?? ''));
+      case 'signature_delta':
+        return writer.thinkingSignature(String(delta.signature ?? ''));
+      default:
+        return ''; // citations have no counterpart in the OpenAI shapes
+    }
+  }
+
+  /** Usage values here are cumulative totals: they overwrite what message_start said (§3.5). */
+  private messageDelta(payload: Json): string {
+    const delta = object(payload.delta);
+    if ('stop_reason' in delta && delta.stop_reason !== null) {
+      this.stop = stopFromMessages(delta.stop_reason);
+      this.stopSeen = true;
+    }
+    if (typeof delta.stop_sequence === 'string') this.stopSequence = delta.stop_sequence;
+    const usage = object(payload.usage);
+    if (Object.keys(usage).length > 0) this.counts = messagesUsage(usage, this.counts ?? undefined);
+    return '';
+  }
+
+  private messageStop(writer: TurnStreamWriter): string {
+    if (!this.stopSeen) {
+      return this.fail(writer, new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', 'The upstream stream ended without a stop reason.'));
+    }
+    this.ended = true;
+    const usage = this.usage() ?? { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, source: 'upstream' };
+    return writer.finish(this.stop, usage, this.stopSequence);
+  }
+
+  private fail(writer: TurnStreamWriter, error: GatewayError): string {
+    this.ended = true;
+    this.upstreamError = error;
+    return writer.fail(error);
+  }
+}

@@ -1,0 +1,47 @@
+/** Reading whole upstream bodies, bounded, and keeping a provider's key out of what is relayed. */
+import type { Readable } from 'node:stream';
+import type { UpstreamResponse } from './types';
+
+/** Error bodies are small; one larger than this is cut rather than held. */
+export const MAX_ERROR_BODY_BYTES = 64 * 1024;
+/** A plain (non-streamed) reply larger than this is refused rather than held in memory. */
+export const MAX_PLAIN_BODY_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads a whole body; past `cap` bytes it either cuts (error bodies) or fails (replies). Plain
+ * listeners rather than `for await`: the async iterator costs a promise per chunk on the hot path.
+ */
+export function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    body.on('data', (chunk: Buffer) => {
+      if (size + chunk.length <= cap) {
+        chunks.push(chunk);
+        size += chunk.length;
+        return;
+      }
+      body.removeAllListeners('data').removeAllListeners('end');
+      body.destroy();
+      if (overflow === 'fail') return reject(new Error(`upstream reply exceeds ${cap} bytes`));
+      chunks.push(chunk.subarray(0, cap - size));
+      size = cap;
+      done();
+    });
+    body.once('end', done);
+    body.once('error', reject);
+    body.once('close', () => reject(new Error('upstream closed the body before its end')));
+  });
+}
+
+/** An upstream error body with every occurrence of the provider's key blanked, in case it echoed it. */
+export function scrubbed(body: Buffer, secret: string): Buffer {
+  if (secret.length < 8 || body.indexOf(secret) === -1) return body;
+  return Buffer.from(body.toString('utf8').split(secret).join('[redacted]'));
+}
+
+/** Whether the upstream answered with an event stream (rather than one JSON body). */
+export function isEventStream(response: UpstreamResponse): boolean {
+  return String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
+}

@@ -1,0 +1,86 @@
+/**
+ * Relays an upstream event stream through a translator: each upstream event becomes the client's
+ * frames at once, with backpressure from the client pacing the upstream socket as in the native relay.
+ * It is the one place that knows how a translated stream ended, so it reports the end and the usage.
+ */
+import { Readable } from 'node:stream';
+import type { ExchangeEnd } from '../kernel/context';
+import { GatewayError } from '../kernel/errors';
+import { SseParser } from '../protocols/sse';
+import type { Usage } from '../protocols/types';
+import type { StreamTranslation } from '../translators/types';
+
+export interface TranslatingRelayOptions {
+  readonly providerId: string;
+  /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
+  readonly onEnd: (end: ExchangeEnd, usage: Usage | null) => void;
+}
+
+export class TranslatingRelay extends Readable {
+  private readonly parser = new SseParser();
+  private reported = false;
+
+  constructor(
+    private readonly source: Readable,
+    private readonly translation: StreamTranslation,
+    private readonly options: TranslatingRelayOptions,
+  ) {
+    super();
+    source.on('data', (chunk: Buffer) => this.translate(chunk));
+    source.once('end', () => this.sourceEnded());
+    source.once('error', (error: Error) => this.interrupt(error));
+    source.once('close', () => this.interrupt(new Error('upstream closed the stream before its end')));
+    source.pause();
+  }
+
+  override _read(): void {
+    this.source.resume();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    // The client went away (or Koa tore the response down): stop the upstream at once.
+    this.report({ kind: 'aborted' });
+    this.source.destroy();
+    callback(error);
+  }
+
+  private translate(chunk: Buffer): void {
+    let frames = '';
+    for (const event of this.parser.push(chunk)) {
+      frames += this.translation.event(event);
+      if (this.translation.ended) break;
+    }
+    if (frames !== '' && !this.push(frames)) this.source.pause();
+    if (this.translation.ended) this.close();
+  }
+
+  /** The translator has seen the end (terminal event or in-stream error): nothing more is read. */
+  private close(): void {
+    if (this.reported) return;
+    const error = this.translation.upstreamError;
+    this.push(null);
+    this.report(error === null ? { kind: 'delivered' } : { kind: 'failed', error });
+    this.source.destroy();
+  }
+
+  private sourceEnded(): void {
+    if (this.translation.ended) return this.close();
+    this.interrupt(new Error('upstream ended the stream before its terminal event'));
+  }
+
+  /** The upstream broke off: end the client's stream with an error event, never a fake success. */
+  private interrupt(cause: unknown): void {
+    if (this.reported) return;
+    const error = new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
+    const frames = this.translation.interrupt(error);
+    if (frames !== '') this.push(frames);
+    this.push(null);
+    this.report({ kind: 'failed', error });
+  }
+
+  private report(end: ExchangeEnd): void {
+    if (this.reported) return;
+    this.reported = true;
+    this.options.onEnd(end, this.translation.usage());
+  }
+}
