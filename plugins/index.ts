@@ -4,7 +4,8 @@
  */
 import type { PluginDefinition } from '../src/kernel/plugin';
 import { authPlugin } from './auth';
+import { billingPlugin } from './billing';
 import { translatePlugin } from './translate';
 import { upstreamPlugin } from './upstream';
 
-export const PLUGINS: readonly PluginDefinition[] = [authPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];
+export const PLUGINS: readonly PluginDefinition[] = [authPlugin, billingPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];

@@ -5,12 +5,18 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import type { BalanceBook } from './billing/book';
+import { creditAccountCommand } from './cli/account-credit';
+import { showAccountCommand } from './cli/account-show';
 import { createAccountCommand } from './cli/accounts';
 import { runConfigCheck } from './cli/config-check';
-import { createKeyCommand, listKeysCommand, revokeKeyCommand } from './cli/keys';
+import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsCommand } from './cli/keys';
+import { verifyLedgerCommand } from './cli/ledger';
+import { createRedemptionCodesCommand, listRedemptionCodesCommand } from './cli/redeem-codes';
 import { ConfigError } from './config/config-error';
 import { loadConfigFile } from './config/load';
 import { configReference } from './config/reference';
+import type { GatewayConfig } from './config/types';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
@@ -33,13 +39,26 @@ Commands:
   config check [FILE]                         check a gateway.yaml and print every problem
   config reference                            print every gateway.yaml field (Markdown table)
   account create NAME [--admin]               create an account (role user, or admin with --admin)
-  key create --account NAME [--name LABEL]    create an API key; the key is the LAST line printed
+  account credit NAME AMOUNT --note TEXT      add AMOUNT units to the account (up to 9 decimals);
+                                              prints the new balance
+  account show NAME                           the account, its balance, keys, last 10 requests
+                                              and last 5 credits
+  key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]
+                                              create an API key; the key is the LAST line printed
                                               and is shown only this once
   key list [--account NAME]                   list keys (prefix…last4 only, never the full key)
+  key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]
+                                              change what a key may spend and which models it may use
   key revoke ID                               revoke a key; a running server refuses it at once
+  redeem-codes create --amount A --count N [--expires-days D]
+                                              make N codes worth A units each; the codes are the
+                                              LAST N lines printed and are shown only this once
+  redeem-codes list [--limit N]               list codes (amount, expiry, who redeemed; never the code)
+  ledger verify                               check every balance against the ledger; exits 1 on drift
   help                                        show this text
 
-The account and key commands also take --config FILE.
+The account, key, redeem-codes and ledger commands also take --config FILE.
+Credits and codes record who made them as cli:$USER (or cli when $USER is unset).
 
 Config file: --config FILE (or FILE for config check), else $TOLLGATE_CONFIG, else ./gateway.yaml.
 Port: --port N, else $PORT, else server.port from the config file.
@@ -78,16 +97,42 @@ function resolveConfigFile(flag: string | undefined, io: CliIo): string {
 }
 
 /** Loads the config, opens and migrates its store, runs `work`, and always closes the store. */
-async function withStore<T>(configFlag: string | undefined, io: CliIo, work: (store: Store) => Promise<T>): Promise<T> {
+async function withStore<T>(
+  configFlag: string | undefined,
+  io: CliIo,
+  work: (store: Store, config: GatewayConfig) => Promise<T>,
+): Promise<T> {
   const config = loadConfigFile(resolveConfigFile(configFlag, io), io.env);
   // The working directory, not the config's folder: see "Store:" in the help text.
   const store = openStore(config.store, io.cwd);
   try {
     await store.migrate();
-    return await work(store);
+    return await work(store, config);
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `withStore` plus the config's balance book, for commands that move or read live balances: with
+ * Redis configured, a credit written only to the store would not reach the balance requests see.
+ */
+async function withBook<T>(configFlag: string | undefined, io: CliIo, work: (store: Store, book: BalanceBook) => Promise<T>): Promise<T> {
+  return withStore(configFlag, io, async (store, config) => {
+    // Loaded on demand so that commands without a book do not pull in the Redis client.
+    const { openBook } = await import('./billing/open-book.js');
+    const book = await openBook(config, store);
+    try {
+      return await work(store, book);
+    } finally {
+      await book.close();
+    }
+  });
+}
+
+/** Who a credit or code made here is recorded as: the operator's login when the shell says it. */
+function cliActor(io: CliIo): string {
+  return io.env.USER ? `cli:${io.env.USER}` : 'cli';
 }
 
 /** Reads a port number from a flag or $PORT; undefined leaves the config's port. */
@@ -125,14 +170,35 @@ async function configCommand(args: string[], io: CliIo): Promise<number> {
 
 async function accountCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
-    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' }, admin: { type: 'boolean' } } }),
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: { config: { type: 'string' }, admin: { type: 'boolean' }, note: { type: 'string' } },
+    }),
   );
-  const usage = 'account create NAME [--admin]';
-  if (positionals[0] !== 'create') throw new UsageError(`usage: tollgate ${usage}`);
-  expectPositionals(positionals.slice(1), 1, usage);
-  const name = positionals[1];
-  await withStore(values.config, io, (store) => createAccountCommand(store, { name, admin: values.admin === true }, io.out));
-  return EXIT_OK;
+  const [action, ...rest] = positionals;
+  switch (action) {
+    case 'create': {
+      expectPositionals(rest, 1, 'account create NAME [--admin]');
+      const name = rest[0];
+      await withStore(values.config, io, (store) => createAccountCommand(store, { name, admin: values.admin === true }, io.out));
+      return EXIT_OK;
+    }
+    case 'credit': {
+      const usage = 'account credit NAME AMOUNT --note TEXT';
+      expectPositionals(rest, 2, usage);
+      if (values.note === undefined) throw new UsageError(`--note is required; usage: tollgate ${usage}`);
+      const input = { account: rest[0], amount: rest[1], note: values.note, actor: cliActor(io) };
+      await withBook(values.config, io, (store, book) => creditAccountCommand(store, book, input, io.out));
+      return EXIT_OK;
+    }
+    case 'show':
+      expectPositionals(rest, 1, 'account show NAME');
+      await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
+      return EXIT_OK;
+    default:
+      throw new UsageError('usage: tollgate account create|credit|show …; run "tollgate help"');
+  }
 }
 
 async function keyCommand(args: string[], io: CliIo): Promise<number> {
@@ -140,17 +206,30 @@ async function keyCommand(args: string[], io: CliIo): Promise<number> {
     parseArgs({
       args,
       allowPositionals: true,
-      options: { config: { type: 'string' }, account: { type: 'string' }, name: { type: 'string' } },
+      options: {
+        config: { type: 'string' },
+        account: { type: 'string' },
+        name: { type: 'string' },
+        'spend-limit': { type: 'string' },
+        models: { type: 'string' },
+      },
     }),
   );
   const [action, ...rest] = positionals;
   switch (action) {
     case 'create': {
-      const usage = 'key create --account NAME [--name LABEL]';
+      const usage = 'key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]';
       expectPositionals(rest, 0, usage);
       const account = values.account;
       if (account === undefined) throw new UsageError(`--account is required; usage: tollgate ${usage}`);
-      await withStore(values.config, io, (store) => createKeyCommand(store, { account, name: values.name }, io.out));
+      const input = { account, name: values.name, spendLimit: values['spend-limit'], models: values.models };
+      await withStore(values.config, io, (store) => createKeyCommand(store, input, io.out));
+      return EXIT_OK;
+    }
+    case 'limits': {
+      expectPositionals(rest, 1, 'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]');
+      const input = { id: rest[0], spendLimit: values['spend-limit'], models: values.models };
+      await withStore(values.config, io, (store) => setKeyLimitsCommand(store, input, io.out));
       return EXIT_OK;
     }
     case 'list':
@@ -162,8 +241,59 @@ async function keyCommand(args: string[], io: CliIo): Promise<number> {
       await withStore(values.config, io, (store) => revokeKeyCommand(store, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate key create|list|revoke …; run "tollgate help"');
+      throw new UsageError('usage: tollgate key create|list|limits|revoke …; run "tollgate help"');
   }
+}
+
+async function redeemCodesCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        amount: { type: 'string' },
+        count: { type: 'string' },
+        'expires-days': { type: 'string' },
+        limit: { type: 'string' },
+      },
+    }),
+  );
+  const [action, ...rest] = positionals;
+  switch (action) {
+    case 'create': {
+      const usage = 'redeem-codes create --amount A --count N [--expires-days D]';
+      expectPositionals(rest, 0, usage);
+      const { amount, count } = values;
+      if (amount === undefined || count === undefined) {
+        throw new UsageError(`--amount and --count are required; usage: tollgate ${usage}`);
+      }
+      const input = { amount, count, expiresDays: values['expires-days'], actor: cliActor(io) };
+      await withStore(values.config, io, (store) => createRedemptionCodesCommand(store, input, io.out));
+      return EXIT_OK;
+    }
+    case 'list': {
+      expectPositionals(rest, 0, 'redeem-codes list [--limit N]');
+      const limit = values.limit === undefined ? undefined : Number(values.limit);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100_000)) {
+        throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${values.limit}"`);
+      }
+      await withStore(values.config, io, (store) => listRedemptionCodesCommand(store, io.out, new Date(), limit));
+      return EXIT_OK;
+    }
+    default:
+      throw new UsageError('usage: tollgate redeem-codes create|list …; run "tollgate help"');
+  }
+}
+
+async function ledgerCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' } } }),
+  );
+  if (positionals[0] !== 'verify') throw new UsageError('usage: tollgate ledger verify');
+  expectPositionals(positionals.slice(1), 0, 'ledger verify');
+  const { drifted } = await withStore(values.config, io, (store) => verifyLedgerCommand(store, io.out));
+  return drifted === 0 ? EXIT_OK : EXIT_ERROR;
 }
 
 async function dispatch(argv: string[], io: CliIo): Promise<number> {
@@ -182,6 +312,10 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return accountCommand(args, io);
     case 'key':
       return keyCommand(args, io);
+    case 'redeem-codes':
+      return redeemCodesCommand(args, io);
+    case 'ledger':
+      return ledgerCommand(args, io);
     default:
       throw new UsageError(`unknown command "${command}"; run "tollgate help"`);
   }

@@ -14,7 +14,13 @@ export interface IssuedKey {
 /** Generates a key for an account and stores its hash and display parts. */
 export async function issueApiKey(
   store: Store,
-  input: { accountId: string; name: string | null; expiresAt?: Date | null },
+  input: {
+    accountId: string;
+    name: string | null;
+    expiresAt?: Date | null;
+    spendLimit?: bigint | null;
+    models?: readonly string[] | null;
+  },
 ): Promise<IssuedKey> {
   const generated = generateApiKey();
   const record = await store.createKey({
@@ -24,6 +30,8 @@ export async function issueApiKey(
     prefix: generated.prefix,
     last4: generated.last4,
     expiresAt: input.expiresAt ?? null,
+    spendLimit: input.spendLimit ?? null,
+    models: input.models ?? null,
   });
   return { key: generated.key, record };
 }

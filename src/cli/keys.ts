@@ -1,50 +1,39 @@
 /**
- * `tollgate key …`: create, list and revoke API keys. Written against `Store` and an output function,
+ * `tollgate key …`: create, list, limit and revoke API keys. Written against `Store` and an output function,
  * so tests call them without spawning a process. The full key is printed once, by `key create`, as
  * the last line of its output (scripts read it with `tail -n 1`); nothing else ever prints it.
  */
 import { issueApiKey, keyStatus } from '../auth/issue-key';
-import type { Account, ApiKeyRecord, Store } from '../store/store';
+import { formatUnits } from '../billing/money';
+import type { ApiKeyRecord, Store } from '../store/store';
+import { formatModels, formatSpendLimit, parseModelList, parseSpendLimit } from './key-limits';
+import { requireAccount, requireKey } from './lookup';
+import { formatTable, formatTime } from './table';
 
 /** Key labels are shown in one table cell: printable, one line, at most 100 characters. */
 const KEY_NAME_PATTERN = /^[^\u0000-\u001f\u007f]{1,100}$/;
 
-async function requireAccount(store: Store, name: string): Promise<Account> {
-  const account = await store.findAccountByName(name);
-  if (account === null) throw new Error(`no account named "${name}"`);
-  return account;
-}
-
 /**
- * `key create --account NAME [--name LABEL]`: creates a key and prints what it is, then the key itself
- * as the last line. Returns the plaintext key and its record.
+ * `key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]`: creates a key and
+ * prints what it is, then the key itself as the last line. Returns the plaintext key and its record.
  */
 export async function createKeyCommand(
   store: Store,
-  input: { account: string; name?: string | null },
+  input: { account: string; name?: string | null; spendLimit?: string | null; models?: string | null },
   out: (line: string) => void,
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   if (input.name != null && !KEY_NAME_PATTERN.test(input.name)) {
     throw new Error('invalid key name: use 1-100 printable characters on one line');
   }
+  const spendLimit = input.spendLimit == null ? null : parseSpendLimit(input.spendLimit);
+  const models = input.models == null ? null : parseModelList(input.models);
   const account = await requireAccount(store, input.account);
-  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null });
+  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null, spendLimit, models });
   const label = record.name === null ? '' : ` "${record.name}"`;
-  out(`created key ${record.id}${label} for account ${account.name}`);
+  out(`created key ${record.id}${label} for account ${account.name} (spend limit ${formatSpendLimit(record)}, models ${formatModels(record)})`);
   out('This is the only time the key is shown; store it now:');
   out(key);
   return { key, record };
-}
-
-/** Formats rows as left-aligned columns separated by two spaces. */
-function formatTable(rows: readonly (readonly string[])[]): string[] {
-  const widths = rows[0].map((_, column) => Math.max(...rows.map((row) => row[column].length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column])).join('  ').trimEnd());
-}
-
-/** `2025-11-22 06:23Z`: minutes are enough to tell keys apart, and UTC reads the same on every host. */
-function formatTime(date: Date): string {
-  return `${date.toISOString().slice(0, 16).replace('T', ' ')}Z`;
 }
 
 /**
@@ -75,6 +64,27 @@ export async function listKeysCommand(
   ]);
   for (const line of formatTable([header, ...rows])) out(line);
   return keys;
+}
+
+/**
+ * `key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]`: changes what the key may spend and
+ * which models it may use; a flag left out keeps that setting. Prints the key's limits afterwards.
+ */
+export async function setKeyLimitsCommand(
+  store: Store,
+  input: { id: string; spendLimit?: string; models?: string },
+  out: (line: string) => void,
+): Promise<ApiKeyRecord> {
+  if (input.spendLimit === undefined && input.models === undefined) {
+    throw new Error('nothing to change: give --spend-limit AMOUNT|none and/or --models LIST|all');
+  }
+  const key = await requireKey(store, input.id);
+  const spendLimit = input.spendLimit === undefined ? key.spendLimit : parseSpendLimit(input.spendLimit);
+  const models = input.models === undefined ? key.models : parseModelList(input.models);
+  if (!(await store.setKeyLimits(key.id, { spendLimit, models }))) throw new Error(`no key with id "${key.id}"`);
+  const updated = { ...key, spendLimit, models };
+  out(`key ${key.id}: spend limit ${formatSpendLimit(updated)} (spent ${formatUnits(key.spent)}), models ${formatModels(updated)}`);
+  return updated;
 }
 
 /** `key revoke ID`: revokes the key and prints `revoked <id>`; an unknown id is an error. */

@@ -9,6 +9,7 @@ import type {
   ProviderProtocol,
   ProviderTimeouts,
   ServerConfig,
+  RedisConfig,
   StoreConfig,
   ThinkingStyle,
 } from './types';
@@ -46,6 +47,7 @@ export interface ValidatedGatewayData {
   readonly version: number;
   readonly server: ServerConfig;
   readonly store: StoreConfig;
+  readonly redis: RedisConfig;
   readonly providers: Record<string, ValidatedProvider>;
   readonly models: Record<string, ValidatedModel>;
   readonly plugins: PluginConfigs;
@@ -58,6 +60,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     version: data.version,
     server: data.server,
     store: data.store,
+    redis: data.redis,
     providers: mapValues(data.providers, deriveProvider),
     models: mapValues(data.models, deriveModel),
     plugins: data.plugins,

@@ -80,6 +80,19 @@ export interface ServerConfig {
 export interface StoreConfig {
   /** `sqlite:<path>` (embedded, the default) or `postgres://…`. */
   readonly url: string;
+  /** PostgreSQL: wait for a pooled connection at most this long. */
+  readonly connect_timeout_ms: number;
+  /** PostgreSQL: cancel a query that runs longer. */
+  readonly statement_timeout_ms: number;
+  /** PostgreSQL: connections per instance. */
+  readonly pool_size: number;
+}
+
+export interface RedisConfig {
+  /** Empty: no Redis; shared state stays in the store and in process. */
+  readonly url: string;
+  readonly key_prefix: string;
+  readonly command_timeout_ms: number;
 }
 
 export interface AuthPluginConfig {
@@ -93,6 +106,15 @@ export interface UpstreamPluginConfig {
   readonly enabled: boolean;
 }
 
+export interface BillingPluginConfig {
+  readonly enabled: boolean;
+  readonly hold_ttl_ms: number;
+  readonly sweep_interval_ms: number;
+  readonly flush_interval_ms: number;
+  readonly flush_max_records: number;
+  readonly cost_header: boolean;
+}
+
 export interface TranslatePluginConfig {
   readonly enabled: boolean;
 }
@@ -100,6 +122,7 @@ export interface TranslatePluginConfig {
 /** Every plugin's section, by plugin name. Adding a plugin adds a line here and a schema file. */
 export interface PluginConfigs {
   readonly auth: AuthPluginConfig;
+  readonly billing: BillingPluginConfig;
   readonly translate: TranslatePluginConfig;
   readonly upstream: UpstreamPluginConfig;
 }
@@ -112,6 +135,7 @@ export interface GatewayConfig {
   readonly version: number;
   readonly server: ServerConfig;
   readonly store: StoreConfig;
+  readonly redis: RedisConfig;
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   readonly models: Readonly<Record<string, ModelConfig>>;
   readonly plugins: PluginConfigs;

@@ -39,6 +39,11 @@ export interface ExchangeOutcome {
   readonly provider: string | null;
   /** Usage as reported once by the protocol or translator code that read the upstream. */
   readonly usage: Usage | null;
+  /**
+   * The output text the client received, parsed from the relayed bytes on demand by the protocol
+   * code: what billing counts when `usage` is null or partial. '' when nothing was relayed.
+   */
+  readonly outputText: () => string;
 }
 
 /**

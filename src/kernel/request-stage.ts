@@ -5,6 +5,7 @@
  */
 import { readRawBody } from './body';
 import type { GatewayContext, Next, ParsedRequest } from './context';
+import { unservableProvider } from '../routing/resolve';
 import { GatewayError } from './errors';
 import { scanJson } from './json-scan';
 import { validateRequest } from './request-validation';
@@ -55,6 +56,14 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
     throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_FOUND', `The model '${shown(modelId)}' does not exist on this gateway.`, {
       param: 'model',
     });
+  }
+  // Refused before billing holds anything: no balance or limit can make such a model answer.
+  const unservable = unservableProvider(model, config);
+  if (unservable !== null) {
+    throw new GatewayError(
+      'TOLLGATE_ERR_PROVIDER_UNCONFIGURED',
+      `The model '${model.id}' is unavailable: its provider '${unservable.id}' has no API key configured on this gateway.`,
+    );
   }
   const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan };
   ctx.state.request = request;

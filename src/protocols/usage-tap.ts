@@ -5,6 +5,7 @@
 import { messagesUsageFromBody, messagesUsageFromEvent } from './anthropic-messages/usage';
 import { chatUsageFromBody, chatUsageFromChunk } from './openai-chat/usage';
 import { responsesUsageFromBody, responsesUsageFromEvent } from './openai-responses/usage';
+import { outputTextOf } from './output-text';
 import { SseParser } from './sse';
 import type { EndpointId, Usage, UsageTap } from './types';
 
@@ -16,7 +17,10 @@ const MAX_KEPT_BODY_BYTES = 16 * 1024 * 1024;
 class BodyUsageTap implements UsageTap {
   private readonly chunks: Buffer[] = [];
   private size = 0;
-  constructor(private readonly read: (text: string) => Counts | null) {}
+  constructor(
+    private readonly endpoint: EndpointId,
+    private readonly read: (text: string) => Counts | null,
+  ) {}
 
   observe(chunk: Buffer): void {
     this.size += chunk.length;
@@ -28,15 +32,29 @@ class BodyUsageTap implements UsageTap {
     const counts = this.read(Buffer.concat(this.chunks, this.size).toString('utf8'));
     return counts === null ? null : { ...counts, source: 'upstream' };
   }
+
+  outputText(): string {
+    return this.size > MAX_KEPT_BODY_BYTES ? '' : outputTextOf(this.endpoint, false, this.chunks);
+  }
 }
 
 class StreamUsageTap implements UsageTap {
   private readonly parser = new SseParser();
   private counts: Counts | null = null;
-  constructor(private readonly fold: (event: string | null, data: string, sofar: Counts | null) => Counts | null) {}
+  /** References to the relayed chunks (no copies), read back only if output must be counted. */
+  private readonly chunks: Buffer[] = [];
+  constructor(
+    private readonly endpoint: EndpointId,
+    private readonly fold: (event: string | null, data: string, sofar: Counts | null) => Counts | null,
+  ) {}
 
   observe(chunk: Buffer): void {
+    this.chunks.push(chunk);
     for (const { event, data } of this.parser.push(chunk)) this.counts = this.fold(event, data, this.counts);
+  }
+
+  outputText(): string {
+    return outputTextOf(this.endpoint, true, this.chunks);
   }
 
   result(): Usage | null {
@@ -45,21 +63,21 @@ class StreamUsageTap implements UsageTap {
 }
 
 /** A tap that never finds usage, for exchanges that are not billed (count_tokens). */
-const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null };
+const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputText: () => '' };
 
 /** The tap for a native reply on `endpoint`. */
 export function usageTapFor(endpoint: EndpointId, stream: boolean): UsageTap {
   switch (endpoint) {
     case 'chat':
       return stream
-        ? new StreamUsageTap((_event, data, sofar) => chatUsageFromChunk(data) ?? sofar)
-        : new BodyUsageTap(chatUsageFromBody);
+        ? new StreamUsageTap(endpoint, (_event, data, sofar) => chatUsageFromChunk(data) ?? sofar)
+        : new BodyUsageTap(endpoint, chatUsageFromBody);
     case 'responses':
       return stream
-        ? new StreamUsageTap((event, data, sofar) => responsesUsageFromEvent(event, data) ?? sofar)
-        : new BodyUsageTap(responsesUsageFromBody);
+        ? new StreamUsageTap(endpoint, (event, data, sofar) => responsesUsageFromEvent(event, data) ?? sofar)
+        : new BodyUsageTap(endpoint, responsesUsageFromBody);
     case 'messages':
-      return stream ? new StreamUsageTap(messagesUsageFromEvent) : new BodyUsageTap(messagesUsageFromBody);
+      return stream ? new StreamUsageTap(endpoint, messagesUsageFromEvent) : new BodyUsageTap(endpoint, messagesUsageFromBody);
     case 'count_tokens':
       return NO_USAGE;
   }

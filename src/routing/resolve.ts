@@ -35,3 +35,14 @@ export function upstreamPath(endpoint: Endpoint): string {
       return '/v1/messages/count_tokens';
   }
 }
+
+/** Whether `provider` can be called at all: echo needs nothing, the others a key. */
+export function providerHasCredentials(provider: ProviderConfig): boolean {
+  return provider.protocol === 'echo' || provider.api_key !== '';
+}
+
+/** The first provider of `model` that lacks credentials, when none of its providers has any. */
+export function unservableProvider(model: ModelConfig, config: GatewayConfig): ProviderConfig | null {
+  const providers = model.routes.map((route) => config.providers[route.provider]);
+  return providers.some(providerHasCredentials) ? null : providers[0];
+}

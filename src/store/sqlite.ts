@@ -8,63 +8,58 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { AccountExistsError, type Account, type AccountRole, type ApiKeyRecord, type KeyIdentity, type NewKey, type Store } from './store';
+import { SqliteLedger } from './sqlite-ledger';
+import {
+  AccountExistsError,
+  type Account,
+  type AccountBalance,
+  type AccountRole,
+  type ApiKeyRecord,
+  type ChargeFilter,
+  type ChargeRecord,
+  type CreditRecord,
+  type Hold,
+  type HoldResult,
+  type KeyIdentity,
+  type LedgerTotals,
+  type NewCredit,
+  type NewKey,
+  type RedeemResult,
+  type RedemptionCodeRecord,
+  type Store,
+} from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
+import { rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
 /** The file name better-sqlite3 understands as "no file, keep it in memory" (tests). */
 export const SQLITE_MEMORY = ':memory:';
 
-interface AccountRow {
-  id: string;
-  name: string;
-  role: AccountRole;
-  disabled: number;
-  created_at: number;
-}
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  name: string | null;
-  prefix: string;
-  last4: string;
-  created_at: number;
-  revoked_at: number | null;
-  expires_at: number | null;
-}
-
-/** One row of the key + account join that authentication reads. */
-interface KeyIdentityRow extends KeyRow {
-  hash: Buffer;
-  account_name: string;
-  account_role: AccountRole;
-  account_disabled: number;
-  account_created_at: number;
-}
-
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
-const KEY_COLUMNS = 'k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at';
+const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
+  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models`;
 
 /** Every statement the store runs, prepared once after the schema exists. */
 function prepareStatements(db: Database.Database) {
   return {
-    insertAccount: db.prepare<[AccountRow]>(
+    insertAccount: db.prepare<[AccountRow<SqliteColumns>]>(
       'INSERT INTO accounts (id, name, role, disabled, created_at) VALUES (@id, @name, @role, @disabled, @created_at)',
     ),
-    accountByName: db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE name = ?'),
+    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>('SELECT id, name, role, disabled, created_at FROM accounts WHERE name = ?'),
     accountById: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
-    insertKey: db.prepare<[KeyRow & { hash: Buffer }]>(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at)
-       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at)`,
+    insertKey: db.prepare<[Record<string, unknown>]>(
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models)
+       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models)`,
     ),
-    allKeys: db.prepare<[], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
-    keysOfAccount: db.prepare<[string], KeyRow>(
+    accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>('SELECT id, name, role, disabled, created_at FROM accounts WHERE id = ?'),
+    setKeyLimits: db.prepare<[bigint | null, string | null, string]>('UPDATE api_keys SET spend_limit = ?, models = ? WHERE id = ?'),
+    allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
+    keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
     ),
     // COALESCE keeps the first revocation time when a key is revoked twice.
     revokeKey: db.prepare<[number, string]>('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
-    keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow>(
+    keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.role AS account_role,
               a.disabled AS account_disabled, a.created_at AS account_created_at
@@ -81,26 +76,7 @@ function newId(prefix: 'acc_' | 'key_'): string {
   return prefix + randomBytes(8).toString('hex');
 }
 
-function toDate(ms: number | null): Date | null {
-  return ms === null ? null : new Date(ms);
-}
-
-function toAccount(row: AccountRow): Account {
-  return { id: row.id, name: row.name, role: row.role, disabled: row.disabled !== 0, createdAt: new Date(row.created_at) };
-}
-
-function toKeyRecord(row: KeyRow): ApiKeyRecord {
-  return {
-    id: row.id,
-    accountId: row.account_id,
-    name: row.name,
-    prefix: row.prefix,
-    last4: row.last4,
-    createdAt: new Date(row.created_at),
-    revokedAt: toDate(row.revoked_at),
-    expiresAt: toDate(row.expires_at),
-  };
-}
+const { toAccount, toKeyIdentity, toKeyRecord } = rowMappers(SQLITE_CODEC);
 
 function isConstraintError(error: unknown, code: string): boolean {
   return error instanceof Database.SqliteError && error.code === code;
@@ -112,6 +88,7 @@ export class SqliteStore implements Store {
   private readonly dataVersion: Database.Statement<[], number>;
   private readonly selectOne: Database.Statement<[], number>;
   private statements: Statements | null = null;
+  private ledgerPart: SqliteLedger | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
 
@@ -137,12 +114,77 @@ export class SqliteStore implements Store {
     return this.statements;
   }
 
+  private get ledger(): SqliteLedger {
+    this.ledgerPart ??= new SqliteLedger(this.db);
+    return this.ledgerPart;
+  }
+
   async migrate(): Promise<void> {
     applySqliteMigrations(this.db);
   }
 
+  async findAccountById(id: string): Promise<Account | null> {
+    const row = this.sql.accountRowById.get(id);
+    return row === undefined ? null : toAccount(row);
+  }
+
+  async setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean> {
+    const models = limits.models === null ? null : JSON.stringify(limits.models);
+    const { changes } = this.sql.setKeyLimits.run(limits.spendLimit, models, id);
+    if (changes > 0) this.localRevision += 1;
+    return changes > 0;
+  }
+
+  async holdFunds(hold: Hold): Promise<HoldResult> {
+    return this.ledger.holdFunds(hold);
+  }
+
+  async recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
+    return this.ledger.recordCharges(charges);
+  }
+
+  async releaseHolds(requestIds: readonly string[]): Promise<number> {
+    return this.ledger.releaseHolds(requestIds);
+  }
+
+  async expiredHolds(now: Date, limit: number): Promise<Hold[]> {
+    return this.ledger.expiredHolds(now, limit);
+  }
+
+  async credit(input: NewCredit): Promise<CreditRecord> {
+    return this.ledger.credit(input);
+  }
+
+  async balance(accountId: string): Promise<AccountBalance> {
+    return this.ledger.balance(accountId);
+  }
+
+  async listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
+    return this.ledger.listCharges(filter);
+  }
+
+  async listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {
+    return this.ledger.listCredits(accountId, limit);
+  }
+
+  async ledgerTotals(): Promise<LedgerTotals[]> {
+    return this.ledger.ledgerTotals();
+  }
+
+  async createRedemptionCodes(input: { hashes: readonly Buffer[]; amount: bigint; createdBy: string | null; expiresAt: Date | null }): Promise<RedemptionCodeRecord[]> {
+    return this.ledger.createRedemptionCodes(input);
+  }
+
+  async redeemCode(hash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    return this.ledger.redeemCode(hash, accountId, actor);
+  }
+
+  async listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]> {
+    return this.ledger.listRedemptionCodes(limit);
+  }
+
   async createAccount(input: { name: string; role: AccountRole }): Promise<Account> {
-    const row: AccountRow = { id: newId('acc_'), name: input.name, role: input.role, disabled: 0, created_at: Date.now() };
+    const row: AccountRow<SqliteColumns> = { id: newId('acc_'), name: input.name, role: input.role, disabled: 0, created_at: Date.now() };
     try {
       this.sql.insertAccount.run(row);
     } catch (error) {
@@ -167,7 +209,7 @@ export class SqliteStore implements Store {
     if (this.sql.accountById.get(input.accountId) === undefined) {
       throw new Error(`no account with id "${input.accountId}"`);
     }
-    const row: KeyRow = {
+    const row: KeyRow<SqliteColumns> = {
       id: newId('key_'),
       account_id: input.accountId,
       name: input.name,
@@ -176,8 +218,11 @@ export class SqliteStore implements Store {
       created_at: Date.now(),
       revoked_at: null,
       expires_at: input.expiresAt?.getTime() ?? null,
+      spend_limit: input.spendLimit === undefined || input.spendLimit === null ? null : String(input.spendLimit),
+      spent: '0',
+      models: input.models === undefined || input.models === null ? null : JSON.stringify(input.models),
     };
-    this.sql.insertKey.run({ ...row, hash: input.hash });
+    this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null });
     this.localRevision += 1;
     return toKeyRecord(row);
   }
@@ -196,14 +241,7 @@ export class SqliteStore implements Store {
   async findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
     const row = this.sql.keyIdentityByHash.get(hash);
     if (row === undefined) return null;
-    const account = toAccount({
-      id: row.account_id,
-      name: row.account_name,
-      role: row.account_role,
-      disabled: row.account_disabled,
-      created_at: row.account_created_at,
-    });
-    return { key: toKeyRecord(row), account, hash: row.hash };
+    return toKeyIdentity(row);
   }
 
   keysRevision(): number {

@@ -1,4 +1,5 @@
 /** One client per provider, made at boot and shared by every request to it. */
+import { providerHasCredentials } from '../routing/resolve';
 import type { GatewayConfig } from '../config/types';
 import { EchoClient } from '../providers/echo';
 import { HttpUpstreamClient } from './http-client';
@@ -15,5 +16,5 @@ export function createUpstreamClients(config: GatewayConfig): Map<string, Upstre
 
 /** Whether a provider can be called: HTTP providers need a key; the echo provider needs none. */
 export function isConfigured(client: UpstreamClient): boolean {
-  return client.provider.protocol === 'echo' || client.provider.api_key !== '';
+  return providerHasCredentials(client.provider);
 }

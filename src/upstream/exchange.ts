@@ -11,8 +11,13 @@ import { isAbort, upstreamFailure } from './failures';
 /** nginx's status for a request whose client closed the connection first; it only reaches logs. */
 const CLIENT_CLOSED_REQUEST = 499;
 
-/** Settles the exchange: how it ended, the usage seen, the status the client got (ctx.status by default). */
-export type EndExchange = (end: ExchangeEnd, usage?: Usage | null, status?: number) => void;
+/**
+ * Settles the exchange: how it ended, the usage seen, the status the client got (ctx.status by
+ * default) and a reader of the output text relayed.
+ */
+export type EndExchange = (end: ExchangeEnd, usage?: Usage | null, status?: number, outputText?: () => string) => void;
+
+const NOTHING_RELAYED = (): string => '';
 
 export interface OpenExchange {
   readonly signal: AbortSignal;
@@ -36,9 +41,9 @@ export function openExchange(ctx: GatewayContext, { provider, route }: Target): 
     if (!ctx.res.writableFinished) attempt.abort();
   };
   ctx.res.once('close', onClientGone);
-  const end: EndExchange = (kind, usage = null, status = ctx.status) => {
+  const end: EndExchange = (kind, usage = null, status = ctx.status, outputText = NOTHING_RELAYED) => {
     ctx.res.off('close', onClientGone);
-    settle({ end: kind, status, provider: provider.id, usage: usageFor(kind, usage) });
+    settle({ end: kind, status, provider: provider.id, usage: usageFor(kind, usage), outputText });
   };
   return { signal: attempt.signal, end };
 }

@@ -5,6 +5,7 @@
  */
 import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
+import { outputTextOf } from '../protocols/output-text';
 import { ENDPOINTS } from '../protocols/types';
 import { tryParse } from '../protocols/usage-json';
 import { upstreamPath, type Target } from '../routing/resolve';
@@ -57,17 +58,18 @@ export async function forwardTranslated(ctx: GatewayContext, target: Target, cli
       ctx.set('x-accel-buffering', 'no');
       ctx.body = new TranslatingRelay(response.body, translator.stream(context), {
         providerId: provider.id,
-        onEnd: (kind, usage) => end(kind, usage),
+        upstreamEndpoint: translator.upstreamEndpoint,
+        onEnd: (kind, usage, outputText) => end(kind, usage, 200, outputText),
       });
       // Commit the head now: a failure later can only end the stream with an error event.
       ctx.flushHeaders();
       return;
     }
-    const reply = tryParse((await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail')).toString('utf8'));
-    const { body: clientBody, usage } = translator.reply(reply, context);
+    const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
+    const { body: clientBody, usage } = translator.reply(tryParse(bytes.toString('utf8')), context);
     ctx.status = 200;
     ctx.body = clientBody;
-    end({ kind: 'delivered' }, usage);
+    end({ kind: 'delivered' }, usage, 200, () => outputTextOf(translator.upstreamEndpoint, false, [bytes]));
   } catch (err) {
     failExchange(ctx, err, exchange, provider.id);
   }

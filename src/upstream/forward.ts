@@ -78,7 +78,7 @@ async function answerPlain(ctx: GatewayContext, response: UpstreamResponse, end:
   ctx.status = response.status;
   ctx.set(relayedResponseHeaders(response.headers));
   ctx.body = bytes;
-  end({ kind: 'delivered' }, tap.result());
+  end({ kind: 'delivered' }, tap.result(), response.status, () => tap.outputText());
 }
 
 function answerStream(ctx: GatewayContext, { provider }: Target, response: UpstreamResponse, end: EndExchange): void {
@@ -90,7 +90,7 @@ function answerStream(ctx: GatewayContext, { provider }: Target, response: Upstr
   ctx.set('x-accel-buffering', 'no');
   ctx.body = new Relay(response.body, {
     tap,
-    onEnd: (kind) => end(kind, tap.result()),
+    onEnd: (kind) => end(kind, tap.result(), ctx.status, () => tap.outputText()),
     failureFrame: (error) =>
       streamErrorFrame(
         new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${provider.id}' broke off the stream.`, {

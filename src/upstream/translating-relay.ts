@@ -7,17 +7,22 @@ import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { SseParser } from '../protocols/sse';
-import type { Usage } from '../protocols/types';
+import { outputTextOf } from '../protocols/output-text';
+import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
+  /** The upstream's protocol, to read the output text back from its bytes when billing needs it. */
+  readonly upstreamEndpoint: EndpointId;
   /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
-  readonly onEnd: (end: ExchangeEnd, usage: Usage | null) => void;
+  readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputText: () => string) => void;
 }
 
 export class TranslatingRelay extends Readable {
   private readonly parser = new SseParser();
+  /** References to the upstream's chunks, read back only if the output must be counted. */
+  private readonly chunks: Buffer[] = [];
   private reported = false;
 
   constructor(
@@ -45,6 +50,7 @@ export class TranslatingRelay extends Readable {
   }
 
   private translate(chunk: Buffer): void {
+    this.chunks.push(chunk);
     let frames = '';
     for (const event of this.parser.push(chunk)) {
       frames += this.translation.event(event);
@@ -81,6 +87,7 @@ export class TranslatingRelay extends Readable {
   private report(end: ExchangeEnd): void {
     if (this.reported) return;
     this.reported = true;
-    this.options.onEnd(end, this.translation.usage());
+    const { chunks } = this;
+    this.options.onEnd(end, this.translation.usage(), () => outputTextOf(this.options.upstreamEndpoint, true, chunks));
   }
 }

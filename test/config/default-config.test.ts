@@ -31,6 +31,7 @@ describe('the default gateway.yaml', () => {
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
     expect(config.plugins).to.deep.equal({
       auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+      billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
       translate: { enabled: true },
       upstream: { enabled: true },
     });

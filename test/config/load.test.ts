@@ -62,7 +62,7 @@ const INVALID: readonly InvalidCase[] = [
   {
     name: 'an unknown plugin',
     text: yaml('providers: {}', 'models: {}', 'plugins:', '  foo: {}'),
-    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, translate, upstream)'],
+    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, billing, translate, upstream)'],
   },
   {
     name: 'a model with neither price nor free',
@@ -292,9 +292,11 @@ describe('config/load parseConfig', () => {
   it('applies every section default to a config with only providers and models', () => {
     const config = parseConfig(yaml('providers: {}', 'models: {}'), 'gateway.yaml', {});
     expect(config.version).to.equal(1);
-    expect(config.store).to.deep.equal({ url: 'sqlite:./data/tollgate.db' });
+    expect(config.store).to.deep.equal({ url: 'sqlite:./data/tollgate.db', connect_timeout_ms: 2000, statement_timeout_ms: 5000, pool_size: 10 });
+    expect(config.redis).to.deep.equal({ url: '', key_prefix: 'tollgate:', command_timeout_ms: 500 });
     expect(config.plugins).to.deep.equal({
       auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+      billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
       translate: { enabled: true },
       upstream: { enabled: true },
     });

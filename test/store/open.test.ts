@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openStore } from '../../src/store/open';
+import { PostgresStore } from '../../src/store/postgres';
 import { SqliteStore } from '../../src/store/sqlite';
 
 describe('store/open', () => {
@@ -48,15 +49,35 @@ describe('store/open', () => {
     }
   });
 
-  it('refuses postgres:// with a one-line message that does not echo the URL', () => {
-    for (const url of ['postgres://u:secret@db/tollgate', 'postgresql://u:secret@db/tollgate']) {
-      expect(() => openStore({ url })).to.throw(/PostgreSQL store is not available in this build yet/);
+  it('opens postgres:// and postgresql:// as a PostgresStore with the configured limits, without connecting', async () => {
+    const configured = openStore({ url: 'postgres://u:secret@db/tollgate', connect_timeout_ms: 100, statement_timeout_ms: 200, pool_size: 3 });
+    const defaulted = openStore({ url: 'postgresql://u:secret@db/tollgate' });
+    try {
+      expect(configured).to.be.instanceOf(PostgresStore);
+      expect((configured as PostgresStore).limits).to.deep.equal({ connect_timeout_ms: 100, statement_timeout_ms: 200, pool_size: 3 });
+      expect(defaulted).to.be.instanceOf(PostgresStore);
+      expect((defaulted as PostgresStore).limits).to.deep.equal({ connect_timeout_ms: 2000, statement_timeout_ms: 5000, pool_size: 10 });
+    } finally {
+      await configured.close();
+      await defaulted.close();
+    }
+  });
+
+  it('reports an unreachable PostgreSQL on migrate without echoing the URL', async () => {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    const store = openStore({ url: 'postgres://u:secret@127.0.0.1:1/tollgate', connect_timeout_ms: 500 });
+    try {
+      let caught: unknown;
       try {
-        openStore({ url });
+        await store.migrate();
       } catch (error) {
-        expect((error as Error).message).not.to.include('secret');
-        expect((error as Error).message).not.to.include('\n');
+        caught = error;
       }
+      expect(caught).to.be.instanceOf(Error);
+      expect((caught as Error).message).not.to.include('secret');
+      expect(await store.ping()).to.equal(false);
+    } finally {
+      await store.close();
     }
   });
 

@@ -46,6 +46,78 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX api_keys_account ON api_keys (account_id);
     `,
   },
+  {
+    version: 2,
+    description: 'balances, holds, the ledger (charges and credits), key limits, redemption codes',
+    sql: `
+      -- Money columns are integer nano-units. balance = credits - charges, kept by the transactions
+      -- that append to the ledger; held = the sum of the account's open holds.
+      ALTER TABLE accounts ADD COLUMN balance INTEGER NOT NULL DEFAULT 0 CHECK (balance >= 0);
+      ALTER TABLE accounts ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0);
+
+      ALTER TABLE api_keys ADD COLUMN spend_limit INTEGER CHECK (spend_limit IS NULL OR spend_limit >= 0);
+      ALTER TABLE api_keys ADD COLUMN spent INTEGER NOT NULL DEFAULT 0 CHECK (spent >= 0);
+      ALTER TABLE api_keys ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0);
+      -- A JSON array of model ids, or NULL for every model.
+      ALTER TABLE api_keys ADD COLUMN models TEXT;
+
+      CREATE TABLE holds (
+        request_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        key_id     TEXT NOT NULL REFERENCES api_keys (id),
+        amount     INTEGER NOT NULL CHECK (amount >= 0),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX holds_expiry ON holds (expires_at);
+
+      -- Append-only: one row per request id, never updated.
+      CREATE TABLE charges (
+        request_id         TEXT PRIMARY KEY,
+        account_id         TEXT NOT NULL REFERENCES accounts (id),
+        key_id             TEXT NOT NULL REFERENCES api_keys (id),
+        model              TEXT NOT NULL,
+        provider           TEXT,
+        endpoint           TEXT NOT NULL,
+        input_tokens       INTEGER NOT NULL CHECK (input_tokens >= 0),
+        cache_write_tokens INTEGER NOT NULL CHECK (cache_write_tokens >= 0),
+        cache_read_tokens  INTEGER NOT NULL CHECK (cache_read_tokens >= 0),
+        output_tokens      INTEGER NOT NULL CHECK (output_tokens >= 0),
+        cost               INTEGER NOT NULL CHECK (cost >= 0),
+        usage_source       TEXT NOT NULL CHECK (usage_source IN ('upstream', 'estimated', 'partial', 'none')),
+        status             INTEGER NOT NULL,
+        outcome            TEXT NOT NULL CHECK (outcome IN ('delivered', 'aborted', 'failed')),
+        latency_ms         INTEGER NOT NULL,
+        created_at         INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX charges_account_time ON charges (account_id, created_at);
+      CREATE INDEX charges_key_time ON charges (key_id, created_at);
+
+      -- Append-only: top-ups, redemptions and admin credits, with who and why.
+      CREATE TABLE credits (
+        id         TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount     INTEGER NOT NULL CHECK (amount > 0),
+        kind       TEXT NOT NULL CHECK (kind IN ('topup', 'redemption', 'admin')),
+        actor      TEXT,
+        note       TEXT,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX credits_account_time ON credits (account_id, created_at);
+
+      CREATE TABLE redemption_codes (
+        id          TEXT PRIMARY KEY,
+        hash        BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),
+        amount      INTEGER NOT NULL CHECK (amount > 0),
+        created_at  INTEGER NOT NULL,
+        created_by  TEXT,
+        expires_at  INTEGER,
+        redeemed_by TEXT REFERENCES accounts (id),
+        redeemed_at INTEGER,
+        credit_id   TEXT REFERENCES credits (id)
+      ) STRICT;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `

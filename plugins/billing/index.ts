@@ -1,0 +1,178 @@
+/**
+ * Prepaid billing: before a request is forwarded, the most it can cost is held against the account's
+ * balance (402 when it cannot be); once the exchange ends, what it really cost is charged, the rest
+ * of the hold released, and one usage record written to the ledger. Money lives in `src/billing`;
+ * this file decides when, and what the client is told.
+ */
+import { Readable } from 'node:stream';
+import type { BalanceBook } from '../../src/billing/book';
+import { holdAmount, maxOutputTokens, type HoldEstimate } from '../../src/billing/hold-amount';
+import { LedgerWriter } from '../../src/billing/ledger-writer';
+import { formatUnits } from '../../src/billing/money';
+import { openBook } from '../../src/billing/open-book';
+import { costOf, FREE, isFree, priceTable, type NanoPrice } from '../../src/billing/prices';
+import { billedTokens } from '../../src/billing/settlement';
+import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
+import { PRIORITY } from '../../src/kernel/chain';
+import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import { GatewayError, toGatewayError } from '../../src/kernel/errors';
+import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { ChargeRecord, HoldResult } from '../../src/store/store';
+
+/** Price tables per config snapshot: computed once, reused by every request under that snapshot. */
+const pricesByConfig = new WeakMap<GatewayConfig, ReadonlyMap<string, NanoPrice>>();
+
+function priceFor(config: GatewayConfig, modelId: string): NanoPrice {
+  let table = pricesByConfig.get(config);
+  if (table === undefined) pricesByConfig.set(config, (table = priceTable(config)));
+  return table.get(modelId) ?? FREE;
+}
+
+function checkModelAllowed({ key }: AuthState, modelId: string): void {
+  if (key.models !== null && !key.models.includes(modelId)) {
+    throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', `This API key may not use the model '${modelId}'.`, { param: 'model' });
+  }
+}
+
+function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
+  const need = `this request can cost up to ${formatUnits(estimate.amount)} (about ${estimate.inputTokens} input tokens and at most ${estimate.outputTokens} output tokens)`;
+  if (result.reason === 'key_spend_limit') {
+    return new GatewayError(
+      'TOLLGATE_ERR_KEY_SPEND_LIMIT',
+      `This API key's spend limit is reached: ${need} and the key has ${formatUnits(result.available)} left of its limit.`,
+    );
+  }
+  return new GatewayError(
+    'TOLLGATE_ERR_INSUFFICIENT_BALANCE',
+    `Insufficient balance: ${need} and the account has ${formatUnits(result.available)} available. Top up in the console (Top Up), or lower max_tokens.`,
+  );
+}
+
+function unavailable(cause: unknown): GatewayError {
+  return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
+    cause,
+    headers: { 'retry-after': '1' },
+  });
+}
+
+interface Bill {
+  readonly requestId: string;
+  readonly auth: AuthState;
+  readonly request: ParsedRequest;
+  readonly endpoint: string;
+  readonly price: NanoPrice;
+  /** What was held; the charge never exceeds it. Null for a free model, which holds nothing. */
+  readonly held: bigint | null;
+  readonly startedAt: number;
+}
+
+function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number): ChargeRecord {
+  const { tokens, source } = billedTokens(outcome, bill.request.body);
+  const cost = costOf(tokens, bill.price);
+  return {
+    requestId: bill.requestId,
+    accountId: bill.auth.account.id,
+    keyId: bill.auth.key.id,
+    model: bill.request.model.id,
+    provider: outcome?.provider ?? null,
+    endpoint: bill.endpoint,
+    inputTokens: tokens.inputTokens,
+    cacheWriteTokens: tokens.cacheWriteTokens,
+    cacheReadTokens: tokens.cacheReadTokens,
+    outputTokens: tokens.outputTokens,
+    // An upstream that ignores max_tokens cannot make a request cost more than was held (F3).
+    cost: bill.held !== null && cost > bill.held ? bill.held : cost,
+    usageSource: source,
+    status: outcome?.status ?? status,
+    outcome: outcome?.end.kind ?? 'failed',
+    latencyMs: performance.now() - bill.startedAt,
+    createdAt: new Date(),
+  };
+}
+
+export const billingPlugin: PluginDefinition<'billing'> = {
+  name: 'billing',
+  priority: PRIORITY.billing,
+  dependsOn: ['auth'],
+  async setup(config: BillingPluginConfig, kit) {
+    if (!config.enabled) return { handle: (_ctx: GatewayContext, next: Next) => next() };
+    const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
+    const writer = new LedgerWriter(kit.store, { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records }, kit.logger);
+    const settling = new Set<Promise<void>>();
+    const sweeper = setInterval(() => {
+      book.releaseExpired(new Date()).then(
+        (released) => released > 0 && kit.logger.warn({ released }, 'billing: released expired holds'),
+        (error: unknown) => kit.logger.warn({ err: error }, 'billing: sweeping expired holds failed'),
+      );
+    }, config.sweep_interval_ms);
+    sweeper.unref();
+
+    /** Charges the request: live balance now, ledger in the next batch. Never throws. */
+    async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
+      const charge = chargeOf(bill, outcome, status);
+      try {
+        await book.settle(charge);
+      } catch (error) {
+        // The ledger still gets the charge; the live hold expires and the sweeper frees it.
+        kit.logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');
+      }
+      writer.enqueue(charge);
+      return charge;
+    }
+
+    function track(work: Promise<unknown>): void {
+      const done = work.then(() => undefined);
+      settling.add(done);
+      void done.finally(() => settling.delete(done));
+    }
+
+    return {
+      async handle(ctx: GatewayContext, next: Next) {
+        const { endpoint, requestId } = ctx.state;
+        if (!endpoint.generates) return next();
+        const request = ctx.state.request!;
+        const auth = ctx.state.auth!;
+        checkModelAllowed(auth, request.model.id);
+
+        const price = priceFor(ctx.state.config, request.model.id);
+        let held: bigint | null = null;
+        if (!isFree(price)) {
+          const estimate = holdAmount(request.raw.length, maxOutputTokens(endpoint.id, request.body, request.model), price);
+          const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
+          let result: HoldResult;
+          try {
+            result = await book.hold({ requestId, accountId: auth.account.id, keyId: auth.key.id, amount: estimate.amount, expiresAt });
+          } catch (error) {
+            throw unavailable(error);
+          }
+          if (!result.ok) throw refusal(result, estimate);
+          held = estimate.amount;
+        }
+
+        const bill: Bill = { requestId, auth, request, endpoint: endpoint.id, price, held, startedAt: performance.now() };
+        try {
+          await next();
+        } catch (error) {
+          // Refused or failed before an answer: nothing produced, nothing owed; the hold is released.
+          const outcome = ctx.state.exchange === undefined ? null : await ctx.state.exchange.finished;
+          track(settle(bill, outcome, toGatewayError(error).status));
+          throw error;
+        }
+        const exchange = ctx.state.exchange;
+        if (exchange === undefined) return track(settle(bill, null, ctx.status));
+        if (ctx.body instanceof Readable) {
+          // A stream outlives this middleware: it is charged when it ends, however it ends.
+          return track(exchange.finished.then((outcome) => settle(bill, outcome, outcome.status)));
+        }
+        const charge = await settle(bill, await exchange.finished, ctx.status);
+        if (config.cost_header) ctx.set('x-tollgate-cost', formatUnits(charge.cost));
+      },
+      async close() {
+        clearInterval(sweeper);
+        await Promise.all(settling);
+        await writer.close();
+        await book.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,44 @@
+/**
+ * The balance book: where funds are held for requests under way and where live balances are read.
+ * Two back ends share this contract: `StoreBook` (the store's own tables, exact across instances
+ * through conditional updates in SQLite or PostgreSQL) and `RedisBook` (balances and holds in Redis
+ * behind atomic Lua scripts, the ledger still in the store). The ledger itself (charges, credits) is
+ * always the store's; the book only keeps the live numbers in front of it.
+ */
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult } from '../store/store';
+
+export interface BalanceBook {
+  /** Holds `hold.amount` atomically, or says why not and what was available. */
+  hold(hold: Hold): Promise<HoldResult>;
+  /**
+   * Applies a finished request's charge to the live balances and frees its hold. The charge is
+   * recorded in the ledger separately (batched, `LedgerWriter`); a book whose live numbers are the
+   * store's own does nothing here, since recording the charge is what updates them.
+   */
+  settle(charge: ChargeRecord): Promise<void>;
+  /** Adds funds: written to the ledger at once, and to the live balance. */
+  credit(input: NewCredit): Promise<CreditRecord>;
+  /**
+   * A credit the store recorded directly (redemption) reaches the live balance. `Store.redeemCode`
+   * writes the credit and the stored balance in one transaction, so a book whose live numbers are
+   * the store's own leaves this out; a book that keeps its own copy (Redis) must add the amount.
+   */
+  applyCredit?(credit: CreditRecord): Promise<void>;
+  /**
+   * Redeems a code (by its SHA-256) for an account: the store claims the code and records the credit
+   * in one transaction, at most once however many race; the live balance sees the credit too.
+   */
+  redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult>;
+  /** The live balance and what is held. */
+  balance(accountId: string): Promise<AccountBalance>;
+  /** Releases holds older than their expiry (their instance died); returns how many. */
+  releaseExpired(now: Date): Promise<number>;
+  /** Whether the book's back end answers, for readiness. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Thrown when the book's back end cannot be reached in time: billing fails closed with a 503. */
+export class BookUnavailableError extends Error {
+  override readonly name = 'BookUnavailableError';
+}

@@ -1,0 +1,291 @@
+/**
+ * The balance book in Redis, shared by every gateway instance: live balances, key spend and holds sit
+ * in Redis hashes and change only inside the Lua scripts of `redis-scripts.ts`, each one atomic, so N
+ * instances hold against one truth. The ledger stays in the store: a missing hash (new account, Redis
+ * restarted empty) is seeded from it, and credits are written to it before they reach Redis.
+ *
+ * Fail closed: when Redis is unreachable or slow, every method rejects with `BookUnavailableError`
+ * within the configured command timeout (billing answers 503) instead of waiting for reconnects.
+ *
+ * Known gaps, all bounded and all repaired by rebuilding a hash from the ledger:
+ * - A charge settled while its account hash was missing is taken from the ledger at the next seed;
+ *   if the seed reads the ledger before the batched ledger write lands, the live balance misses it.
+ * - A key's limit is read from the store at seeding only; `setKeyLimit` updates a live one.
+ * - A hash reseeded while holds were open starts with held = 0 (Redis must not evict these keys:
+ *   run it with `maxmemory-policy noeviction`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RedisConfig } from '../config/types';
+import { closeRedis, connectRedis } from '../shared-state/redis';
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import { BookUnavailableError, type BalanceBook } from './book';
+import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
+
+/** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
+export const MAX_BOOK_AMOUNT = 2n ** 63n - 1n;
+
+/** How long a settled request id is remembered, so a repeated settlement changes nothing. */
+const SETTLED_TTL_S = 24 * 60 * 60;
+/** Expired holds released per sweep; the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
+/** How long a credit's fence outlives an instance that died while writing it. */
+const CREDIT_FENCE_TTL_S = 30;
+/** How long a credit's Redis step is remembered, so retrying it cannot apply it twice. */
+const CREDIT_DONE_TTL_S = 10 * 60;
+const CREDIT_END_ATTEMPTS = 3;
+/** A seed waits this long, at most SEED_ATTEMPTS times, for credits being written to finish. */
+const SEED_RETRY_MS = 25;
+const SEED_ATTEMPTS = 40;
+
+/** Reply errors that mean "not now" rather than "this script is wrong". */
+const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
+
+export interface RedisBookOptions {
+  /** Connection errors and credits that reached the ledger but not Redis; nothing here is thrown. */
+  readonly onError?: (error: Error) => void;
+}
+
+export async function openRedisBook(config: RedisConfig, store: Store, options: RedisBookOptions = {}): Promise<RedisBook> {
+  const redis = await connectRedis(config, { connectionName: 'tollgate-book', onError: options.onError });
+  return new RedisBook(redis, store, config.key_prefix, options);
+}
+
+export class RedisBook implements BalanceBook {
+  private readonly run: RunScript;
+  private readonly expiries: string;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly store: Store,
+    private readonly prefix: string,
+    private readonly options: RedisBookOptions = {},
+  ) {
+    this.run = defineBookScripts(redis);
+    this.expiries = `${prefix}hold-expiries`;
+  }
+
+  async hold(hold: Hold): Promise<HoldResult> {
+    checkAmount('a hold', hold.amount, 1n);
+    const keys = [this.accountKey(hold.accountId), this.keyKey(hold.keyId), this.holdKey(hold.requestId), this.expiries];
+    const args = [String(hold.amount), hold.accountId, hold.keyId, String(hold.expiresAt.getTime()), hold.requestId];
+    for (let attempt = 1; ; attempt++) {
+      const reply = replyList(await this.script('hold', keys, args));
+      switch (reply[0]) {
+        case 'ok':
+          return { ok: true };
+        case 'balance':
+          return { ok: false, reason: 'balance', available: atLeastZero(big(reply[1]) - big(reply[2])) };
+        case 'key_spend_limit':
+          return { ok: false, reason: 'key_spend_limit', available: atLeastZero(big(reply[1]) - big(reply[2]) - big(reply[3])) };
+        case 'conflict':
+          throw new Error(`request ${hold.requestId} already holds funds for another account, key or amount`);
+        case 'seed':
+          // Seeded once and gone again means something evicts or flushes these keys: not safe to go on.
+          if (attempt > 1) throw new BookUnavailableError(`the Redis balance of account ${hold.accountId} vanished right after seeding`);
+          if (reply[1] === 1 && !(await this.seedAccount(hold.accountId))) return { ok: false, reason: 'balance', available: 0n };
+          if (reply[2] === 1 && !(await this.seedKey(hold.accountId, hold.keyId))) return { ok: false, reason: 'key_spend_limit', available: 0n };
+          break;
+        default:
+          throw new Error(`unexpected reply from the hold script: ${JSON.stringify(reply)}`);
+      }
+    }
+  }
+
+  async settle(charge: ChargeRecord): Promise<void> {
+    checkAmount('a charge', charge.cost, 0n);
+    const keys = [
+      this.holdKey(charge.requestId),
+      this.expiries,
+      `${this.prefix}settled:${charge.requestId}`,
+      this.accountKey(charge.accountId),
+      this.keyKey(charge.keyId),
+    ];
+    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S)]);
+  }
+
+  /**
+   * The ledger first: it is the truth, and a credit that reached Redis but not the ledger would vanish
+   * at the next reseed. A fence around the ledger write keeps a concurrent seed from reading the ledger
+   * before the credit and writing after it (credit lost) or reading after it and writing before the
+   * credit's Redis step (credit counted twice).
+   */
+  async credit(input: NewCredit): Promise<CreditRecord> {
+    checkAmount('a credit', input.amount, 1n);
+    const token = randomUUID();
+    // Redis down: refused before the ledger is touched, so retrying cannot credit twice.
+    await this.script('creditBegin', [this.fenceKey(input.accountId)], [String(CREDIT_FENCE_TTL_S)]);
+    let record: CreditRecord;
+    try {
+      record = await this.store.credit(input);
+    } catch (error) {
+      await this.endCredit(input.accountId, token, 0n).catch(() => undefined);
+      throw error;
+    }
+    try {
+      await this.endCredit(input.accountId, token, input.amount);
+    } catch (error) {
+      const message = `credit ${record.id} is in the ledger but not in the Redis balance of account ${input.accountId}, which stays short by it until rebuilt from the ledger`;
+      this.options.onError?.(new Error(message, { cause: error }));
+    }
+    return record;
+  }
+
+  /** A redemption is a credit the store writes itself; the same fence keeps a racing seed from counting it twice. */
+  async redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    const token = randomUUID();
+    await this.script('creditBegin', [this.fenceKey(accountId)], [String(CREDIT_FENCE_TTL_S)]);
+    let result: RedeemResult;
+    try {
+      result = await this.store.redeemCode(codeHash, accountId, actor);
+    } catch (error) {
+      await this.endCredit(accountId, token, 0n).catch(() => undefined);
+      throw error;
+    }
+    const amount = result.ok ? result.credit.amount : 0n;
+    try {
+      await this.endCredit(accountId, token, amount);
+    } catch (error) {
+      if (result.ok) {
+        const message = `credit ${result.credit.id} is in the ledger but not in the Redis balance of account ${accountId}, which stays short by it until rebuilt from the ledger`;
+        this.options.onError?.(new Error(message, { cause: error }));
+      }
+    }
+    return result;
+  }
+
+  async balance(accountId: string): Promise<AccountBalance> {
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const [balance, held] = await this.guard(() => this.redis.hmget(this.accountKey(accountId), 'balance', 'held'));
+      if (balance != null && held != null) return { balance: BigInt(balance), held: BigInt(held) };
+      if (!(await this.seedAccount(accountId))) throw new Error(`no account with id "${accountId}"`);
+    }
+    throw new BookUnavailableError(`the Redis balance of account ${accountId} vanished right after seeding`);
+  }
+
+  /** Safe with several instances sweeping at once: a hold is released by whichever script pops it. */
+  async releaseExpired(now: Date): Promise<number> {
+    const released = await this.script('releaseExpired', [this.expiries], [String(now.getTime()), String(SWEEP_BATCH), this.prefix]);
+    return Number(released);
+  }
+
+  /** Changes a live key limit after the store's changed (null: no limit); a key not yet seeded reads it then. */
+  async setKeyLimit(keyId: string, limit: bigint | null): Promise<void> {
+    if (limit !== null) checkAmount('a key limit', limit, 0n);
+    await this.script('setKeyLimit', [this.keyKey(keyId)], [limit === null ? '' : String(limit)]);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.redis.ping()) === 'PONG';
+    } catch {
+      return false;
+    }
+  }
+
+  close(): Promise<void> {
+    return closeRedis(this.redis);
+  }
+
+  /**
+   * Writes the account's ledger balance to Redis unless someone already has; false when the store
+   * knows no such account. Waits out credits being written, whose ledger rows it might half-see.
+   */
+  private async seedAccount(accountId: string): Promise<boolean> {
+    if ((await this.store.findAccountById(accountId)) === null) return false;
+    const fence = this.fenceKey(accountId);
+    for (let attempt = 1; attempt <= SEED_ATTEMPTS; attempt++) {
+      const [inflight, gen] = await this.guard(() => this.redis.hmget(fence, 'inflight', 'gen'));
+      if (inflight == null || inflight === '0') {
+        const { balance } = await this.store.balance(accountId);
+        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance), gen ?? '']);
+        if (answer !== 'busy') return true;
+      }
+      await delay(SEED_RETRY_MS);
+    }
+    throw new BookUnavailableError(`credits to account ${accountId} kept being written; its Redis balance could not be seeded`);
+  }
+
+  /** Writes the key's spend and limit from the store unless someone already has; false for an unknown key. */
+  private async seedKey(accountId: string, keyId: string): Promise<boolean> {
+    const key = (await this.store.listKeys({ accountId })).find((candidate) => candidate.id === keyId);
+    if (key === undefined) return false;
+    const limit = key.spendLimit === null ? '' : String(key.spendLimit);
+    await this.script('seedKey', [this.keyKey(keyId)], [String(key.spent), limit]);
+    return true;
+  }
+
+  /** The credit's Redis step; retried, since it is marked done by its token and cannot apply twice. */
+  private async endCredit(accountId: string, token: string, amount: bigint): Promise<void> {
+    const keys = [this.fenceKey(accountId), this.accountKey(accountId), `${this.prefix}credit-done:${token}`];
+    const args = [String(amount), String(CREDIT_FENCE_TTL_S), String(CREDIT_DONE_TTL_S)];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.script('creditEnd', keys, args);
+        return;
+      } catch (error) {
+        if (attempt >= CREDIT_END_ATTEMPTS) throw error;
+        await delay(SEED_RETRY_MS * attempt);
+      }
+    }
+  }
+
+  private script(name: BookScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.guard(() => this.run(name, keys, args));
+  }
+
+  /** Turns "Redis did not answer" into `BookUnavailableError`; a script's own error stays what it is. */
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) throw error;
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new BookUnavailableError(`the Redis balance book is unavailable: ${reason}`, { cause: error });
+    }
+  }
+
+  private accountKey(accountId: string): string {
+    return `${this.prefix}account:${accountId}`;
+  }
+
+  private keyKey(keyId: string): string {
+    return `${this.prefix}key:${keyId}`;
+  }
+
+  private holdKey(requestId: string): string {
+    return `${this.prefix}hold:${requestId}`;
+  }
+
+  private fenceKey(accountId: string): string {
+    return `${this.prefix}credit-fence:${accountId}`;
+  }
+}
+
+function checkAmount(what: string, amount: bigint, min: bigint): void {
+  if (amount < min || amount > MAX_BOOK_AMOUNT) {
+    throw new RangeError(`${what} of ${amount} nano-units is outside what the Redis book can hold exactly (${min} to 2^63 − 1)`);
+  }
+}
+
+function isReplyError(error: unknown): error is Error {
+  return error instanceof Error && error.name === 'ReplyError';
+}
+
+function replyList(reply: unknown): unknown[] {
+  if (!Array.isArray(reply)) throw new Error(`unexpected reply from a book script: ${JSON.stringify(reply)}`);
+  return reply;
+}
+
+function big(value: unknown): bigint {
+  if (typeof value !== 'string') throw new Error(`expected an integer string from Redis, got ${JSON.stringify(value)}`);
+  return BigInt(value);
+}
+
+function atLeastZero(value: bigint): bigint {
+  return value < 0n ? 0n : value;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

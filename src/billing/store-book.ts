@@ -1,0 +1,44 @@
+/**
+ * The balance book on the store's own tables: holds are rows, and a charge's ledger write is what
+ * moves the balance. Exact across instances sharing PostgreSQL, since every hold is a conditional
+ * UPDATE the database serialises.
+ */
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { BalanceBook } from './book';
+
+/** Expired holds released per sweep; the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
+
+export class StoreBook implements BalanceBook {
+  constructor(private readonly store: Store) {}
+
+  hold(hold: Hold): Promise<HoldResult> {
+    return this.store.holdFunds(hold);
+  }
+
+  /** Nothing to do: `recordCharges` removes the hold and takes the cost in one transaction. */
+  async settle(_charge: ChargeRecord): Promise<void> {}
+
+  credit(input: NewCredit): Promise<CreditRecord> {
+    return this.store.credit(input);
+  }
+
+  redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    return this.store.redeemCode(codeHash, accountId, actor);
+  }
+
+  balance(accountId: string): Promise<AccountBalance> {
+    return this.store.balance(accountId);
+  }
+
+  async releaseExpired(now: Date): Promise<number> {
+    const expired = await this.store.expiredHolds(now, SWEEP_BATCH);
+    return expired.length === 0 ? 0 : this.store.releaseHolds(expired.map((hold) => hold.requestId));
+  }
+
+  ping(): Promise<boolean> {
+    return this.store.ping();
+  }
+
+  async close(): Promise<void> {}
+}

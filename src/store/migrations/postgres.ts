@@ -1,0 +1,208 @@
+/**
+ * The PostgreSQL schema, as an ordered list of migrations mirroring the SQLite ones (same tables,
+ * columns and constraints), plus the trigger that tells other instances when keys or accounts change.
+ * Each migration runs once, inside its own transaction, and is recorded in `schema_migrations`. To
+ * change the schema, append an entry; never edit one that has shipped.
+ */
+import type { ClientBase } from 'pg';
+
+/** One schema step. `version` is its position in the list, starting at 1. */
+export interface PostgresMigration {
+  readonly version: number;
+  readonly description: string;
+  readonly sql: string;
+}
+
+/** The channel the key-change trigger notifies; `PostgresStore` listens on it. */
+export const KEYS_CHANGED_CHANNEL = 'tollgate_keys_changed';
+
+/**
+ * Every migration, oldest first. Dates are TIMESTAMPTZ (always written from the application's clock,
+ * as in SQLite, so that holds and codes expire by one clock). `seq` columns give rows made in the same
+ * millisecond a stable order, as SQLite's rowid does.
+ */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    description: 'accounts and API keys',
+    sql: `
+      CREATE TABLE accounts (
+        id         TEXT PRIMARY KEY,
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY,
+        name       TEXT NOT NULL UNIQUE,
+        role       TEXT NOT NULL CHECK (role IN ('admin', 'user')),
+        disabled   BOOLEAN NOT NULL DEFAULT false,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+
+      CREATE TABLE api_keys (
+        id         TEXT PRIMARY KEY,
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        name       TEXT,
+        hash       BYTEA NOT NULL CHECK (octet_length(hash) = 32),
+        prefix     TEXT NOT NULL,
+        last4      TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        revoked_at TIMESTAMPTZ,
+        expires_at TIMESTAMPTZ
+      );
+
+      -- Authentication looks keys up by hash on every uncached request.
+      CREATE UNIQUE INDEX api_keys_hash ON api_keys (hash);
+      CREATE INDEX api_keys_account ON api_keys (account_id);
+    `,
+  },
+  {
+    version: 2,
+    description: 'balances, holds, the ledger (charges and credits), key limits, redemption codes',
+    sql: `
+      -- Money columns are BIGINT nano-units. balance = credits - charges, kept by the transactions
+      -- that append to the ledger; held = the sum of the account's open holds.
+      ALTER TABLE accounts ADD COLUMN balance BIGINT NOT NULL DEFAULT 0 CHECK (balance >= 0);
+      ALTER TABLE accounts ADD COLUMN held BIGINT NOT NULL DEFAULT 0 CHECK (held >= 0);
+
+      ALTER TABLE api_keys ADD COLUMN spend_limit BIGINT CHECK (spend_limit IS NULL OR spend_limit >= 0);
+      ALTER TABLE api_keys ADD COLUMN spent BIGINT NOT NULL DEFAULT 0 CHECK (spent >= 0);
+      ALTER TABLE api_keys ADD COLUMN held BIGINT NOT NULL DEFAULT 0 CHECK (held >= 0);
+      -- Model ids the key may use, or NULL for every model.
+      ALTER TABLE api_keys ADD COLUMN models TEXT[];
+
+      CREATE TABLE holds (
+        request_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        key_id     TEXT NOT NULL REFERENCES api_keys (id),
+        amount     BIGINT NOT NULL CHECK (amount >= 0),
+        created_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX holds_expiry ON holds (expires_at);
+
+      -- Append-only: one row per request id, never updated.
+      CREATE TABLE charges (
+        request_id         TEXT PRIMARY KEY,
+        seq                BIGINT GENERATED ALWAYS AS IDENTITY,
+        account_id         TEXT NOT NULL REFERENCES accounts (id),
+        key_id             TEXT NOT NULL REFERENCES api_keys (id),
+        model              TEXT NOT NULL,
+        provider           TEXT,
+        endpoint           TEXT NOT NULL,
+        input_tokens       INTEGER NOT NULL CHECK (input_tokens >= 0),
+        cache_write_tokens INTEGER NOT NULL CHECK (cache_write_tokens >= 0),
+        cache_read_tokens  INTEGER NOT NULL CHECK (cache_read_tokens >= 0),
+        output_tokens      INTEGER NOT NULL CHECK (output_tokens >= 0),
+        cost               BIGINT NOT NULL CHECK (cost >= 0),
+        usage_source       TEXT NOT NULL CHECK (usage_source IN ('upstream', 'estimated', 'partial', 'none')),
+        status             INTEGER NOT NULL,
+        outcome            TEXT NOT NULL CHECK (outcome IN ('delivered', 'aborted', 'failed')),
+        latency_ms         INTEGER NOT NULL,
+        created_at         TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX charges_account_time ON charges (account_id, created_at);
+      CREATE INDEX charges_key_time ON charges (key_id, created_at);
+
+      -- Append-only: top-ups, redemptions and admin credits, with who and why.
+      CREATE TABLE credits (
+        id         TEXT PRIMARY KEY,
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount     BIGINT NOT NULL CHECK (amount > 0),
+        kind       TEXT NOT NULL CHECK (kind IN ('topup', 'redemption', 'admin')),
+        actor      TEXT,
+        note       TEXT,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+      CREATE INDEX credits_account_time ON credits (account_id, created_at);
+
+      CREATE TABLE redemption_codes (
+        id          TEXT PRIMARY KEY,
+        seq         BIGINT GENERATED ALWAYS AS IDENTITY,
+        hash        BYTEA NOT NULL UNIQUE CHECK (octet_length(hash) = 32),
+        amount      BIGINT NOT NULL CHECK (amount > 0),
+        created_at  TIMESTAMPTZ NOT NULL,
+        created_by  TEXT,
+        expires_at  TIMESTAMPTZ,
+        redeemed_by TEXT REFERENCES accounts (id),
+        redeemed_at TIMESTAMPTZ,
+        credit_id   TEXT REFERENCES credits (id)
+      );
+    `,
+  },
+  {
+    version: 3,
+    description: 'notify listeners when keys or accounts change',
+    // Only the columns authentication reads: holds and charges update balance, held and spent on every
+    // request, and a notification for those would flush every instance's auth cache all the time.
+    // A trigger (rather than a NOTIFY in the store's code) also covers the CLI and hand-made SQL.
+    sql: `
+      CREATE FUNCTION tollgate_notify_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${KEYS_CHANGED_CHANNEL}', TG_TABLE_NAME);
+        RETURN NULL;
+      END $$;
+
+      CREATE TRIGGER accounts_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, name, role, disabled ON accounts
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+    `,
+  },
+];
+
+/**
+ * Any constant shared by every Tollgate instance: two instances starting at once queue on this lock,
+ * so the second finds the first's migrations applied instead of racing to create the same tables.
+ */
+const MIGRATION_LOCK_KEY = 0x746f6c6c; // "toll"
+
+const CREATE_TRACKING_TABLE = `
+  CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TIMESTAMPTZ NOT NULL
+  )`;
+
+/**
+ * Applies the migrations the database has not seen yet and returns how many ran. Each step is one
+ * transaction that first takes the migration lock, then re-checks whether the step is still pending.
+ */
+export async function applyPostgresMigrations(
+  client: ClientBase,
+  migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS,
+): Promise<number> {
+  const known = migrations.length === 0 ? 0 : migrations[migrations.length - 1].version;
+  await inLockedTransaction(client, async () => {
+    await client.query(CREATE_TRACKING_TABLE);
+    // A store written by a newer Tollgate has tables this build does not know; refuse rather than guess.
+    const { rows } = await client.query<{ newest: number | null }>('SELECT max(version) AS newest FROM schema_migrations');
+    const found = rows[0]?.newest ?? 0;
+    if (found > known) {
+      throw new Error(`the store's schema is at version ${found}, newer than this build knows (${known}); upgrade Tollgate`);
+    }
+  });
+
+  let applied = 0;
+  for (const migration of migrations) {
+    await inLockedTransaction(client, async () => {
+      const done = await client.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
+      if (done.rowCount !== 0) return;
+      await client.query(migration.sql);
+      await client.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [migration.version, new Date()]);
+      applied += 1;
+    });
+  }
+  return applied;
+}
+
+async function inLockedTransaction(client: ClientBase, work: () => Promise<void>): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await work();
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

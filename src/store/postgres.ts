@@ -1,0 +1,295 @@
+/**
+ * The shared store: PostgreSQL through a `pg` pool, for several gateway instances (and the CLI) at
+ * once. Every wait is bounded by the configuration: acquiring a connection (connect_timeout_ms), each
+ * statement (statement_timeout_ms on the server, a little more on the client for a dead network), so
+ * a slow or unreachable database turns into an error the caller can answer with 503, never a hang.
+ */
+import { randomBytes } from 'node:crypto';
+import { Client, Pool, type PoolConfig } from 'pg';
+import type { StoreConfig } from '../config/types';
+import { PostgresLedger } from './postgres-ledger';
+import { KeyChangeListener } from './postgres-revision';
+import { applyPostgresMigrations } from './migrations/postgres';
+import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
+import {
+  AccountExistsError,
+  type Account,
+  type AccountBalance,
+  type AccountRole,
+  type ApiKeyRecord,
+  type ChargeFilter,
+  type ChargeRecord,
+  type CreditRecord,
+  type Hold,
+  type HoldResult,
+  type KeyIdentity,
+  type LedgerTotals,
+  type NewCredit,
+  type NewKey,
+  type RedeemResult,
+  type RedemptionCodeRecord,
+  type Store,
+} from './store';
+
+export type PostgresStoreConfig = Pick<StoreConfig, 'url' | 'connect_timeout_ms' | 'statement_timeout_ms' | 'pool_size'>;
+
+/**
+ * The client-side query timeout is the server's statement timeout plus this: the server cancels a slow
+ * statement first and keeps the connection; the client's timer only fires when no answer can come
+ * (network gone), and the connection is then discarded.
+ */
+const CLIENT_TIMEOUT_MARGIN_MS = 1_000;
+/** Pooled connections unused this long are closed. */
+const IDLE_TIMEOUT_MS = 30_000;
+/** Readiness should answer quickly, whatever the statement timeout. */
+const PING_TIMEOUT_MS = 1_000;
+/** Schema changes may legitimately outlast a request's statement budget, and wait for another instance's. */
+const MIGRATION_TIMEOUT_MS = 60_000;
+/** Shown in pg_stat_activity, so operators can tell Tollgate's connections apart. */
+const APPLICATION_NAME = 'tollgate';
+export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
+
+const UNIQUE_VIOLATION = '23505';
+
+const ACCOUNT_COLUMNS = 'id, name, role, disabled, created_at';
+const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
+  k.spend_limit, k.spent, k.models`;
+
+/** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
+function newId(prefix: 'acc_' | 'key_'): string {
+  return prefix + randomBytes(8).toString('hex');
+}
+
+const { toAccount, toKeyIdentity, toKeyRecord } = rowMappers(POSTGRES_CODEC);
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The `Store` on a PostgreSQL database. Call `migrate()` before anything else. */
+export class PostgresStore implements Store {
+  private readonly pool: Pool;
+  private readonly ledger: PostgresLedger;
+  private readonly listener: KeyChangeListener;
+  private readonly connection: PoolConfig;
+  private closed = false;
+  /** The limits this store runs with (the URL is left out: it usually carries a password). */
+  readonly limits: Omit<PostgresStoreConfig, 'url'>;
+
+  /**
+   * Creates the pool; nothing connects until the first query. `onBackgroundError` hears about failures
+   * no caller is waiting for (an idle pooled connection dropped, the listener lost); they are never
+   * thrown, since throwing them would crash the process.
+   */
+  constructor(
+    config: PostgresStoreConfig,
+    private readonly onBackgroundError: (error: Error) => void = () => undefined,
+  ) {
+    this.limits = { connect_timeout_ms: config.connect_timeout_ms, statement_timeout_ms: config.statement_timeout_ms, pool_size: config.pool_size };
+    this.connection = {
+      connectionString: config.url,
+      connectionTimeoutMillis: config.connect_timeout_ms,
+      statement_timeout: config.statement_timeout_ms,
+      query_timeout: config.statement_timeout_ms + CLIENT_TIMEOUT_MARGIN_MS,
+      // A transaction left open (a bug, a stalled process) would otherwise keep its rows locked.
+      idle_in_transaction_session_timeout: config.statement_timeout_ms,
+      keepAlive: true,
+    };
+    this.pool = new Pool({ ...this.connection, application_name: APPLICATION_NAME, max: config.pool_size, idleTimeoutMillis: IDLE_TIMEOUT_MS });
+    // The pool has already discarded the broken client; the next query gets a fresh one.
+    this.pool.on('error', (error) => this.onBackgroundError(error));
+    this.ledger = new PostgresLedger(this.pool);
+    this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
+  }
+
+  async migrate(): Promise<void> {
+    const client = new Client({
+      ...this.connection,
+      application_name: APPLICATION_NAME,
+      statement_timeout: MIGRATION_TIMEOUT_MS,
+      query_timeout: MIGRATION_TIMEOUT_MS + CLIENT_TIMEOUT_MARGIN_MS,
+      idle_in_transaction_session_timeout: MIGRATION_TIMEOUT_MS,
+    });
+    client.on('error', (error) => this.onBackgroundError(error));
+    await client.connect();
+    try {
+      await applyPostgresMigrations(client);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    // Listening before the first request means the auth cache can be used from the start.
+    await this.listener.start();
+  }
+
+  async createAccount(input: { name: string; role: AccountRole }): Promise<Account> {
+    const row: AccountRow<PostgresColumns> = { id: newId('acc_'), name: input.name, role: input.role, disabled: false, created_at: new Date() };
+    try {
+      await this.pool.query('INSERT INTO accounts (id, name, role, disabled, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        row.id, row.name, row.role, row.disabled, row.created_at,
+      ]);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) throw new AccountExistsError(input.name);
+      throw error;
+    }
+    this.listener.bump();
+    return toAccount(row);
+  }
+
+  async findAccountByName(name: string): Promise<Account | null> {
+    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = $1`, [name]);
+    return rows.length === 0 ? null : toAccount(rows[0]);
+  }
+
+  async findAccountById(id: string): Promise<Account | null> {
+    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
+    return rows.length === 0 ? null : toAccount(rows[0]);
+  }
+
+  async countAccounts(): Promise<number> {
+    const { rows } = await this.pool.query<{ count: string }>('SELECT count(*) AS count FROM accounts');
+    return Number(rows[0].count);
+  }
+
+  async createKey(input: NewKey): Promise<ApiKeyRecord> {
+    // Checked here for a clear message; the foreign key would reject it too, but only as a constraint name.
+    if ((await this.findAccountById(input.accountId)) === null) {
+      throw new Error(`no account with id "${input.accountId}"`);
+    }
+    const row: KeyRow<PostgresColumns> = {
+      id: newId('key_'),
+      account_id: input.accountId,
+      name: input.name,
+      prefix: input.prefix,
+      last4: input.last4,
+      created_at: new Date(),
+      revoked_at: null,
+      expires_at: input.expiresAt ?? null,
+      spend_limit: input.spendLimit === undefined || input.spendLimit === null ? null : String(input.spendLimit),
+      spent: '0',
+      models: input.models === undefined || input.models === null ? null : [...input.models],
+    };
+    await this.pool.query(
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at, row.spend_limit, row.models],
+    );
+    this.listener.bump();
+    return toKeyRecord(row);
+  }
+
+  async listKeys(filter?: { accountId?: string }): Promise<ApiKeyRecord[]> {
+    const { rows } =
+      filter?.accountId === undefined
+        ? await this.pool.query<KeyRow<PostgresColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.seq`)
+        : await this.pool.query<KeyRow<PostgresColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = $1 ORDER BY k.created_at, k.seq`, [
+            filter.accountId,
+          ]);
+    return rows.map(toKeyRecord);
+  }
+
+  async revokeKey(id: string): Promise<boolean> {
+    // COALESCE keeps the first revocation time when a key is revoked twice.
+    const { rowCount } = await this.pool.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [new Date(), id]);
+    if (rowCount === 0) return false;
+    this.listener.bump();
+    return true;
+  }
+
+  async findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
+    const { rows } = await this.pool.query<KeyIdentityRow<PostgresColumns>>(
+      `SELECT ${KEY_COLUMNS}, k.hash,
+              a.name AS account_name, a.role AS account_role,
+              a.disabled AS account_disabled, a.created_at AS account_created_at
+         FROM api_keys k JOIN accounts a ON a.id = k.account_id
+        WHERE k.hash = $1`,
+      [hash],
+    );
+    const row = rows[0];
+    if (row === undefined) return null;
+    return toKeyIdentity(row);
+  }
+
+  keysRevision(): number {
+    return this.listener.current();
+  }
+
+  async setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean> {
+    const { rowCount } = await this.pool.query('UPDATE api_keys SET spend_limit = $1, models = $2 WHERE id = $3', [
+      limits.spendLimit === null ? null : String(limits.spendLimit),
+      limits.models === null ? null : [...limits.models],
+      id,
+    ]);
+    if (rowCount === 0) return false;
+    this.listener.bump();
+    return true;
+  }
+
+  holdFunds(hold: Hold): Promise<HoldResult> {
+    return this.ledger.holdFunds(hold);
+  }
+
+  recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
+    return this.ledger.recordCharges(charges);
+  }
+
+  releaseHolds(requestIds: readonly string[]): Promise<number> {
+    return this.ledger.releaseHolds(requestIds);
+  }
+
+  expiredHolds(now: Date, limit: number): Promise<Hold[]> {
+    return this.ledger.expiredHolds(now, limit);
+  }
+
+  credit(input: NewCredit): Promise<CreditRecord> {
+    return this.ledger.credit(input);
+  }
+
+  balance(accountId: string): Promise<AccountBalance> {
+    return this.ledger.balance(accountId);
+  }
+
+  listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
+    return this.ledger.listCharges(filter);
+  }
+
+  listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {
+    return this.ledger.listCredits(accountId, limit);
+  }
+
+  ledgerTotals(): Promise<LedgerTotals[]> {
+    return this.ledger.ledgerTotals();
+  }
+
+  createRedemptionCodes(input: { hashes: readonly Buffer[]; amount: bigint; createdBy: string | null; expiresAt: Date | null }): Promise<RedemptionCodeRecord[]> {
+    return this.ledger.createRedemptionCodes(input);
+  }
+
+  redeemCode(hash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    return this.ledger.redeemCode(hash, accountId, actor);
+  }
+
+  listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]> {
+    return this.ledger.listRedemptionCodes(limit);
+  }
+
+  async ping(): Promise<boolean> {
+    if (this.closed) return false;
+    try {
+      const { rows } = await withTimeout(this.pool.query<{ one: number }>('SELECT 1 AS one'), PING_TIMEOUT_MS);
+      return rows[0]?.one === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.listener.close();
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,258 @@
+/**
+ * The row shapes both stores read, and the mappers from rows to records. The two drivers hand back the
+ * same columns in different types: SQLite stores dates as integer milliseconds, flags as 0/1 and a key's
+ * models as JSON text; PostgreSQL returns TIMESTAMPTZ as Date, BOOLEAN as boolean and TEXT[] as an
+ * array. Rows are typed by a `ColumnTypes` and the mappers take a `ColumnCodec` that decodes those
+ * columns, so each mapping is written once.
+ *
+ * Money columns always arrive as strings (CAST(… AS TEXT) in SQLite, BIGINT in pg) and are turned
+ * into bigints here, so no amount ever passes through a JS number.
+ */
+import type { Account, AccountRole, ApiKeyRecord, ChargeRecord, CreditRecord, KeyIdentity, LedgerTotals, RedemptionCodeRecord } from './store';
+
+/** The driver types of the columns whose representation differs between the backends. */
+export interface ColumnTypes {
+  date: unknown;
+  flag: unknown;
+  models: unknown;
+}
+
+export interface SqliteColumns extends ColumnTypes {
+  date: number;
+  flag: number;
+  /** A JSON array of model ids. */
+  models: string;
+}
+
+export interface PostgresColumns extends ColumnTypes {
+  date: Date;
+  flag: boolean;
+  models: string[];
+}
+
+/** Turns one backend's column values into the types the records use. */
+export interface ColumnCodec<T extends ColumnTypes> {
+  date(value: T['date']): Date;
+  flag(value: T['flag']): boolean;
+  models(value: T['models']): string[];
+}
+
+export interface AccountRow<T extends ColumnTypes> {
+  id: string;
+  name: string;
+  role: AccountRole;
+  disabled: T['flag'];
+  created_at: T['date'];
+}
+
+export interface KeyRow<T extends ColumnTypes> {
+  id: string;
+  account_id: string;
+  name: string | null;
+  spend_limit: string | null;
+  spent: string;
+  models: T['models'] | null;
+  prefix: string;
+  last4: string;
+  created_at: T['date'];
+  revoked_at: T['date'] | null;
+  expires_at: T['date'] | null;
+}
+
+/** One row of the key + account join that authentication reads. */
+export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T> {
+  hash: Buffer;
+  account_name: string;
+  account_role: AccountRole;
+  account_disabled: T['flag'];
+  account_created_at: T['date'];
+}
+
+export interface ChargeRow<T extends ColumnTypes> {
+  request_id: string;
+  account_id: string;
+  key_id: string;
+  model: string;
+  provider: string | null;
+  endpoint: string;
+  input_tokens: number;
+  cache_write_tokens: number;
+  cache_read_tokens: number;
+  output_tokens: number;
+  cost: string;
+  usage_source: ChargeRecord['usageSource'];
+  status: number;
+  outcome: ChargeRecord['outcome'];
+  latency_ms: number;
+  created_at: T['date'];
+}
+
+/** A charge as insert parameters: like a `ChargeRow`, but the cost is the bigint actually taken. */
+export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, 'cost'> & { cost: bigint };
+
+export interface CreditRow<T extends ColumnTypes> {
+  id: string;
+  account_id: string;
+  amount: string;
+  kind: CreditRecord['kind'];
+  actor: string | null;
+  note: string | null;
+  created_at: T['date'];
+}
+
+export interface CodeRow<T extends ColumnTypes> {
+  id: string;
+  amount: string;
+  created_at: T['date'];
+  created_by: string | null;
+  expires_at: T['date'] | null;
+  redeemed_by: string | null;
+  redeemed_at: T['date'] | null;
+}
+
+/** One account's ledger sums; no dates, so the same for both backends. */
+export interface TotalsRow {
+  account_id: string;
+  name: string;
+  credits: string;
+  charges: string;
+  balance: string;
+  held: string;
+  holds: string;
+}
+
+/** Builds the row → record mappers for one backend. */
+export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
+  const optionalDate = (value: T['date'] | null): Date | null => (value === null ? null : codec.date(value));
+
+  const mappers = {
+    toAccount(row: AccountRow<T>): Account {
+      return { id: row.id, name: row.name, role: row.role, disabled: codec.flag(row.disabled), createdAt: codec.date(row.created_at) };
+    },
+
+    toKeyRecord(row: KeyRow<T>): ApiKeyRecord {
+      return {
+        id: row.id,
+        accountId: row.account_id,
+        name: row.name,
+        prefix: row.prefix,
+        last4: row.last4,
+        createdAt: codec.date(row.created_at),
+        revokedAt: optionalDate(row.revoked_at),
+        expiresAt: optionalDate(row.expires_at),
+        spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit),
+        spent: BigInt(row.spent),
+        models: row.models === null ? null : codec.models(row.models),
+      };
+    },
+
+    toKeyIdentity(row: KeyIdentityRow<T>): KeyIdentity {
+      const account = mappers.toAccount({
+        id: row.account_id,
+        name: row.account_name,
+        role: row.account_role,
+        disabled: row.account_disabled,
+        created_at: row.account_created_at,
+      });
+      return { key: mappers.toKeyRecord(row), account, hash: row.hash };
+    },
+
+    toCharge(row: ChargeRow<T>): ChargeRecord {
+      return {
+        requestId: row.request_id,
+        accountId: row.account_id,
+        keyId: row.key_id,
+        model: row.model,
+        provider: row.provider,
+        endpoint: row.endpoint,
+        inputTokens: row.input_tokens,
+        cacheWriteTokens: row.cache_write_tokens,
+        cacheReadTokens: row.cache_read_tokens,
+        outputTokens: row.output_tokens,
+        cost: BigInt(row.cost),
+        usageSource: row.usage_source,
+        status: row.status,
+        outcome: row.outcome,
+        latencyMs: row.latency_ms,
+        createdAt: codec.date(row.created_at),
+      };
+    },
+
+    toCredit(row: CreditRow<T>): CreditRecord {
+      return {
+        id: row.id,
+        accountId: row.account_id,
+        amount: BigInt(row.amount),
+        kind: row.kind,
+        actor: row.actor,
+        note: row.note,
+        createdAt: codec.date(row.created_at),
+      };
+    },
+
+    toCode(row: CodeRow<T>): RedemptionCodeRecord {
+      return {
+        id: row.id,
+        amount: BigInt(row.amount),
+        createdAt: codec.date(row.created_at),
+        createdBy: row.created_by,
+        expiresAt: optionalDate(row.expires_at),
+        redeemedBy: row.redeemed_by,
+        redeemedAt: optionalDate(row.redeemed_at),
+      };
+    },
+  };
+  return mappers;
+}
+
+/** The ledger-totals row of one account as `LedgerTotals`. */
+export function toLedgerTotals(row: TotalsRow): LedgerTotals {
+  return {
+    accountId: row.account_id,
+    accountName: row.name,
+    credits: BigInt(row.credits),
+    charges: BigInt(row.charges),
+    balance: BigInt(row.balance),
+    held: BigInt(row.held),
+    openHolds: BigInt(row.holds),
+  };
+}
+
+/**
+ * A charge as insert parameters, taking `cost` (never more than was held) and storing its time with
+ * `date`. The keys are in the charges table's column order, which PostgreSQL's positional insert relies on.
+ */
+export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, cost: bigint, date: (at: Date) => T['date']): ChargeParams<T> {
+  return {
+    request_id: charge.requestId,
+    account_id: charge.accountId,
+    key_id: charge.keyId,
+    model: charge.model,
+    provider: charge.provider,
+    endpoint: charge.endpoint,
+    input_tokens: charge.inputTokens,
+    cache_write_tokens: charge.cacheWriteTokens,
+    cache_read_tokens: charge.cacheReadTokens,
+    output_tokens: charge.outputTokens,
+    cost,
+    usage_source: charge.usageSource,
+    status: charge.status,
+    outcome: charge.outcome,
+    latency_ms: Math.max(0, Math.round(charge.latencyMs)),
+    created_at: date(charge.createdAt),
+  };
+}
+
+/** How SQLite stores the differing columns: milliseconds, 0/1, JSON text. */
+export const SQLITE_CODEC: ColumnCodec<SqliteColumns> = {
+  date: (ms) => new Date(ms),
+  flag: (value) => value !== 0,
+  models: (json) => JSON.parse(json) as string[],
+};
+
+/** pg already returns Date, boolean and string[]: nothing to decode. */
+export const POSTGRES_CODEC: ColumnCodec<PostgresColumns> = {
+  date: (value) => value,
+  flag: (value) => value,
+  models: (value) => value,
+};

@@ -1,0 +1,259 @@
+/**
+ * The ledger half of the SQLite store: holds, charges, credits and redemption codes. Each operation
+ * is one transaction on the single writer, so "check the balance, then take from it" can never
+ * interleave with another request's: the conditional UPDATE is the check.
+ *
+ * Money columns are read with CAST(… AS TEXT) and turned into bigints, so no amount ever passes
+ * through a JS number.
+ */
+import { randomBytes } from 'node:crypto';
+import type Database from 'better-sqlite3';
+import type {
+  AccountBalance,
+  ChargeFilter,
+  ChargeRecord,
+  CreditRecord,
+  Hold,
+  HoldResult,
+  LedgerTotals,
+  NewCredit,
+  RedeemResult,
+  RedemptionCodeRecord,
+} from './store';
+import { chargeParams, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
+
+const CHARGE_COLUMNS = `request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
+  cache_read_tokens, output_tokens, CAST(cost AS TEXT) AS cost, usage_source, status, outcome, latency_ms, created_at`;
+const CREDIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, actor, note, created_at';
+const CODE_COLUMNS = 'id, CAST(amount AS TEXT) AS amount, created_at, created_by, expires_at, redeemed_by, redeemed_at';
+
+function newId(prefix: 'cr_' | 'rc_'): string {
+  return prefix + randomBytes(8).toString('hex');
+}
+
+const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
+
+function prepare(db: Database.Database) {
+  return {
+    holdAccount: db.prepare<[bigint, string, bigint]>('UPDATE accounts SET held = held + ? WHERE id = ? AND balance - held >= ?'),
+    accountAvailable: db.prepare<[string], string>('SELECT CAST(balance - held AS TEXT) FROM accounts WHERE id = ?').pluck(),
+    holdKey: db.prepare<[bigint, string, bigint]>(
+      'UPDATE api_keys SET held = held + ? WHERE id = ? AND (spend_limit IS NULL OR spend_limit - spent - held >= ?)',
+    ),
+    keyAvailable: db.prepare<[string], string>('SELECT CAST(spend_limit - spent - held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
+    insertHold: db.prepare<[string, string, string, bigint, number, number]>(
+      'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    ),
+    holdOf: db.prepare<[string], { account_id: string; key_id: string; amount: string }>(
+      'SELECT account_id, key_id, CAST(amount AS TEXT) AS amount FROM holds WHERE request_id = ?',
+    ),
+    deleteHold: db.prepare<[string]>('DELETE FROM holds WHERE request_id = ?'),
+    unholdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held - ? WHERE id = ?'),
+    unholdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held - ? WHERE id = ?'),
+    insertCharge: db.prepare<[Record<string, unknown>]>(
+      `INSERT INTO charges (request_id, account_id, key_id, model, provider, endpoint, input_tokens,
+         cache_write_tokens, cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at)
+       VALUES (@request_id, @account_id, @key_id, @model, @provider, @endpoint, @input_tokens, @cache_write_tokens,
+         @cache_read_tokens, @output_tokens, @cost, @usage_source, @status, @outcome, @latency_ms, @created_at)
+       ON CONFLICT (request_id) DO NOTHING`,
+    ),
+    chargeAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?'),
+    chargeKey: db.prepare<[bigint, string]>('UPDATE api_keys SET spent = spent + ? WHERE id = ?'),
+    expiredHolds: db.prepare<[number, number], { request_id: string; account_id: string; key_id: string; amount: string; expires_at: number }>(
+      `SELECT request_id, account_id, key_id, CAST(amount AS TEXT) AS amount, expires_at FROM holds
+        WHERE expires_at < ? ORDER BY expires_at LIMIT ?`,
+    ),
+    insertCredit: db.prepare<[Record<string, unknown>]>(
+      `INSERT INTO credits (id, account_id, amount, kind, actor, note, created_at)
+       VALUES (@id, @account_id, @amount, @kind, @actor, @note, @created_at)`,
+    ),
+    creditAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance + ? WHERE id = ?'),
+    balance: db.prepare<[string], { balance: string; held: string }>(
+      'SELECT CAST(balance AS TEXT) AS balance, CAST(held AS TEXT) AS held FROM accounts WHERE id = ?',
+    ),
+    creditsOf: db.prepare<[string, number], CreditRow<SqliteColumns>>(`SELECT ${CREDIT_COLUMNS} FROM credits WHERE account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`),
+    totals: db.prepare<[], TotalsRow>(
+      `SELECT a.id AS account_id, a.name,
+              CAST(COALESCE((SELECT sum(amount) FROM credits c WHERE c.account_id = a.id), 0) AS TEXT) AS credits,
+              CAST(COALESCE((SELECT sum(cost) FROM charges g WHERE g.account_id = a.id), 0) AS TEXT) AS charges,
+              CAST(a.balance AS TEXT) AS balance, CAST(a.held AS TEXT) AS held,
+              CAST(COALESCE((SELECT sum(amount) FROM holds h WHERE h.account_id = a.id), 0) AS TEXT) AS holds
+         FROM accounts a ORDER BY a.created_at, a.rowid`,
+    ),
+    insertCode: db.prepare<[Record<string, unknown>]>(
+      `INSERT INTO redemption_codes (id, hash, amount, created_at, created_by, expires_at)
+       VALUES (@id, @hash, @amount, @created_at, @created_by, @expires_at)`,
+    ),
+    codeByHash: db.prepare<[Buffer], CodeRow<SqliteColumns>>(`SELECT ${CODE_COLUMNS} FROM redemption_codes WHERE hash = ?`),
+    claimCode: db.prepare<[string, number, string, string]>(
+      'UPDATE redemption_codes SET redeemed_by = ?, redeemed_at = ?, credit_id = ? WHERE id = ? AND redeemed_at IS NULL',
+    ),
+    codes: db.prepare<[number], CodeRow<SqliteColumns>>(`SELECT ${CODE_COLUMNS} FROM redemption_codes ORDER BY created_at DESC, rowid DESC LIMIT ?`),
+  };
+}
+
+export class SqliteLedger {
+  private readonly sql: ReturnType<typeof prepare>;
+
+  constructor(private readonly db: Database.Database) {
+    this.sql = prepare(db);
+  }
+
+  holdFunds(hold: Hold): HoldResult {
+    return this.db.transaction((): HoldResult => {
+      if (this.sql.holdAccount.run(hold.amount, hold.accountId, hold.amount).changes === 0) {
+        return { ok: false, reason: 'balance', available: BigInt(this.sql.accountAvailable.get(hold.accountId) ?? '0') };
+      }
+      if (this.sql.holdKey.run(hold.amount, hold.keyId, hold.amount).changes === 0) {
+        // Undo the account's part: the whole hold happens or none of it does.
+        this.sql.unholdAccount.run(hold.amount, hold.accountId);
+        const left = BigInt(this.sql.keyAvailable.get(hold.keyId) ?? '0');
+        return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
+      }
+      const now = Date.now();
+      this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, now, hold.expiresAt.getTime());
+      return { ok: true };
+    }).immediate();
+  }
+
+  recordCharges(charges: readonly ChargeRecord[]): number {
+    return this.db.transaction(() => {
+      let recorded = 0;
+      for (const charge of charges) {
+        const held = this.removeHold(charge.requestId);
+        // A charge never exceeds what was held for it; one whose hold the sweeper already released
+        // takes at most what the account has left, so no balance ever goes below zero.
+        const limit = held ?? this.available(charge.accountId);
+        const cost = charge.cost < limit ? charge.cost : limit;
+        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, cost, (at) => at.getTime())).changes > 0;
+        if (!inserted) continue;
+        recorded += 1;
+        if (cost > 0n) {
+          this.sql.chargeAccount.run(cost, charge.accountId);
+          this.sql.chargeKey.run(cost, charge.keyId);
+        }
+      }
+      return recorded;
+    }).immediate();
+  }
+
+  releaseHolds(requestIds: readonly string[]): number {
+    return this.db.transaction(() => requestIds.filter((id) => this.removeHold(id) !== null).length).immediate();
+  }
+
+  expiredHolds(now: Date, limit: number): Hold[] {
+    return this.sql.expiredHolds.all(now.getTime(), limit).map((row) => ({
+      requestId: row.request_id,
+      accountId: row.account_id,
+      keyId: row.key_id,
+      amount: BigInt(row.amount),
+      expiresAt: new Date(row.expires_at),
+    }));
+  }
+
+  credit(input: NewCredit): CreditRecord {
+    if (input.amount <= 0n) throw new RangeError('a credit must be a positive amount');
+    const record: CreditRecord = { ...input, id: newId('cr_'), createdAt: new Date() };
+    this.db.transaction(() => this.insertCredit(record)).immediate();
+    return record;
+  }
+
+  balance(accountId: string): AccountBalance {
+    const row = this.sql.balance.get(accountId);
+    if (row === undefined) throw new Error(`no account with id "${accountId}"`);
+    return { balance: BigInt(row.balance), held: BigInt(row.held) };
+  }
+
+  listCharges(filter: ChargeFilter): ChargeRecord[] {
+    const where: string[] = [];
+    const params: Record<string, unknown> = { limit: filter.limit ?? 100 };
+    if (filter.accountId !== undefined) (where.push('account_id = @accountId'), (params.accountId = filter.accountId));
+    if (filter.keyId !== undefined) (where.push('key_id = @keyId'), (params.keyId = filter.keyId));
+    if (filter.model !== undefined) (where.push('model = @model'), (params.model = filter.model));
+    if (filter.since !== undefined) (where.push('created_at >= @since'), (params.since = filter.since.getTime()));
+    if (filter.until !== undefined) (where.push('created_at < @until'), (params.until = filter.until.getTime()));
+    const sql = `SELECT ${CHARGE_COLUMNS} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+                 ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
+    return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);
+  }
+
+  listCredits(accountId: string, limit = 100): CreditRecord[] {
+    return this.sql.creditsOf.all(accountId, limit).map(toCredit);
+  }
+
+  ledgerTotals(): LedgerTotals[] {
+    return this.sql.totals.all().map(toLedgerTotals);
+  }
+
+  createRedemptionCodes(input: { hashes: readonly Buffer[]; amount: bigint; createdBy: string | null; expiresAt: Date | null }): RedemptionCodeRecord[] {
+    if (input.amount <= 0n) throw new RangeError('a redemption code must be worth a positive amount');
+    const now = Date.now();
+    const rows = input.hashes.map((hash) => ({
+      id: newId('rc_'),
+      hash,
+      amount: input.amount,
+      created_at: now,
+      created_by: input.createdBy,
+      expires_at: input.expiresAt?.getTime() ?? null,
+    }));
+    this.db.transaction(() => rows.forEach((row) => this.sql.insertCode.run(row))).immediate();
+    return rows.map((row) => toCode({ ...row, amount: String(row.amount), redeemed_by: null, redeemed_at: null }));
+  }
+
+  redeemCode(hash: Buffer, accountId: string, actor: string | null): RedeemResult {
+    return this.db.transaction((): RedeemResult => {
+      const code = this.sql.codeByHash.get(hash);
+      if (code === undefined) return { ok: false, reason: 'unknown' };
+      if (code.redeemed_at !== null) return { ok: false, reason: 'used' };
+      if (code.expires_at !== null && code.expires_at <= Date.now()) return { ok: false, reason: 'expired' };
+      const credit: CreditRecord = {
+        id: newId('cr_'),
+        accountId,
+        amount: BigInt(code.amount),
+        kind: 'redemption',
+        actor,
+        note: `redemption code ${code.id}`,
+        createdAt: new Date(),
+      };
+      this.insertCredit(credit);
+      // The claim is conditional too, though the write lock already serialises redemptions.
+      if (this.sql.claimCode.run(accountId, credit.createdAt.getTime(), credit.id, code.id).changes === 0) {
+        throw new Error('redemption code claimed concurrently');
+      }
+      return { ok: true, credit };
+    }).immediate();
+  }
+
+  listRedemptionCodes(limit = 100): RedemptionCodeRecord[] {
+    return this.sql.codes.all(limit).map(toCode);
+  }
+
+  /** Removes a hold and un-holds its amount; returns the amount, or null when there was no hold. */
+  private removeHold(requestId: string): bigint | null {
+    const hold = this.sql.holdOf.get(requestId);
+    if (hold === undefined) return null;
+    const amount = BigInt(hold.amount);
+    this.sql.deleteHold.run(requestId);
+    this.sql.unholdAccount.run(amount, hold.account_id);
+    this.sql.unholdKey.run(amount, hold.key_id);
+    return amount;
+  }
+
+  private available(accountId: string): bigint {
+    const left = BigInt(this.sql.accountAvailable.get(accountId) ?? '0');
+    return left < 0n ? 0n : left;
+  }
+
+  private insertCredit(record: CreditRecord): void {
+    this.sql.insertCredit.run({
+      id: record.id,
+      account_id: record.accountId,
+      amount: record.amount,
+      kind: record.kind,
+      actor: record.actor,
+      note: record.note,
+      created_at: record.createdAt.getTime(),
+    });
+    this.sql.creditAccount.run(record.amount, record.accountId);
+  }
+}

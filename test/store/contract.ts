@@ -1,0 +1,583 @@
+/**
+ * The behaviour every `Store` must have, as one mocha suite that each implementation runs against
+ * itself (`sqlite-contract.test.ts`, `postgres.test.ts`). Amounts are chosen above 2^53 where it
+ * matters, so a value that went through a JS number would come back wrong.
+ */
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { generateApiKey } from '../../src/auth/keys';
+import { AccountExistsError } from '../../src/store/store';
+import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
+
+/** 2^53 + 1: the smallest integer a JS number cannot hold. */
+const BEYOND_DOUBLE = 9_007_199_254_740_993n;
+const HOUR_MS = 3_600_000;
+
+function newKey(account: Account, extra: Partial<NewKey> = {}): NewKey {
+  const { hash, prefix, last4 } = generateApiKey();
+  return { accountId: account.id, name: 'test', hash, prefix, last4, ...extra };
+}
+
+function holdOf(key: ApiKeyRecord, amount: bigint, extra: Partial<Hold> = {}): Hold {
+  return { requestId: `req_${randomUUID()}`, accountId: key.accountId, keyId: key.id, amount, expiresAt: new Date(Date.now() + HOUR_MS), ...extra };
+}
+
+function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Partial<ChargeRecord> = {}): ChargeRecord {
+  return {
+    requestId,
+    accountId: key.accountId,
+    keyId: key.id,
+    model: 'gpt-test',
+    provider: 'mock',
+    endpoint: 'chat',
+    inputTokens: 100,
+    cacheWriteTokens: 1,
+    cacheReadTokens: 2,
+    outputTokens: 50,
+    cost,
+    usageSource: 'upstream',
+    status: 200,
+    outcome: 'delivered',
+    latencyMs: 123,
+    createdAt: new Date(Math.floor(Date.now() / 1000) * 1000),
+    ...extra,
+  };
+}
+
+/** The error `promise` rejects with; fails the test when it resolves. */
+async function rejection(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a rejection, but the promise resolved');
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Registers the contract suite. `open` returns a new, migrated, empty store for each test; the suite
+ * closes it afterwards and then calls `cleanup` (e.g. to empty a shared database).
+ */
+export function describeStoreContract(label: string, open: () => Promise<Store>, cleanup?: () => Promise<void>): void {
+  describe(`${label}: Store contract`, function () {
+    let store: Store;
+
+    beforeEach(async () => {
+      store = await open();
+    });
+
+    afterEach(async () => {
+      await store?.close();
+      await cleanup?.();
+    });
+
+    /** An account with `funds` credited and one key on it. */
+    async function funded(funds: bigint, keyExtra: Partial<NewKey> = {}): Promise<{ account: Account; key: ApiKeyRecord }> {
+      const account = await store.createAccount({ name: `acct-${randomUUID()}`, role: 'user' });
+      if (funds > 0n) await store.credit({ accountId: account.id, amount: funds, kind: 'topup', actor: 'test', note: null });
+      const key = await store.createKey(newKey(account, keyExtra));
+      return { account, key };
+    }
+
+    async function spentOf(key: ApiKeyRecord): Promise<bigint> {
+      const [found] = (await store.listKeys({ accountId: key.accountId })).filter((k) => k.id === key.id);
+      return found.spent;
+    }
+
+    describe('accounts', () => {
+      it('creates an account with an acc_ id and finds it by name and by id', async () => {
+        const created = await store.createAccount({ name: 'alice', role: 'admin' });
+        expect(created.id).to.match(/^acc_[0-9a-f]{16}$/);
+        expect(created).to.include({ name: 'alice', role: 'admin', disabled: false });
+        expect(created.createdAt).to.be.instanceOf(Date);
+        expect(await store.findAccountByName('alice')).to.deep.equal(created);
+        expect(await store.findAccountById(created.id)).to.deep.equal(created);
+        expect(await store.findAccountByName('bob')).to.equal(null);
+        expect(await store.findAccountById('acc_0000000000000000')).to.equal(null);
+      });
+
+      it('rejects a second account with the same name with AccountExistsError', async () => {
+        await store.createAccount({ name: 'alice', role: 'user' });
+        const error = await rejection(store.createAccount({ name: 'alice', role: 'admin' }));
+        expect(error).to.be.instanceOf(AccountExistsError);
+        expect((error as AccountExistsError).accountName).to.equal('alice');
+        expect(await store.countAccounts()).to.equal(1);
+      });
+
+      it('counts accounts', async () => {
+        expect(await store.countAccounts()).to.equal(0);
+        await store.createAccount({ name: 'a', role: 'user' });
+        await store.createAccount({ name: 'b', role: 'user' });
+        expect(await store.countAccounts()).to.equal(2);
+      });
+    });
+
+    describe('keys', () => {
+      let alice: Account;
+      let bob: Account;
+
+      beforeEach(async () => {
+        alice = await store.createAccount({ name: 'alice', role: 'user' });
+        bob = await store.createAccount({ name: 'bob', role: 'admin' });
+      });
+
+      it('creates a key with a key_ id and lists it in creation order, per account or all', async () => {
+        const input = newKey(alice, { name: 'laptop' });
+        const a = await store.createKey(input);
+        const b = await store.createKey(newKey(bob, { name: null }));
+        const c = await store.createKey(newKey(alice, { name: 'ci' }));
+        expect(a.id).to.match(/^key_[0-9a-f]{16}$/);
+        expect(a).to.include({ accountId: alice.id, name: 'laptop', revokedAt: null, expiresAt: null, spendLimit: null, models: null });
+        expect(a.spent).to.equal(0n);
+        expect(a.prefix).to.equal(input.prefix);
+        expect(a.last4).to.equal(input.last4);
+        expect(b.name).to.equal(null);
+        expect(await store.listKeys()).to.deep.equal([a, b, c]);
+        expect(await store.listKeys({ accountId: alice.id })).to.deep.equal([a, c]);
+        expect(await store.listKeys({ accountId: 'acc_0000000000000000' })).to.deep.equal([]);
+      });
+
+      it('keeps a spend limit beyond 2^53, a model list and an expiry exactly', async () => {
+        const expiresAt = new Date(Date.now() + HOUR_MS);
+        const key = await store.createKey(newKey(alice, { spendLimit: BEYOND_DOUBLE, models: ['gpt-4o', 'claude'], expiresAt }));
+        expect(key.spendLimit).to.equal(BEYOND_DOUBLE);
+        expect(key.models).to.deep.equal(['gpt-4o', 'claude']);
+        const [listed] = await store.listKeys({ accountId: alice.id });
+        expect(listed).to.deep.equal(key);
+        expect(listed.expiresAt!.getTime()).to.equal(expiresAt.getTime());
+      });
+
+      it('keeps an empty model list apart from "every model"', async () => {
+        const none = await store.createKey(newKey(alice, { models: [] }));
+        const [listed] = await store.listKeys({ accountId: alice.id });
+        expect(none.models).to.deep.equal([]);
+        expect(listed.models).to.deep.equal([]);
+      });
+
+      it('refuses a key for an unknown account', async () => {
+        const error = await rejection(store.createKey({ ...newKey(alice), accountId: 'acc_0000000000000000' }));
+        expect(error.message).to.match(/no account/);
+        expect(await store.listKeys()).to.deep.equal([]);
+      });
+
+      it('rejects a hash that is not 32 bytes', async () => {
+        await rejection(store.createKey({ ...newKey(alice), hash: Buffer.alloc(16) }));
+        expect(await store.listKeys()).to.deep.equal([]);
+      });
+
+      it('revokes a key, keeps the first revocation time, and reports unknown ids', async () => {
+        const key = await store.createKey(newKey(alice));
+        expect(await store.revokeKey(key.id)).to.equal(true);
+        const [first] = await store.listKeys();
+        expect(first.revokedAt).to.be.instanceOf(Date);
+        await sleep(5);
+        expect(await store.revokeKey(key.id)).to.equal(true);
+        const [second] = await store.listKeys();
+        expect(second.revokedAt!.getTime()).to.equal(first.revokedAt!.getTime());
+        expect(await store.revokeKey('key_doesnotexist00')).to.equal(false);
+      });
+
+      it('finds a key by hash together with its account', async () => {
+        const input = newKey(bob, { name: 'ci', spendLimit: 5n, models: ['m'] });
+        const key = await store.createKey(input);
+        const identity = await store.findKeyByHash(input.hash);
+        expect(identity).not.to.equal(null);
+        expect(identity!.key).to.deep.equal(key);
+        expect(identity!.account).to.deep.equal(bob);
+        expect(identity!.hash.equals(input.hash)).to.equal(true);
+        expect(await store.findKeyByHash(generateApiKey().hash)).to.equal(null);
+      });
+
+      it('sets and clears a key\'s spend limit and models, and reports unknown ids', async () => {
+        const input = newKey(alice);
+        const key = await store.createKey(input);
+        expect(await store.setKeyLimits(key.id, { spendLimit: BEYOND_DOUBLE, models: ['a', 'b'] })).to.equal(true);
+        let found = (await store.findKeyByHash(input.hash))!.key;
+        expect(found.spendLimit).to.equal(BEYOND_DOUBLE);
+        expect(found.models).to.deep.equal(['a', 'b']);
+        expect(await store.setKeyLimits(key.id, { spendLimit: null, models: null })).to.equal(true);
+        found = (await store.findKeyByHash(input.hash))!.key;
+        expect(found.spendLimit).to.equal(null);
+        expect(found.models).to.equal(null);
+        expect(await store.setKeyLimits('key_doesnotexist00', { spendLimit: 1n, models: null })).to.equal(false);
+      });
+    });
+
+    describe('keysRevision', () => {
+      it('changes after every account and key write', async () => {
+        const seen = [store.keysRevision()];
+        const account = await store.createAccount({ name: 'alice', role: 'user' });
+        seen.push(store.keysRevision());
+        const key = await store.createKey(newKey(account));
+        seen.push(store.keysRevision());
+        await store.setKeyLimits(key.id, { spendLimit: 10n, models: null });
+        seen.push(store.keysRevision());
+        await store.revokeKey(key.id);
+        seen.push(store.keysRevision());
+        for (let i = 1; i < seen.length; i += 1) expect(seen[i], `write ${i}`).not.to.equal(seen[i - 1]);
+      });
+
+      it('stays the same across ledger writes, so billing does not flush the auth cache', async () => {
+        const { key } = await funded(1_000n);
+        await sleep(300); // lets the notifications of the writes above arrive, where a store has them
+        const before = store.keysRevision();
+        const hold = holdOf(key, 100n);
+        await store.holdFunds(hold);
+        await store.recordCharges([chargeOf(key, hold.requestId, 60n)]);
+        await store.credit({ accountId: key.accountId, amount: 5n, kind: 'admin', actor: 'test', note: null });
+        await sleep(300);
+        expect(store.keysRevision()).to.equal(before);
+      });
+    });
+
+    describe('holdFunds', () => {
+      it('holds up to exactly the available balance, then refuses with reason balance and what is left', async () => {
+        const { key } = await funded(1_000n);
+        expect(await store.holdFunds(holdOf(key, 600n))).to.deep.equal({ ok: true });
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 600n });
+        expect(await store.holdFunds(holdOf(key, 401n))).to.deep.equal({ ok: false, reason: 'balance', available: 400n });
+        expect(await store.holdFunds(holdOf(key, 400n))).to.deep.equal({ ok: true });
+        expect(await store.holdFunds(holdOf(key, 1n))).to.deep.equal({ ok: false, reason: 'balance', available: 0n });
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 1_000n });
+      });
+
+      it('holds amounts beyond 2^53 exactly', async () => {
+        const { key } = await funded(BEYOND_DOUBLE);
+        expect(await store.holdFunds(holdOf(key, BEYOND_DOUBLE - 1n))).to.deep.equal({ ok: true });
+        expect(await store.holdFunds(holdOf(key, 2n))).to.deep.equal({ ok: false, reason: 'balance', available: 1n });
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: BEYOND_DOUBLE, held: BEYOND_DOUBLE - 1n });
+      });
+
+      it('refuses over the key\'s spend limit and undoes the account\'s part', async () => {
+        const { key } = await funded(1_000n, { spendLimit: 100n });
+        const first = holdOf(key, 60n);
+        expect(await store.holdFunds(first)).to.deep.equal({ ok: true });
+        expect(await store.holdFunds(holdOf(key, 50n))).to.deep.equal({ ok: false, reason: 'key_spend_limit', available: 40n });
+        // Neither the account's held amount nor a hold row was left behind.
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 60n });
+        expect((await store.expiredHolds(new Date(Date.now() + 2 * HOUR_MS), 10)).map((h) => h.requestId)).to.deep.equal([first.requestId]);
+        // Nor the key's: once the first hold is released, the whole limit is available again.
+        expect(await store.releaseHolds([first.requestId])).to.equal(1);
+        expect(await store.holdFunds(holdOf(key, 100n))).to.deep.equal({ ok: true });
+      });
+
+      it('counts what the key has spent against its limit, and never reports a negative headroom', async () => {
+        const { key } = await funded(1_000n, { spendLimit: 100n });
+        const hold = holdOf(key, 70n);
+        await store.holdFunds(hold);
+        await store.recordCharges([chargeOf(key, hold.requestId, 70n)]);
+        expect(await spentOf(key)).to.equal(70n);
+        expect(await store.holdFunds(holdOf(key, 31n))).to.deep.equal({ ok: false, reason: 'key_spend_limit', available: 30n });
+        await store.setKeyLimits(key.id, { spendLimit: 50n, models: null });
+        expect(await store.holdFunds(holdOf(key, 1n))).to.deep.equal({ ok: false, reason: 'key_spend_limit', available: 0n });
+        await store.setKeyLimits(key.id, { spendLimit: null, models: null });
+        expect(await store.holdFunds(holdOf(key, 900n))).to.deep.equal({ ok: true });
+      });
+
+      it('refuses an unknown account with nothing available', async () => {
+        const { key } = await funded(100n);
+        expect(await store.holdFunds(holdOf(key, 1n, { accountId: 'acc_0000000000000000' }))).to.deep.equal({
+          ok: false,
+          reason: 'balance',
+          available: 0n,
+        });
+      });
+
+      it('rejects a second hold for the same request id and leaves the first as it was', async () => {
+        const { key } = await funded(1_000n);
+        const hold = holdOf(key, 100n);
+        await store.holdFunds(hold);
+        await rejection(store.holdFunds({ ...hold, amount: 200n }));
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 100n });
+      });
+
+      it('admits exactly 3 of 50 concurrent holds when the balance covers exactly 3', async () => {
+        const { key } = await funded(300n);
+        const results = await Promise.all(Array.from({ length: 50 }, () => store.holdFunds(holdOf(key, 100n))));
+        expect(results.filter((r) => r.ok)).to.have.length(3);
+        for (const result of results.filter((r) => !r.ok)) expect(result).to.deep.equal({ ok: false, reason: 'balance', available: 0n });
+        const { balance, held } = await store.balance(key.accountId);
+        expect(balance).to.equal(300n);
+        expect(held).to.equal(300n);
+        expect(balance - held >= 0n).to.equal(true);
+      });
+    });
+
+    describe('recordCharges', () => {
+      it('charges the cost, removes the hold and adds to the key\'s spend', async () => {
+        const { key } = await funded(1_000n);
+        const hold = holdOf(key, 300n);
+        await store.holdFunds(hold);
+        const charge = chargeOf(key, hold.requestId, 140n);
+        expect(await store.recordCharges([charge])).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 860n, held: 0n });
+        expect(await spentOf(key)).to.equal(140n);
+        expect(await store.listCharges({ accountId: key.accountId })).to.deep.equal([charge]);
+        expect(await store.expiredHolds(new Date(Date.now() + 2 * HOUR_MS), 10)).to.deep.equal([]);
+      });
+
+      it('records each request id once: repeats, in a later call or the same batch, change nothing', async () => {
+        const { key } = await funded(1_000n);
+        const hold = holdOf(key, 300n);
+        await store.holdFunds(hold);
+        const charge = chargeOf(key, hold.requestId, 100n);
+        expect(await store.recordCharges([charge, { ...charge, cost: 200n }])).to.equal(1);
+        expect(await store.recordCharges([charge])).to.equal(0);
+        expect(await store.recordCharges([{ ...charge, cost: 999n }])).to.equal(0);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 900n, held: 0n });
+        expect(await spentOf(key)).to.equal(100n);
+        expect((await store.listCharges({})).map((c) => c.cost)).to.deep.equal([100n]);
+      });
+
+      it('records one charge when the same request id is settled 10 times concurrently', async () => {
+        const { key } = await funded(1_000n);
+        const hold = holdOf(key, 300n);
+        await store.holdFunds(hold);
+        const charge = chargeOf(key, hold.requestId, 250n);
+        const counts = await Promise.all(Array.from({ length: 10 }, () => store.recordCharges([charge])));
+        expect(counts.reduce((a, b) => a + b, 0)).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 750n, held: 0n });
+        expect(await spentOf(key)).to.equal(250n);
+      });
+
+      it('caps a charge at its hold', async () => {
+        const { key } = await funded(1_000n);
+        const hold = holdOf(key, 300n);
+        await store.holdFunds(hold);
+        await store.recordCharges([chargeOf(key, hold.requestId, 700n)]);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 700n, held: 0n });
+        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(300n);
+      });
+
+      it('caps a charge without a hold at what the account has left after its other holds', async () => {
+        const { key } = await funded(100n);
+        const other = holdOf(key, 70n);
+        await store.holdFunds(other);
+        expect(await store.recordCharges([chargeOf(key, 'req_released', 500n)])).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 70n, held: 70n });
+        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(30n);
+        // With nothing left, the charge is still recorded, at zero.
+        expect(await store.recordCharges([chargeOf(key, 'req_released_2', 5n)])).to.equal(1);
+        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(0n);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 70n, held: 70n });
+      });
+
+      it('records a zero-cost failed request without moving money, and releases its hold', async () => {
+        const { key } = await funded(500n);
+        const hold = holdOf(key, 200n);
+        await store.holdFunds(hold);
+        const failed = chargeOf(key, hold.requestId, 0n, { outcome: 'failed', status: 502, usageSource: 'none', provider: null, outputTokens: 0 });
+        expect(await store.recordCharges([failed])).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 500n, held: 0n });
+        expect(await store.listCharges({})).to.deep.equal([failed]);
+      });
+
+      it('records a batch across accounts in one call and counts only the new ones', async () => {
+        const a = await funded(1_000n);
+        const b = await funded(1_000n);
+        const holds = [holdOf(a.key, 100n), holdOf(b.key, 100n), holdOf(a.key, 100n)];
+        for (const hold of holds) await store.holdFunds(hold);
+        await store.recordCharges([chargeOf(a.key, holds[0].requestId, 10n)]);
+        const batch = [chargeOf(b.key, holds[1].requestId, 20n), chargeOf(a.key, holds[0].requestId, 10n), chargeOf(a.key, holds[2].requestId, 30n)];
+        expect(await store.recordCharges(batch)).to.equal(2);
+        expect(await store.balance(a.account.id)).to.deep.equal({ balance: 960n, held: 0n });
+        expect(await store.balance(b.account.id)).to.deep.equal({ balance: 980n, held: 0n });
+        expect(await store.recordCharges([])).to.equal(0);
+      });
+    });
+
+    describe('releaseHolds and expiredHolds', () => {
+      it('releases holds without charging, ignoring unknown and already released ids', async () => {
+        const { key } = await funded(1_000n, { spendLimit: 500n });
+        const holds = [holdOf(key, 200n), holdOf(key, 300n)];
+        for (const hold of holds) await store.holdFunds(hold);
+        expect(await store.releaseHolds([holds[0].requestId, 'req_unknown'])).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 300n });
+        expect(await store.releaseHolds([holds[0].requestId, holds[1].requestId])).to.equal(1);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 1_000n, held: 0n });
+        expect(await store.releaseHolds([])).to.equal(0);
+        expect(await store.listCharges({})).to.deep.equal([]);
+        // The key's held part was released too: its whole limit can be held again.
+        expect(await store.holdFunds(holdOf(key, 500n))).to.deep.equal({ ok: true });
+      });
+
+      it('lists holds that expired before `now`, oldest first, up to the limit', async () => {
+        const { key } = await funded(1_000n);
+        const now = Date.now();
+        const late = holdOf(key, 10n, { expiresAt: new Date(now - 1_000) });
+        const oldest = holdOf(key, 20n, { expiresAt: new Date(now - 3_000) });
+        const middle = holdOf(key, 30n, { expiresAt: new Date(now - 2_000) });
+        const live = holdOf(key, 40n, { expiresAt: new Date(now + HOUR_MS) });
+        for (const hold of [late, oldest, middle, live]) await store.holdFunds(hold);
+        expect(await store.expiredHolds(new Date(now), 10)).to.deep.equal([oldest, middle, late]);
+        expect(await store.expiredHolds(new Date(now), 2)).to.deep.equal([oldest, middle]);
+        // Strictly before: a hold expiring exactly at `now` is not yet expired.
+        expect(await store.expiredHolds(new Date(now - 3_000), 10)).to.deep.equal([]);
+      });
+    });
+
+    describe('credits and balance', () => {
+      it('credits a positive amount, returns the record, and adds it to the balance exactly', async () => {
+        const account = await store.createAccount({ name: 'alice', role: 'user' });
+        const record = await store.credit({ accountId: account.id, amount: BEYOND_DOUBLE, kind: 'admin', actor: 'root', note: 'welcome' });
+        expect(record.id).to.match(/^cr_[0-9a-f]{16}$/);
+        expect(record).to.include({ accountId: account.id, kind: 'admin', actor: 'root', note: 'welcome' });
+        expect(record.amount).to.equal(BEYOND_DOUBLE);
+        expect(await store.balance(account.id)).to.deep.equal({ balance: BEYOND_DOUBLE, held: 0n });
+        expect(await store.listCredits(account.id)).to.deep.equal([record]);
+      });
+
+      it('refuses a zero or negative credit and changes nothing', async () => {
+        const account = await store.createAccount({ name: 'alice', role: 'user' });
+        for (const amount of [0n, -5n]) {
+          const error = await rejection(store.credit({ accountId: account.id, amount, kind: 'topup', actor: null, note: null }));
+          expect(error).to.be.instanceOf(RangeError);
+        }
+        expect(await store.balance(account.id)).to.deep.equal({ balance: 0n, held: 0n });
+        expect(await store.listCredits(account.id)).to.deep.equal([]);
+      });
+
+      it('refuses a credit to an unknown account', async () => {
+        await rejection(store.credit({ accountId: 'acc_0000000000000000', amount: 5n, kind: 'topup', actor: null, note: null }));
+        expect(await store.ledgerTotals()).to.deep.equal([]);
+      });
+
+      it('lists an account\'s credits newest first, up to the limit', async () => {
+        const a = await store.createAccount({ name: 'a', role: 'user' });
+        const b = await store.createAccount({ name: 'b', role: 'user' });
+        for (const amount of [1n, 2n, 3n]) await store.credit({ accountId: a.id, amount, kind: 'topup', actor: null, note: null });
+        await store.credit({ accountId: b.id, amount: 9n, kind: 'topup', actor: null, note: null });
+        expect((await store.listCredits(a.id)).map((c) => c.amount)).to.deep.equal([3n, 2n, 1n]);
+        expect((await store.listCredits(a.id, 2)).map((c) => c.amount)).to.deep.equal([3n, 2n]);
+      });
+
+      it('rejects the balance of an unknown account', async () => {
+        expect((await rejection(store.balance('acc_0000000000000000'))).message).to.match(/no account/);
+      });
+    });
+
+    describe('listCharges', () => {
+      it('filters by account, key, model and time (since inclusive, until exclusive), newest first, limited', async () => {
+        const a = await funded(1_000n);
+        const b = await funded(1_000n);
+        const otherKey = await store.createKey(newKey(a.account));
+        const t0 = Date.UTC(2030, 0, 1);
+        const at = (seconds: number) => new Date(t0 + seconds * 1000);
+        const c1 = chargeOf(a.key, 'r1', 1n, { createdAt: at(0) });
+        const c2 = chargeOf(a.key, 'r2', 2n, { createdAt: at(1), model: 'other-model' });
+        const c3 = chargeOf(otherKey, 'r3', 3n, { createdAt: at(2) });
+        const c4 = chargeOf(b.key, 'r4', 4n, { createdAt: at(3) });
+        await store.recordCharges([c1, c2, c3, c4]);
+        expect(await store.listCharges({})).to.deep.equal([c4, c3, c2, c1]);
+        expect(await store.listCharges({ accountId: a.account.id })).to.deep.equal([c3, c2, c1]);
+        expect(await store.listCharges({ keyId: a.key.id })).to.deep.equal([c2, c1]);
+        expect(await store.listCharges({ model: 'other-model' })).to.deep.equal([c2]);
+        expect(await store.listCharges({ since: at(1), until: at(3) })).to.deep.equal([c3, c2]);
+        expect(await store.listCharges({ accountId: a.account.id, limit: 2 })).to.deep.equal([c3, c2]);
+        expect(await store.listCharges({ accountId: b.account.id, model: 'other-model' })).to.deep.equal([]);
+      });
+    });
+
+    describe('ledgerTotals', () => {
+      it('reports per account: credits − charges = balance, held = Σ open holds', async () => {
+        const a = await funded(1_000n);
+        const b = await funded(0n);
+        await store.credit({ accountId: a.account.id, amount: 500n, kind: 'admin', actor: null, note: null });
+        const holds = [holdOf(a.key, 400n), holdOf(a.key, 300n), holdOf(a.key, 200n)];
+        for (const hold of holds) expect(await store.holdFunds(hold)).to.deep.equal({ ok: true });
+        await store.recordCharges([chargeOf(a.key, holds[0].requestId, 250n), chargeOf(a.key, 'no-hold', 50n)]);
+        await store.releaseHolds([holds[1].requestId]);
+
+        const totals = await store.ledgerTotals();
+        expect(totals.map((t) => t.accountId)).to.have.members([a.account.id, b.account.id]);
+        const ta = totals.find((t) => t.accountId === a.account.id)!;
+        expect(ta).to.deep.equal({
+          accountId: a.account.id,
+          accountName: a.account.name,
+          credits: 1_500n,
+          charges: 300n,
+          balance: 1_200n,
+          held: 200n,
+          openHolds: 200n,
+        });
+        const tb = totals.find((t) => t.accountId === b.account.id)!;
+        expect(tb).to.include({ accountName: b.account.name });
+        expect([tb.credits, tb.charges, tb.balance, tb.held, tb.openHolds]).to.deep.equal([0n, 0n, 0n, 0n, 0n]);
+      });
+    });
+
+    describe('redemption codes', () => {
+      const codeHash = () => generateApiKey().hash;
+
+      it('creates codes, lists them newest first, and refuses a worthless code', async () => {
+        const expiresAt = new Date(Date.now() + HOUR_MS);
+        const first = await store.createRedemptionCodes({ hashes: [codeHash()], amount: 5n, createdBy: 'admin', expiresAt: null });
+        const batch = await store.createRedemptionCodes({ hashes: [codeHash(), codeHash()], amount: BEYOND_DOUBLE, createdBy: null, expiresAt });
+        expect(batch).to.have.length(2);
+        expect(batch[0].id).to.match(/^rc_[0-9a-f]{16}$/);
+        expect(batch[0]).to.include({ createdBy: null, redeemedBy: null, redeemedAt: null });
+        expect(batch[0].amount).to.equal(BEYOND_DOUBLE);
+        expect(batch[0].expiresAt!.getTime()).to.equal(expiresAt.getTime());
+        const listed = await store.listRedemptionCodes();
+        expect(listed.map((c) => c.id)).to.deep.equal([batch[1].id, batch[0].id, first[0].id]);
+        expect(listed[2]).to.deep.equal(first[0]);
+        expect(await store.listRedemptionCodes(1)).to.have.length(1);
+        expect(await rejection(store.createRedemptionCodes({ hashes: [codeHash()], amount: 0n, createdBy: null, expiresAt: null }))).to.be.instanceOf(RangeError);
+      });
+
+      it('redeems a code once for its own value; later attempts are used, and unknown and expired codes refused', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const bob = await store.createAccount({ name: 'bob', role: 'user' });
+        const hash = codeHash();
+        const [code] = await store.createRedemptionCodes({ hashes: [hash], amount: 750n, createdBy: 'admin', expiresAt: null });
+
+        const result = await store.redeemCode(hash, alice.id, 'alice');
+        expect(result.ok).to.equal(true);
+        if (!result.ok) return;
+        expect(result.credit).to.include({ accountId: alice.id, kind: 'redemption', actor: 'alice' });
+        expect(result.credit.amount).to.equal(750n);
+        expect(await store.listCredits(alice.id)).to.deep.equal([result.credit]);
+        expect(await store.balance(alice.id)).to.deep.equal({ balance: 750n, held: 0n });
+        const [listed] = await store.listRedemptionCodes();
+        expect(listed).to.include({ id: code.id, redeemedBy: alice.id });
+        expect(listed.redeemedAt).to.be.instanceOf(Date);
+
+        expect(await store.redeemCode(hash, alice.id, 'alice')).to.deep.equal({ ok: false, reason: 'used' });
+        expect(await store.redeemCode(hash, bob.id, 'bob')).to.deep.equal({ ok: false, reason: 'used' });
+        expect(await store.redeemCode(codeHash(), bob.id, 'bob')).to.deep.equal({ ok: false, reason: 'unknown' });
+
+        const expired = codeHash();
+        await store.createRedemptionCodes({ hashes: [expired], amount: 5n, createdBy: null, expiresAt: new Date(Date.now() - 1_000) });
+        expect(await store.redeemCode(expired, bob.id, 'bob')).to.deep.equal({ ok: false, reason: 'expired' });
+        expect(await store.balance(bob.id)).to.deep.equal({ balance: 0n, held: 0n });
+        expect(await store.listCredits(bob.id)).to.deep.equal([]);
+      });
+
+      it('redeems a code exactly once when 20 redemptions race for it', async () => {
+        const accounts = await Promise.all([0, 1].map((i) => store.createAccount({ name: `racer-${i}`, role: 'user' })));
+        const hash = codeHash();
+        await store.createRedemptionCodes({ hashes: [hash], amount: 100n, createdBy: null, expiresAt: null });
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.redeemCode(hash, accounts[i % 2].id, null)));
+        expect(results.filter((r) => r.ok)).to.have.length(1);
+        for (const result of results.filter((r) => !r.ok)) expect(result).to.deep.equal({ ok: false, reason: 'used' });
+        const balances = await Promise.all(accounts.map((a) => store.balance(a.id)));
+        expect(balances.reduce((sum, b) => sum + b.balance, 0n)).to.equal(100n);
+        const totals = await store.ledgerTotals();
+        expect(totals.reduce((sum, t) => sum + t.credits, 0n)).to.equal(100n);
+      });
+    });
+
+    describe('ping and close', () => {
+      it('answers ping until closed, and closing twice is fine', async () => {
+        expect(await store.ping()).to.equal(true);
+        await store.close();
+        expect(await store.ping()).to.equal(false);
+        await store.close();
+      });
+    });
+  });
+}
