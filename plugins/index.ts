@@ -5,7 +5,8 @@
 import type { PluginDefinition } from '../src/kernel/plugin';
 import { authPlugin } from './auth';
 import { billingPlugin } from './billing';
+import { rateLimitPlugin } from './rate-limit';
 import { translatePlugin } from './translate';
 import { upstreamPlugin } from './upstream';
 
-export const PLUGINS: readonly PluginDefinition[] = [authPlugin, billingPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];
+export const PLUGINS: readonly PluginDefinition[] = [authPlugin, billingPlugin, rateLimitPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];

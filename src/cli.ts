@@ -13,6 +13,7 @@ import { runConfigCheck } from './cli/config-check';
 import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsCommand } from './cli/keys';
 import { verifyLedgerCommand } from './cli/ledger';
 import { createRedemptionCodesCommand, listRedemptionCodesCommand } from './cli/redeem-codes';
+import { DEFAULT_PID_FILE, reloadCommand } from './cli/reload';
 import { ConfigError } from './config/config-error';
 import { loadConfigFile } from './config/load';
 import { configReference } from './config/reference';
@@ -35,7 +36,11 @@ const EXIT_USAGE = 2;
 const HELP = `Usage: tollgate <command> [options]
 
 Commands:
-  serve [--config FILE] [--port N]            run the gateway
+  serve [--config FILE] [--port N] [--pid-file F]
+                                              run the gateway; SIGHUP makes it reload its config file
+  reload [--pid-file F]                       check the running server's config file, then tell the
+                                              server to reload it (SIGHUP); when the file is invalid,
+                                              print every problem and signal nothing
   config check [FILE]                         check a gateway.yaml and print every problem
   config reference                            print every gateway.yaml field (Markdown table)
   account create NAME [--admin]               create an account (role user, or admin with --admin)
@@ -62,6 +67,10 @@ Credits and codes record who made them as cli:$USER (or cli when $USER is unset)
 
 Config file: --config FILE (or FILE for config check), else $TOLLGATE_CONFIG, else ./gateway.yaml.
 Port: --port N, else $PORT, else server.port from the config file.
+Pid file: --pid-file F, else $TOLLGATE_PID_FILE, else ./data/tollgate.pid (in the working directory).
+Reload: models, providers, prices, plugin settings and server limits apply to new requests; requests
+  already running finish on the old config. server.host, server.port, store.* and redis.* need a
+  restart (the running values stay). \`reload\` checks the file with this shell's environment.
 Store: store.url in the config file. A relative sqlite:<path> resolves against the WORKING
   DIRECTORY, not the config file's folder: run account and key commands from the directory the
   server runs in (the repository root for \`npm start\`), so both use the same database file.
@@ -135,6 +144,11 @@ function cliActor(io: CliIo): string {
   return io.env.USER ? `cli:${io.env.USER}` : 'cli';
 }
 
+/** The pid file `serve` writes and `reload` reads: the flag, else $TOLLGATE_PID_FILE, else ./data/tollgate.pid. */
+function resolvePidFile(flag: string | undefined, io: CliIo): string {
+  return path.resolve(io.cwd, flag ?? (io.env.TOLLGATE_PID_FILE || undefined) ?? DEFAULT_PID_FILE);
+}
+
 /** Reads a port number from a flag or $PORT; undefined leaves the config's port. */
 function parsePort(value: string | undefined, source: string): number | undefined {
   if (value === undefined || value === '') return undefined;
@@ -145,14 +159,27 @@ function parsePort(value: string | undefined, source: string): number | undefine
 
 async function serveCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
-    parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' }, port: { type: 'string' } } }),
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: { config: { type: 'string' }, port: { type: 'string' }, 'pid-file': { type: 'string' } },
+    }),
   );
-  expectPositionals(positionals, 0, 'serve [--config FILE] [--port N]');
+  expectPositionals(positionals, 0, 'serve [--config FILE] [--port N] [--pid-file F]');
   const port = parsePort(values.port, '--port') ?? parsePort(io.env.PORT, 'PORT');
   // Loaded on demand so that key and account commands do not pull in the HTTP stack.
   const { serve } = await import('./main.js');
-  await serve({ configFile: resolveConfigFile(values.config, io), port });
+  await serve({ configFile: resolveConfigFile(values.config, io), port, pidFile: resolvePidFile(values['pid-file'], io) });
   return EXIT_OK;
+}
+
+function reloadServerCommand(args: string[], io: CliIo): number {
+  const { values, positionals } = parse(() =>
+    parseArgs({ args, allowPositionals: true, options: { 'pid-file': { type: 'string' } } }),
+  );
+  expectPositionals(positionals, 0, 'reload [--pid-file F]');
+  const input = { pidFile: resolvePidFile(values['pid-file'], io), defaultConfigFile: resolveConfigFile(undefined, io), env: io.env };
+  return reloadCommand(input, io.out, io.err);
 }
 
 async function configCommand(args: string[], io: CliIo): Promise<number> {
@@ -308,6 +335,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return serveCommand(args, io);
     case 'config':
       return configCommand(args, io);
+    case 'reload':
+      return reloadServerCommand(args, io);
     case 'account':
       return accountCommand(args, io);
     case 'key':

@@ -1,19 +1,25 @@
 /**
- * Starting and stopping one gateway instance: store, plugin chain, Koa app, HTTP server. `serve`
- * (main.ts) wraps this with signals and the console banner; tests and benchmarks call it directly.
+ * Starting, reloading and stopping one gateway instance: store, plugin chain, Koa app, HTTP server.
+ * `serve` (main.ts) wraps this with signals and the console banner; tests and benchmarks call it directly.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
-import type { GatewayConfig } from './config/types';
-import { createApp, type RuntimeRef } from './kernel/app';
+import { loadConfigFile } from './config/load';
+import type { GatewayConfig, ServerConfig } from './config/types';
+import { createApp } from './kernel/app';
 import { buildChain } from './kernel/chain';
+import { Reloader, type ReloadResult } from './reload';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
 export interface GatewayOptions {
   readonly config: GatewayConfig;
+  /** The file `config` was read from; `reload()` reads it again. Without it there is nothing to reload. */
+  readonly configFile?: string;
+  /** Reads and validates a config file, throwing ConfigError; `loadConfigFile` over `process.env` by default. */
+  readonly loadConfig?: (file: string) => GatewayConfig;
   /** Overrides `server.port`; 0 picks a free port. */
   readonly port?: number;
   /** An open, migrated store; opened from `config.store` when absent (and then closed on stop). */
@@ -28,9 +34,17 @@ export interface Gateway {
   readonly server: Server;
   readonly store: Store;
   readonly logger: Logger;
+  /**
+   * Reads `configFile` again. Invalid: nothing changes and the issues are logged and returned. Valid:
+   * new requests run under the new config and a new plugin chain, requests already running finish on
+   * the old one, which is closed after the last of them. Concurrent calls run one after the other.
+   */
+  reload(): Promise<ReloadResult>;
   /** Stops accepting, lets in-flight requests finish up to `graceMs`, then closes plugins and store. */
   stop(graceMs?: number): Promise<void>;
 }
+
+export type { ReloadChanges, ReloadResult } from './reload';
 
 /** Secrets never reach a log line, whatever a caller puts in it. */
 export const LOG_REDACT = [
@@ -67,9 +81,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
 
-  const chain = await buildChain(PLUGINS, { config, store, logger });
-  const runtime: RuntimeRef = { current: { config, chain } };
-  const app = createApp(runtime, logger);
+  const reloader = new Reloader({
+    config,
+    chain: await buildChain(PLUGINS, { config, store, logger }),
+    store,
+    logger,
+    configFile: options.configFile,
+    loadConfig: options.loadConfig ?? ((file) => loadConfigFile(file)),
+  });
+  const app = createApp(reloader.runtime, logger);
 
   const server = createServer(
     {
@@ -86,12 +106,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | null = null;
   async function stop(graceMs = 10_000): Promise<void> {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    // Keep-alive sockets that go idle once their request finishes would hold close() open until the
+    // grace period ends: close them as they go idle.
     server.closeIdleConnections();
-    const deadline = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+    const sweeper = setInterval(() => server.closeIdleConnections(), 50);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([closed, deadline]);
+    clearInterval(sweeper);
+    clearTimeout(timer);
     server.closeAllConnections();
-    await chain.close();
+    await reloader.close();
     if (ownsStore) await store.close();
+  }
+
+  async function reload(): Promise<ReloadResult> {
+    const result = await reloader.reload();
+    applyServerTimeouts(server, reloader.runtime.current.config.server);
+    return result;
   }
 
   return {
@@ -100,6 +132,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     server,
     store,
     logger,
+    reload,
     stop: (graceMs) => (stopping ??= stop(graceMs)),
   };
+}
+
+/** The server timeouts apply live: node reads them from the server object as connections need them. */
+function applyServerTimeouts(server: Server, config: ServerConfig): void {
+  server.headersTimeout = config.headers_timeout_ms;
+  server.requestTimeout = config.request_timeout_ms;
+  server.keepAliveTimeout = config.keep_alive_timeout_ms;
 }

@@ -1,5 +1,9 @@
-/** `tollgate serve`: load gateway.yaml, start the gateway, print the first-run key, stop on a signal. */
+/**
+ * `tollgate serve`: load gateway.yaml, start the gateway, print the first-run key, reload on SIGHUP,
+ * stop on SIGTERM or SIGINT.
+ */
 import { ensureFirstAdmin } from './auth/bootstrap';
+import { removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
 import { createLogger, startGateway } from './gateway';
 import { openStore } from './store/open';
@@ -7,6 +11,8 @@ import { openStore } from './store/open';
 export interface ServeOptions {
   readonly configFile: string;
   readonly port?: number;
+  /** Written once the gateway listens, removed on exit; `tollgate reload` reads it. */
+  readonly pidFile: string;
 }
 
 function firstRunBanner(url: string, key: string): string {
@@ -23,7 +29,7 @@ function firstRunBanner(url: string, key: string): string {
   ].join('\n');
 }
 
-/** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. */
+/** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. SIGHUP reloads the config file. */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfigFile(options.configFile);
   const logger = createLogger();
@@ -31,7 +37,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   await store.migrate();
   const firstAdmin = await ensureFirstAdmin(store);
 
-  const gateway = await startGateway({ config, store, logger, port: options.port });
+  const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
   logger.info({ url: gateway.url, config: options.configFile }, 'tollgate is listening');
   if (firstAdmin !== null) {
     // Log lines are written asynchronously: let them out first so the banner is not split by one.
@@ -52,4 +58,12 @@ export async function serve(options: ServeOptions): Promise<void> {
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
+  // The handler goes in before the pid file exists: SIGHUP's default action would end the process.
+  process.on('SIGHUP', () => {
+    logger.info({ signal: 'SIGHUP', config: options.configFile }, 'reloading the config file');
+    // reload() logs its own outcome and never rejects.
+    void gateway.reload();
+  });
+  writePidFile(options.pidFile, options.configFile);
+  process.once('exit', () => removePidFile(options.pidFile));
 }

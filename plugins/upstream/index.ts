@@ -1,26 +1,28 @@
 /**
- * The innermost plugin: sends the request to the model's provider and relays the answer. Protocol
- * work lives in `src/upstream` and `src/protocols`; this file only picks the target and reports.
+ * The innermost plugin: sends the request to the model's routes (failover, circuit breakers, the
+ * commit point: `src/upstream/dispatch.ts`) and relays the answer. This file only wires the pieces
+ * that live as long as the plugin: one client per provider and one breaker per provider.
  */
+import type { UpstreamPluginConfig } from '../../src/config/types';
+import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../../src/kernel/plugin';
-import { speaksNatively, targetsFor, type Target } from '../../src/routing/resolve';
+import type { Target } from '../../src/routing/resolve';
 import type { Translator } from '../../src/translators/types';
+import { ProviderBreakers } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
-import { forwardNative } from '../../src/upstream/forward';
-import { forwardTranslated } from '../../src/upstream/forward-translated';
-import { PRIORITY } from '../../src/kernel/chain';
+import { dispatch } from '../../src/upstream/dispatch';
 
 const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
 
 /** The translator for a target of another protocol; without the translate plugin there is none. */
-function translatorOf(ctx: GatewayContext, target: Target, modelId: string): Translator {
+function translatorOf(ctx: GatewayContext, target: Target): Translator {
   const translator = ctx.state.translation?.for(target) ?? null;
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${modelId}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${ctx.state.request!.model.id}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }
@@ -30,7 +32,7 @@ function translatorOf(ctx: GatewayContext, target: Target, modelId: string): Tra
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
   priority: PRIORITY.upstream,
-  setup(_config, kit) {
+  setup(config: UpstreamPluginConfig, kit) {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {
       if (!isConfigured(client)) {
@@ -40,24 +42,13 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
         );
       }
     }
+    const breakers = new ProviderBreakers(config.breaker, kit.logger);
+    const deps = { clients, breakers, failover: config.failover, translatorFor: translatorOf };
 
     return {
-      async handle(ctx: GatewayContext) {
-        const { endpoint } = ctx.state;
-        const model = ctx.state.request!.model;
-        const [target] = targetsFor(model, ctx.state.config);
-        const translator = speaksNatively(target.provider, endpoint) ? null : translatorOf(ctx, target, model.id);
-        const client = clients.get(target.provider.id)!;
-        if (!isConfigured(client)) {
-          throw new GatewayError(
-            'TOLLGATE_ERR_PROVIDER_UNCONFIGURED',
-            `The model '${model.id}' is unavailable: its provider '${target.provider.id}' has no API key configured on this gateway.`,
-          );
-        }
-        if (translator === null) await forwardNative(ctx, target, client);
-        else await forwardTranslated(ctx, target, client, translator);
-      },
+      handle: (ctx: GatewayContext) => dispatch(ctx, deps),
       async close() {
+        breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));
       },
     };

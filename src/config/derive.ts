@@ -1,5 +1,6 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
 import type {
+  FailoverPolicy,
   GatewayConfig,
   ModelConfig,
   ModelFamily,
@@ -40,6 +41,7 @@ interface ValidatedModel {
   readonly free: boolean;
   readonly max_output_tokens: number;
   readonly thinking: ThinkingStyle;
+  readonly failover?: Partial<FailoverPolicy>;
 }
 
 /** The shape `schemas/gateway.schema.json` guarantees once ajv has applied its defaults. */
@@ -98,6 +100,7 @@ function deriveModel(model: ValidatedModel, id: string): ModelConfig {
     free: model.free,
     max_output_tokens: model.max_output_tokens,
     thinking: model.thinking,
+    ...(model.failover !== undefined && { failover: model.failover }),
   };
 }
 

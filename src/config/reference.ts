@@ -30,16 +30,20 @@ function shownDefault(schema: AnySchemaObject): string {
   return value === '{}' ? '' : `\`${value}\``;
 }
 
-/** Follows a `$ref` to the gateway schema's `$defs` or to a plugin schema file. */
-function resolve(schema: AnySchemaObject, root: AnySchemaObject): AnySchemaObject {
+/**
+ * Follows a `$ref` to the current document's `$defs` or to a plugin schema file, returning the schema
+ * and the document it lives in (a plugin file's own `#/$defs` refs resolve against that file).
+ */
+function resolve(schema: AnySchemaObject, root: AnySchemaObject): { own: AnySchemaObject; root: AnySchemaObject } {
   const ref = schema.$ref as string | undefined;
-  if (ref === undefined) return schema;
+  if (ref === undefined) return { own: schema, root };
   if (ref.startsWith('#/$defs/')) return resolve(root.$defs[ref.slice('#/$defs/'.length)] as AnySchemaObject, root);
-  return readSchema(path.join(PLUGIN_SCHEMAS_DIR, path.basename(ref)));
+  const file = readSchema(path.join(PLUGIN_SCHEMAS_DIR, path.basename(ref)));
+  return { own: file, root: file };
 }
 
-function walk(schema: AnySchemaObject, field: string, root: AnySchemaObject, rows: Row[]): void {
-  const own = resolve(schema, root);
+function walk(schema: AnySchemaObject, field: string, documentRoot: AnySchemaObject, rows: Row[]): void {
+  const { own, root } = resolve(schema, documentRoot);
   if (field !== '') {
     const description = (schema.description ?? own.description ?? '') as string;
     rows.push({ field, type: typeOf(own), fallback: shownDefault(schema.default === undefined ? own : schema), description });

@@ -64,6 +64,8 @@ export interface ModelConfig {
   readonly max_output_tokens: number;
   /** How reasoning effort is expressed to this model when a request is translated to Messages. */
   readonly thinking: ThinkingStyle;
+  /** Fields of the upstream plugin's failover policy this model overrides. */
+  readonly failover?: Partial<FailoverPolicy>;
   readonly description?: string;
 }
 
@@ -102,8 +104,29 @@ export interface AuthPluginConfig {
   readonly cache_max_entries: number;
 }
 
+/** An outcome of an attempt worth retrying: a transport failure or an upstream status. */
+export type RetryableOutcome = 'connect_error' | 'reset' | 'timeout' | number;
+
+export interface FailoverPolicy {
+  readonly max_attempts: number;
+  readonly retry_on: readonly RetryableOutcome[];
+  readonly backoff_base_ms: number;
+  readonly backoff_max_ms: number;
+  readonly deadline_ms: number;
+}
+
+export interface BreakerConfig {
+  readonly enabled: boolean;
+  readonly error_threshold_percent: number;
+  readonly volume_threshold: number;
+  readonly reset_timeout_ms: number;
+  readonly rolling_window_ms: number;
+}
+
 export interface UpstreamPluginConfig {
   readonly enabled: boolean;
+  readonly failover: FailoverPolicy;
+  readonly breaker: BreakerConfig;
 }
 
 export interface BillingPluginConfig {
@@ -119,10 +142,37 @@ export interface TranslatePluginConfig {
   readonly enabled: boolean;
 }
 
+/** Limits per minute window; 0 means unlimited. */
+export interface RateLimits {
+  /** Requests per window. */
+  readonly rpm: number;
+  /** Tokens per window: reserved at admission (input estimate + output limit), corrected from usage. */
+  readonly tpm: number;
+  /** Requests in flight at once, streams included until they end. */
+  readonly concurrency: number;
+}
+
+export interface RateLimitPluginConfig {
+  readonly enabled: boolean;
+  /** Limits of every key unless `keys` overrides them. */
+  readonly per_key: RateLimits;
+  /** Limits of every account (all its keys together) unless `accounts` overrides them. */
+  readonly per_account: RateLimits;
+  /** Per key id: the fields given replace those of `per_key`. */
+  readonly keys: Readonly<Record<string, Partial<RateLimits>>>;
+  /** Per account id: the fields given replace those of `per_account`. */
+  readonly accounts: Readonly<Record<string, Partial<RateLimits>>>;
+  /** With Redis: how long a concurrency slot outlives an instance that died holding it. */
+  readonly concurrency_lease_ms: number;
+  /** With Redis down, each instance enforces its limits divided by this (the number of instances). */
+  readonly fallback_instances: number;
+}
+
 /** Every plugin's section, by plugin name. Adding a plugin adds a line here and a schema file. */
 export interface PluginConfigs {
   readonly auth: AuthPluginConfig;
   readonly billing: BillingPluginConfig;
+  readonly 'rate-limit': RateLimitPluginConfig;
   readonly translate: TranslatePluginConfig;
   readonly upstream: UpstreamPluginConfig;
 }

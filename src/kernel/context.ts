@@ -36,7 +36,10 @@ export interface ExchangeOutcome {
   readonly end: ExchangeEnd;
   /** HTTP status the client received. */
   readonly status: number;
+  /** The provider whose answer the client got (or the last one tried); null when none was tried. */
   readonly provider: string | null;
+  /** Upstream attempts made, failovers included. */
+  readonly attempts: number;
   /** Usage as reported once by the protocol or translator code that read the upstream. */
   readonly usage: Usage | null;
   /**
@@ -48,12 +51,24 @@ export interface ExchangeOutcome {
 
 /**
  * A response outlives `await next()` when it streams; outer plugins (billing, metrics) await
- * `finished` instead, which always resolves, never rejects.
+ * `finished` instead, which always resolves, never rejects. One per request, across every attempt.
  */
 export interface Exchange {
-  readonly provider: string;
-  readonly upstreamModel: string;
+  /** The provider of the attempt under way, or of the one whose answer was committed. */
+  provider: string;
+  upstreamModel: string;
+  attempts: number;
   readonly finished: Promise<ExchangeOutcome>;
+}
+
+/** Filled by the rate-limit plugin for a limited key: what it decided, for logs and metrics. */
+export interface RateLimitState {
+  /** Where the counters live; `local` includes a Redis outage's fallback. */
+  readonly backend: 'local' | 'redis';
+  /** The limit that refused the request; null when it was admitted. */
+  readonly refused: 'requests' | 'tokens' | 'concurrency' | null;
+  /** Tokens reserved against the tokens-per-minute limits (0 when refused). */
+  readonly reservedTokens: number;
 }
 
 /** Filled by the translate plugin: the translator for one upstream attempt, null when none is needed. */
@@ -70,6 +85,7 @@ export interface GatewayState {
   auth?: AuthState;
   /** Absent when the translate plugin is disabled: only native routes are served. */
   translation?: TranslationState;
+  rateLimit?: RateLimitState;
   exchange?: Exchange;
 }
 

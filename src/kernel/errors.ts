@@ -30,6 +30,10 @@ export const ERRORS = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: { status: 402, type: 'insufficient_quota', code: 'insufficient_balance', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_KEY_SPEND_LIMIT: { status: 402, type: 'insufficient_quota', code: 'key_spend_limit_reached', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_MODEL_NOT_ALLOWED: { status: 403, type: 'permission_error', code: 'model_not_allowed', anthropicType: 'permission_error', retry: false },
+  // OpenAI types its own 429s by the limit hit, `requests` or `tokens` (PROTOCOLS.md §1.5).
+  TOLLGATE_ERR_RATE_LIMIT_REQUESTS: { status: 429, type: 'requests', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
+  TOLLGATE_ERR_RATE_LIMIT_TOKENS: { status: 429, type: 'tokens', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
+  TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY: { status: 429, type: 'requests', code: 'concurrency_limit_exceeded', anthropicType: 'rate_limit_error' },
   TOLLGATE_ERR_BILLING_UNAVAILABLE: { status: 503, type: 'service_unavailable_error', code: 'billing_unavailable', anthropicType: 'api_error' },
   TOLLGATE_ERR_PATH_UNKNOWN: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_PATH_PLANNED: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
@@ -38,6 +42,7 @@ export const ERRORS = {
   TOLLGATE_ERR_PROVIDER_UNCONFIGURED: { status: 503, type: 'service_unavailable_error', code: 'provider_not_configured', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_AUTH: { status: 502, type: 'server_error', code: 'upstream_auth_failed', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'server_error', code: 'upstream_unreachable', anthropicType: 'api_error' },
+  TOLLGATE_ERR_NO_HEALTHY_UPSTREAM: { status: 503, type: 'service_unavailable_error', code: 'no_healthy_upstream', anthropicType: 'overloaded_error' },
   TOLLGATE_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'server_error', code: 'upstream_timeout', anthropicType: 'timeout_error' },
   TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'server_error', code: 'upstream_invalid_response', anthropicType: 'api_error' },
   /** An upstream error relayed through a translator; the translator supplies the status and types. */

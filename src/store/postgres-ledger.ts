@@ -5,6 +5,10 @@
  * re-evaluates the condition against the committed row, so two requests can never both spend the
  * same funds.
  *
+ * The hot paths cost a fixed number of round trips, whatever the batch size: a hold is one call to a
+ * SQL function, and a batch of charges is one transaction of set-based statements over arrays
+ * (`unnest`), with the per-charge arithmetic done here on the locked rows.
+ *
  * pg returns BIGINT and sums as strings and every amount is sent as a string, so no amount ever passes
  * through a JS number.
  */
@@ -22,7 +26,18 @@ import type {
   RedeemResult,
   RedemptionCodeRecord,
 } from './store';
-import { chargeParams, rowMappers, POSTGRES_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type PostgresColumns, type TotalsRow } from './rows';
+import {
+  chargeParams,
+  rowMappers,
+  POSTGRES_CODEC,
+  toLedgerTotals,
+  type ChargeParams,
+  type ChargeRow,
+  type CodeRow,
+  type CreditRow,
+  type PostgresColumns,
+  type TotalsRow,
+} from './rows';
 
 const CHARGE_COLUMNS = `request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
   cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at`;
@@ -30,7 +45,8 @@ const CREDIT_COLUMNS = 'id, account_id, amount, kind, actor, note, created_at';
 const CODE_COLUMNS = 'id, amount, created_at, created_by, expires_at, redeemed_by, redeemed_at';
 
 /** SQLSTATEs after which the whole transaction can simply run again: deadlock_detected, serialization_failure. */
-const RETRYABLE_CODES = new Set(['40P01', '40001']);
+const SERIALIZATION_FAILURE = '40001';
+const RETRYABLE_CODES = new Set(['40P01', SERIALIZATION_FAILURE]);
 const TRANSACTION_ATTEMPTS = 3;
 
 function newId(prefix: 'cr_' | 'rc_'): string {
@@ -88,77 +104,50 @@ const { toCharge, toCredit, toCode } = rowMappers(POSTGRES_CODEC);
 export class PostgresLedger {
   constructor(private readonly pool: Pool) {}
 
-  holdFunds(hold: Hold): Promise<HoldResult> {
-    const amount = String(hold.amount);
-    return inTransaction(
-      this.pool,
-      async (client): Promise<HoldResult> => {
-        const account = await client.query(
-          'UPDATE accounts SET held = held + $1::bigint WHERE id = $2 AND balance - held >= $1::bigint',
-          [amount, hold.accountId],
-        );
-        if (account.rowCount === 0) {
-          const left = await client.query<{ left: string }>('SELECT balance - held AS left FROM accounts WHERE id = $1', [hold.accountId]);
-          return { ok: false, reason: 'balance', available: nonNegative(BigInt(left.rows[0]?.left ?? '0')) };
-        }
-        const key = await client.query(
-          `UPDATE api_keys SET held = held + $1::bigint
-            WHERE id = $2 AND (spend_limit IS NULL OR spend_limit - spent - held >= $1::bigint)`,
-          [amount, hold.keyId],
-        );
-        if (key.rowCount === 0) {
-          // `keep` rolls the account's part back: the whole hold happens or none of it does.
-          const left = await client.query<{ left: string | null }>('SELECT spend_limit - spent - held AS left FROM api_keys WHERE id = $1', [hold.keyId]);
-          return { ok: false, reason: 'key_spend_limit', available: nonNegative(BigInt(left.rows[0]?.left ?? '0')) };
-        }
-        await client.query(
-          'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)',
-          [hold.requestId, hold.accountId, hold.keyId, amount, new Date(), hold.expiresAt],
-        );
-        return { ok: true };
-      },
-      (result) => result.ok,
+  async holdFunds(hold: Hold): Promise<HoldResult> {
+    // One statement is its own transaction: the function's steps all happen or none do.
+    const { rows } = await retried(() =>
+      this.pool.query<{ refused: 'balance' | 'key_spend_limit' | null; available: string | null }>({
+        name: 'tollgate_hold_funds',
+        text: 'SELECT refused, available FROM tollgate_hold_funds($1, $2, $3, $4::bigint, $5, $6)',
+        values: [hold.requestId, hold.accountId, hold.keyId, String(hold.amount), new Date(), hold.expiresAt],
+      }),
     );
+    const { refused, available } = rows[0];
+    return refused === null ? { ok: true } : { ok: false, reason: refused, available: BigInt(available ?? '0') };
   }
 
   recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
-    // Every transaction locks accounts before keys, and batches lock them in one global order, so two
-    // batches for overlapping accounts wait for each other instead of deadlocking. The sort is stable:
-    // a request id repeated in the batch is still recorded by its first occurrence.
-    const ordered = [...charges].sort((a, b) => compare(a.accountId, b.accountId) || compare(a.keyId, b.keyId));
+    if (charges.length === 0) return Promise.resolve(0);
+    // A later occurrence of a request id could change nothing: its hold is gone and its insert conflicts.
+    const batch = firstOccurrences(charges);
+    const requestIds = batch.map((charge) => charge.requestId);
     return inTransaction(this.pool, async (client) => {
-      let recorded = 0;
-      for (const charge of ordered) {
-        const held = await removeHold(client, charge.requestId);
-        // A charge never exceeds what was held for it; one whose hold the sweeper already released
-        // takes at most what the account has left, so no balance ever goes below zero.
-        const limit = held ?? (await available(client, charge.accountId));
-        const cost = charge.cost < limit ? charge.cost : limit;
-        const inserted = await client.query(
-          `INSERT INTO charges (request_id, account_id, key_id, model, provider, endpoint, input_tokens,
-             cache_write_tokens, cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
-           ON CONFLICT (request_id) DO NOTHING`,
-          // chargeParams lists the columns in this order; amounts are sent as strings.
-          Object.values({ ...chargeParams<PostgresColumns>(charge, cost, (at) => at), cost: String(cost) }),
-        );
-        if (inserted.rowCount === 0) continue;
-        recorded += 1;
-        if (cost > 0n) {
-          await client.query('UPDATE accounts SET balance = balance - $1::bigint WHERE id = $2', [String(cost), charge.accountId]);
-          await client.query('UPDATE api_keys SET spent = spent + $1::bigint WHERE id = $2', [String(cost), charge.keyId]);
-        }
+      const accounts = await lockRows(client, unique(batch.map((c) => c.accountId)), unique(batch.map((c) => c.keyId)), requestIds);
+      const { holds, recorded } = await takeHolds(client, requestIds);
+      const added = priceCharges(batch, accounts, holds, recorded);
+      if (added.length === 0 && holds.size === 0) return 0;
+      const { rows } = await client.query<{ request_id: string }>({
+        name: 'tollgate_insert_and_settle',
+        text: INSERT_AND_SETTLE,
+        values: settleParams(added, holds),
+      });
+      // Only a charge recorded since `takeHolds` looked (by a batch that did not lock the same account)
+      // can conflict here; the caps assumed it would not, so roll back and price the batch again.
+      if (rows.length !== added.length) {
+        throw Object.assign(new Error('a charge of the batch was recorded concurrently'), { code: SERIALIZATION_FAILURE });
       }
-      return recorded;
+      return rows.length;
     });
   }
 
   releaseHolds(requestIds: readonly string[]): Promise<number> {
-    const ordered = [...new Set(requestIds)].sort(compare);
+    const ids = unique(requestIds);
+    if (ids.length === 0) return Promise.resolve(0);
     return inTransaction(this.pool, async (client) => {
-      let released = 0;
-      for (const id of ordered) if ((await removeHold(client, id)) !== null) released += 1;
-      return released;
+      await lockRows(client, [], [], ids);
+      const { rows } = await client.query<{ released: string }>({ name: 'tollgate_release_holds', text: RELEASE_HOLDS, values: [ids] });
+      return Number(rows[0].released);
     });
   }
 
@@ -291,28 +280,193 @@ export class PostgresLedger {
   }
 }
 
-function compare(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
+/** One autocommit statement, run again after a deadlock or serialization failure (it was rolled back whole). */
+async function retried<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      const state = sqlState(error);
+      if (state === undefined || !RETRYABLE_CODES.has(state) || attempt >= TRANSACTION_ATTEMPTS) throw error;
+    }
+  }
 }
 
-/** Removes a hold and un-holds its amount; returns the amount, or null when there was no hold. */
-async function removeHold(client: PoolClient, requestId: string): Promise<bigint | null> {
-  const { rows } = await client.query<{ account_id: string; key_id: string; amount: string }>(
-    'DELETE FROM holds WHERE request_id = $1 RETURNING account_id, key_id, amount',
-    [requestId],
-  );
-  const hold = rows[0];
-  if (hold === undefined) return null;
-  await client.query('UPDATE accounts SET held = held - $1::bigint WHERE id = $2', [hold.amount, hold.account_id]);
-  await client.query('UPDATE api_keys SET held = held - $1::bigint WHERE id = $2', [hold.amount, hold.key_id]);
-  return BigInt(hold.amount);
+function unique(values: readonly string[]): string[] {
+  return [...new Set(values)];
 }
 
-/** What the account can still pay, with its row locked until the transaction ends so it stays true. */
-async function available(client: PoolClient, accountId: string): Promise<bigint> {
-  const { rows } = await client.query<{ left: string }>('SELECT balance - held AS left FROM accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  return nonNegative(BigInt(rows[0]?.left ?? '0'));
+function firstOccurrences(charges: readonly ChargeRecord[]): ChargeRecord[] {
+  const seen = new Set<string>();
+  return charges.filter((charge) => !seen.has(charge.requestId) && seen.add(charge.requestId) !== undefined);
 }
+
+/** A hold `takeHolds` removed. */
+interface TakenHold {
+  accountId: string;
+  keyId: string;
+  amount: bigint;
+}
+
+/** A locked account's balance and held amount, as the batch's charges move them. */
+interface Funds {
+  balance: bigint;
+  held: bigint;
+}
+
+/**
+ * Locks accounts, then keys, each in id order. Every ledger transaction takes its rows in this one
+ * order (a hold takes one account, then one key), so concurrent batches from any instance queue instead
+ * of deadlocking. Besides the given ids it locks the account and key of every open hold for
+ * `requestIds`, which the transaction will un-hold. The CTEs are materialised and the Append runs them
+ * one after the other, so all the accounts are locked before the first key.
+ */
+const LOCK_ROWS = `
+  WITH locked_accounts AS MATERIALIZED (
+    SELECT id, balance, held FROM accounts
+     WHERE id IN (SELECT unnest($1::text[]) UNION SELECT account_id FROM holds WHERE request_id = ANY($3::text[]))
+     ORDER BY id FOR UPDATE
+  ), locked_keys AS MATERIALIZED (
+    SELECT id FROM api_keys
+     WHERE id IN (SELECT unnest($2::text[]) UNION SELECT key_id FROM holds WHERE request_id = ANY($3::text[]))
+     ORDER BY id FOR UPDATE
+  )
+  SELECT id, balance, held FROM locked_accounts
+  UNION ALL SELECT id, NULL, NULL FROM locked_keys`;
+
+/** Returns the locked accounts' funds (a locked row is read at its latest committed version). */
+async function lockRows(client: PoolClient, accountIds: readonly string[], keyIds: readonly string[], requestIds: readonly string[]): Promise<Map<string, Funds>> {
+  const { rows } = await client.query<{ id: string; balance: string | null; held: string | null }>({
+    name: 'tollgate_lock_rows',
+    text: LOCK_ROWS,
+    values: [accountIds, keyIds, requestIds],
+  });
+  const funds = new Map<string, Funds>();
+  for (const row of rows) {
+    if (row.balance !== null && row.held !== null) funds.set(row.id, { balance: BigInt(row.balance), held: BigInt(row.held) });
+  }
+  return funds;
+}
+
+/**
+ * Deletes the batch's holds and lists the request ids already charged. A statement of its own, after
+ * the locks: its snapshot then includes every batch that held them before us.
+ */
+const TAKE_HOLDS = `
+  WITH taken AS (DELETE FROM holds WHERE request_id = ANY($1::text[]) RETURNING request_id, account_id, key_id, amount)
+  SELECT request_id, account_id, key_id, amount FROM taken
+  UNION ALL SELECT request_id, NULL, NULL, NULL FROM charges WHERE request_id = ANY($1::text[])`;
+
+async function takeHolds(client: PoolClient, requestIds: readonly string[]): Promise<{ holds: Map<string, TakenHold>; recorded: Set<string> }> {
+  const { rows } = await client.query<{ request_id: string; account_id: string | null; key_id: string | null; amount: string | null }>({
+    name: 'tollgate_take_holds',
+    text: TAKE_HOLDS,
+    values: [requestIds],
+  });
+  const holds = new Map<string, TakenHold>();
+  const recorded = new Set<string>();
+  for (const row of rows) {
+    if (row.account_id === null || row.key_id === null || row.amount === null) recorded.add(row.request_id);
+    else holds.set(row.request_id, { accountId: row.account_id, keyId: row.key_id, amount: BigInt(row.amount) });
+  }
+  return { holds, recorded };
+}
+
+/**
+ * Prices the charges not yet recorded, exactly as the SQLite ledger does one charge at a time, in batch
+ * order: removing a charge's hold un-holds it, the cost is capped at the hold or, without one, at what
+ * the account has left (balance − held, never below zero) after the charges and un-holds before it.
+ * A charge never exceeds what was held for it, and no balance ever goes below zero.
+ */
+function priceCharges(
+  batch: readonly ChargeRecord[],
+  accounts: ReadonlyMap<string, Funds>,
+  holds: ReadonlyMap<string, TakenHold>,
+  recorded: ReadonlySet<string>,
+): ChargeParams<PostgresColumns>[] {
+  const added: ChargeParams<PostgresColumns>[] = [];
+  for (const charge of batch) {
+    const hold = holds.get(charge.requestId);
+    const holder = hold === undefined ? undefined : accounts.get(hold.accountId);
+    if (hold !== undefined && holder !== undefined) holder.held -= hold.amount;
+    const account = accounts.get(charge.accountId);
+    const limit = hold?.amount ?? (account === undefined ? 0n : nonNegative(account.balance - account.held));
+    const cost = charge.cost < limit ? charge.cost : limit;
+    if (recorded.has(charge.requestId)) continue;
+    if (account !== undefined) account.balance -= cost;
+    added.push(chargeParams<PostgresColumns>(charge, cost, (at) => at));
+  }
+  return added;
+}
+
+/** The charges columns in insert order, each with the array type it is sent as. */
+const CHARGE_INSERT: ReadonlyArray<readonly [keyof ChargeParams<PostgresColumns>, string]> = [
+  ['request_id', 'text'], ['account_id', 'text'], ['key_id', 'text'], ['model', 'text'], ['provider', 'text'],
+  ['endpoint', 'text'], ['input_tokens', 'int'], ['cache_write_tokens', 'int'], ['cache_read_tokens', 'int'],
+  ['output_tokens', 'int'], ['cost', 'bigint'], ['usage_source', 'text'], ['status', 'int'], ['outcome', 'text'],
+  ['latency_ms', 'int'], ['created_at', 'timestamptz'],
+];
+const UNHELD_PARAM = CHARGE_INSERT.length + 1;
+
+/**
+ * Inserts the priced charges (one array per column), then moves each account and key once: held down
+ * by what its taken holds held, balance down and spent up by the charges actually inserted. Amounts
+ * are summed per id first, since one statement may update a row only once.
+ */
+const INSERT_AND_SETTLE = `
+  WITH added AS (
+    INSERT INTO charges (${CHARGE_INSERT.map(([column]) => column).join(', ')})
+    SELECT * FROM unnest(${CHARGE_INSERT.map(([, type], index) => `$${index + 1}::${type}[]`).join(', ')})
+    ON CONFLICT (request_id) DO NOTHING
+    RETURNING request_id, account_id, key_id, cost
+  ), account_moves AS (
+    SELECT id, sum(unheld)::bigint AS unheld, sum(charged)::bigint AS charged FROM (
+      SELECT id, unheld, 0::bigint AS charged FROM unnest($${UNHELD_PARAM}::text[], $${UNHELD_PARAM + 1}::bigint[]) AS u (id, unheld)
+      UNION ALL SELECT account_id, 0, cost FROM added
+    ) moves GROUP BY id
+  ), key_moves AS (
+    SELECT id, sum(unheld)::bigint AS unheld, sum(charged)::bigint AS charged FROM (
+      SELECT id, unheld, 0::bigint AS charged FROM unnest($${UNHELD_PARAM + 2}::text[], $${UNHELD_PARAM + 3}::bigint[]) AS u (id, unheld)
+      UNION ALL SELECT key_id, 0, cost FROM added
+    ) moves GROUP BY id
+  ), accounts_moved AS (
+    UPDATE accounts a SET held = a.held - m.unheld, balance = a.balance - m.charged
+      FROM account_moves m WHERE a.id = m.id AND (m.unheld <> 0 OR m.charged <> 0)
+  ), keys_moved AS (
+    UPDATE api_keys k SET held = k.held - m.unheld, spent = k.spent + m.charged
+      FROM key_moves m WHERE k.id = m.id AND (m.unheld <> 0 OR m.charged <> 0)
+  )
+  SELECT request_id FROM added`;
+
+function settleParams(added: readonly ChargeParams<PostgresColumns>[], holds: ReadonlyMap<string, TakenHold>): unknown[] {
+  const columns = CHARGE_INSERT.map(([column]) => added.map((row) => sqlValue(row[column])));
+  const byAccount = sumBy([...holds.values()].map((hold) => [hold.accountId, hold.amount] as const));
+  const byKey = sumBy([...holds.values()].map((hold) => [hold.keyId, hold.amount] as const));
+  return [...columns, [...byAccount.keys()], [...byAccount.values()].map(String), [...byKey.keys()], [...byKey.values()].map(String)];
+}
+
+/** An array element as pg should send it: amounts as decimal strings, times as ISO (exact to the millisecond). */
+function sqlValue(value: string | number | bigint | Date | null): string | number | null {
+  return typeof value === 'bigint' ? String(value) : value instanceof Date ? value.toISOString() : value;
+}
+
+function sumBy(entries: readonly (readonly [string, bigint])[]): Map<string, bigint> {
+  const sums = new Map<string, bigint>();
+  for (const [id, amount] of entries) sums.set(id, (sums.get(id) ?? 0n) + amount);
+  return sums;
+}
+
+/** Deletes holds and un-holds their amounts, each account and key once; answers how many there were. */
+const RELEASE_HOLDS = `
+  WITH gone AS (DELETE FROM holds WHERE request_id = ANY($1::text[]) RETURNING account_id, key_id, amount),
+  accounts_unheld AS (
+    UPDATE accounts a SET held = a.held - g.amount
+      FROM (SELECT account_id, sum(amount)::bigint AS amount FROM gone GROUP BY account_id) g WHERE a.id = g.account_id
+  ), keys_unheld AS (
+    UPDATE api_keys k SET held = k.held - g.amount
+      FROM (SELECT key_id, sum(amount)::bigint AS amount FROM gone GROUP BY key_id) g WHERE k.id = g.key_id
+  )
+  SELECT count(*) AS released FROM gone`;
 
 async function insertCredit(client: PoolClient, record: CreditRecord): Promise<void> {
   await client.query(

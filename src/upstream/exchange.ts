@@ -1,28 +1,17 @@
 /**
- * The bookkeeping every upstream attempt shares, native or translated: one AbortController aborted
- * when the client goes away, and the exchange's `finished` promise, settled exactly once with how the
- * exchange ended and its usage.
+ * The request-level record of an upstream exchange: published as `ctx.state.exchange` before the
+ * first attempt, updated by each attempt, and settled exactly once with how the exchange ended and
+ * its usage, whether an answer was committed, every attempt failed, or the client left.
  */
 import type { ExchangeEnd, ExchangeOutcome, GatewayContext } from '../kernel/context';
 import type { Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
-import { isAbort, upstreamFailure } from './failures';
+import type { ReportEnd } from './attempt';
 
 /** nginx's status for a request whose client closed the connection first; it only reaches logs. */
-const CLIENT_CLOSED_REQUEST = 499;
-
-/**
- * Settles the exchange: how it ended, the usage seen, the status the client got (ctx.status by
- * default) and a reader of the output text relayed.
- */
-export type EndExchange = (end: ExchangeEnd, usage?: Usage | null, status?: number, outputText?: () => string) => void;
+export const CLIENT_CLOSED_REQUEST = 499;
 
 const NOTHING_RELAYED = (): string => '';
-
-export interface OpenExchange {
-  readonly signal: AbortSignal;
-  readonly end: EndExchange;
-}
 
 /** Usage of an exchange that did not end delivered counts only what was produced: it is partial. */
 function usageFor(end: ExchangeEnd, usage: Usage | null): Usage | null {
@@ -30,35 +19,35 @@ function usageFor(end: ExchangeEnd, usage: Usage | null): Usage | null {
   return { ...usage, source: 'partial' };
 }
 
-/** Opens the exchange for one attempt at `target` and publishes it as `ctx.state.exchange`. */
-export function openExchange(ctx: GatewayContext, { provider, route }: Target): OpenExchange {
-  let settle!: (outcome: ExchangeOutcome) => void;
-  const finished = new Promise<ExchangeOutcome>((resolve) => (settle = resolve));
-  ctx.state.exchange = { provider: provider.id, upstreamModel: route.upstream_model, finished };
-
-  const attempt = new AbortController();
-  const onClientGone = () => {
-    if (!ctx.res.writableFinished) attempt.abort();
-  };
-  ctx.res.once('close', onClientGone);
-  const end: EndExchange = (kind, usage = null, status = ctx.status, outputText = NOTHING_RELAYED) => {
-    ctx.res.off('close', onClientGone);
-    settle({ end: kind, status, provider: provider.id, usage: usageFor(kind, usage), outputText });
-  };
-  return { signal: attempt.signal, end };
+export interface ExchangeRecorder {
+  /** Marks the start of an attempt at `target`. */
+  attempt(target: Target): void;
+  /** How a committed answer reports its end. */
+  readonly report: ReportEnd;
+  /** Settles an exchange that ended without a committed answer. */
+  fail(error: unknown, status: number): void;
+  abort(): void;
 }
 
-/**
- * Ends an attempt that threw before its answer was decided. A client that left gets nothing (nobody
- * is there); anything else becomes the client-safe GatewayError, which is thrown for the kernel to render.
- */
-export function failExchange(ctx: GatewayContext, err: unknown, { signal, end }: OpenExchange, providerId: string): void {
-  if (signal.aborted && isAbort(err)) {
-    ctx.status = CLIENT_CLOSED_REQUEST;
-    end({ kind: 'aborted' });
-    return;
-  }
-  const failure = upstreamFailure(err, providerId);
-  end({ kind: 'failed', error: failure }, null, failure.status);
-  throw failure;
+export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecorder {
+  let settle!: (outcome: ExchangeOutcome) => void;
+  const finished = new Promise<ExchangeOutcome>((resolve) => (settle = resolve));
+  const exchange = { provider: first.provider.id, upstreamModel: first.route.upstream_model, attempts: 0, finished };
+  ctx.state.exchange = exchange;
+  let settled = false;
+  const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string) => {
+    if (settled) return;
+    settled = true;
+    settle({ end, status, provider: exchange.attempts === 0 ? null : exchange.provider, attempts: exchange.attempts, usage: usageFor(end, usage), outputText });
+  };
+  return {
+    attempt(target) {
+      exchange.provider = target.provider.id;
+      exchange.upstreamModel = target.route.upstream_model;
+      exchange.attempts += 1;
+    },
+    report: done,
+    fail: (error, status) => done({ kind: 'failed', error }, null, status, NOTHING_RELAYED),
+    abort: () => done({ kind: 'aborted' }, null, CLIENT_CLOSED_REQUEST, NOTHING_RELAYED),
+  };
 }

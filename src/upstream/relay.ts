@@ -8,6 +8,8 @@ import type { ExchangeEnd } from '../kernel/context';
 import type { UsageTap } from '../protocols/types';
 
 export interface RelayOptions {
+  /** Chunks already read from `source` (to judge its first event), relayed before the rest. */
+  readonly head?: readonly Buffer[];
   readonly tap: UsageTap;
   /** Called exactly once: after the last byte, on an upstream failure, or when the client goes away. */
   readonly onEnd: (end: ExchangeEnd) => void;
@@ -23,6 +25,10 @@ export class Relay extends Readable {
     private readonly options: RelayOptions,
   ) {
     super();
+    for (const chunk of options.head ?? []) {
+      options.tap.observe(chunk);
+      this.push(chunk);
+    }
     source.on('data', (chunk: Buffer) => {
       options.tap.observe(chunk);
       if (!this.push(chunk)) source.pause();

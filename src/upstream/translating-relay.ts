@@ -13,6 +13,8 @@ import type { StreamTranslation } from '../translators/types';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
+  /** Chunks already read from the source (to judge its first event), translated before the rest. */
+  readonly head?: readonly Buffer[];
   /** The upstream's protocol, to read the output text back from its bytes when billing needs it. */
   readonly upstreamEndpoint: EndpointId;
   /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
@@ -31,6 +33,7 @@ export class TranslatingRelay extends Readable {
     private readonly options: TranslatingRelayOptions,
   ) {
     super();
+    for (const chunk of options.head ?? []) this.translate(chunk);
     source.on('data', (chunk: Buffer) => this.translate(chunk));
     source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.interrupt(error));

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { loadConfigFile } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/types';
 import { PACKAGE_ROOT } from '../../src/paths';
+import { DEFAULT_PLUGIN_CONFIG } from './default-plugins';
 
 const DEFAULT_FILE = path.join(PACKAGE_ROOT, 'gateway.yaml');
 
@@ -29,12 +30,7 @@ describe('the default gateway.yaml', () => {
       keep_alive_timeout_ms: 65000,
     });
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
-    expect(config.plugins).to.deep.equal({
-      auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
-      billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
-      translate: { enabled: true },
-      upstream: { enabled: true },
-    });
+    expect(config.plugins).to.deep.equal(DEFAULT_PLUGIN_CONFIG);
   });
 
   it('applies the provider defaults and reads the keys from the environment', () => {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { ConfigError } from '../../src/config/config-error';
 import { parseConfig } from '../../src/config/load';
+import { DEFAULT_PLUGIN_CONFIG } from './default-plugins';
 
 /** Joins lines into a YAML document, so a case's line numbers can be counted in the source. */
 function yaml(...lines: string[]): string {
@@ -62,7 +63,7 @@ const INVALID: readonly InvalidCase[] = [
   {
     name: 'an unknown plugin',
     text: yaml('providers: {}', 'models: {}', 'plugins:', '  foo: {}'),
-    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, billing, translate, upstream)'],
+    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, billing, rate-limit, translate, upstream)'],
   },
   {
     name: 'a model with neither price nor free',
@@ -294,12 +295,7 @@ describe('config/load parseConfig', () => {
     expect(config.version).to.equal(1);
     expect(config.store).to.deep.equal({ url: 'sqlite:./data/tollgate.db', connect_timeout_ms: 2000, statement_timeout_ms: 5000, pool_size: 10 });
     expect(config.redis).to.deep.equal({ url: '', key_prefix: 'tollgate:', command_timeout_ms: 500 });
-    expect(config.plugins).to.deep.equal({
-      auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
-      billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
-      translate: { enabled: true },
-      upstream: { enabled: true },
-    });
+    expect(config.plugins).to.deep.equal(DEFAULT_PLUGIN_CONFIG);
   });
 
   it('records the source it was given', () => {

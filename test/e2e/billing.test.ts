@@ -28,6 +28,8 @@ models:
   gpt-free: { family: openai, routes: [{ provider: openai }], free: true }
 plugins:
   billing: { flush_interval_ms: 10 }
+  # One attempt: these tests look at what a single upstream answer is billed.
+  upstream: { failover: { max_attempts: 1 } }
 `;
 }
 

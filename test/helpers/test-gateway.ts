@@ -6,9 +6,9 @@
  *   const tg = await startTestGateway({ upstreamUrl: fake.url });
  *   new OpenAI({ baseURL: `${tg.url}/v1`, apiKey: tg.key });
  */
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { issueApiKey } from '../../src/auth/issue-key';
-import { parseConfig } from '../../src/config/load';
+import { loadConfigFile, parseConfig } from '../../src/config/load';
 import { startGateway, type Gateway } from '../../src/gateway';
 import { openStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
@@ -36,6 +36,10 @@ export interface TestGatewayOptions {
   readonly yaml?: string;
   /** The environment `${VAR}` references resolve against; empty by default, never `process.env`. */
   readonly env?: Record<string, string>;
+  /** A gateway.yaml file instead of `yaml`; `gateway.reload()` reads it again. */
+  readonly configFile?: string;
+  /** Silent by default. */
+  readonly logger?: Logger;
 }
 
 export interface CreatedKey {
@@ -114,7 +118,8 @@ models:
     free: true
 plugins:
   auth: {}
-  upstream: {}
+  # One attempt, so each scripted upstream answer is what the client gets; failover has its own suite.
+  upstream: { failover: { max_attempts: 1 } }
 `;
 }
 
@@ -128,8 +133,13 @@ async function issueKey(store: Store, accountId: string, name: string | null, ex
 
 /** Starts a gateway on a free port with a fresh in-memory store, one account and one key. */
 export async function startTestGateway(options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const yaml = options.yaml ?? defaultTestYaml(options.upstreamUrl ?? NOWHERE);
-  const config = parseConfig(yaml, 'test-gateway.yaml', { ...options.env });
+  const env = { ...options.env };
+  const { configFile } = options;
+  const loadConfig = (file: string) => loadConfigFile(file, env);
+  const config =
+    configFile === undefined
+      ? parseConfig(options.yaml ?? defaultTestYaml(options.upstreamUrl ?? NOWHERE), 'test-gateway.yaml', env)
+      : loadConfig(configFile);
   const store = openStore({ url: 'sqlite::memory:' });
   await store.migrate();
   accounts += 1;
@@ -138,7 +148,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
 
   let gateway: Gateway;
   try {
-    gateway = await startGateway({ config, port: 0, store, logger: pino({ level: 'silent' }) });
+    const logger = options.logger ?? pino({ level: 'silent' });
+    gateway = await startGateway({ config, configFile, loadConfig, port: 0, store, logger });
   } catch (err) {
     await store.close();
     throw err;

@@ -149,6 +149,39 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
     `,
   },
+  {
+    version: 4,
+    description: 'hold funds in one statement',
+    // The hold as one call, so it costs one round trip instead of a transaction of four or five. The
+    // statement is atomic: a duplicate request id (unique violation) undoes the held amounts too.
+    // Locks the account before the key, the order every ledger transaction uses. `refused` is NULL
+    // when the hold was taken; otherwise it names the limit and `available` what that limit has left.
+    sql: `
+      CREATE FUNCTION tollgate_hold_funds(
+        p_request_id TEXT, p_account_id TEXT, p_key_id TEXT, p_amount BIGINT, p_created_at TIMESTAMPTZ, p_expires_at TIMESTAMPTZ
+      ) RETURNS TABLE (refused TEXT, available BIGINT) LANGUAGE plpgsql AS $$
+      BEGIN
+        UPDATE accounts SET held = held + p_amount WHERE id = p_account_id AND balance - held >= p_amount;
+        IF NOT FOUND THEN
+          RETURN QUERY SELECT 'balance'::TEXT,
+            GREATEST(COALESCE((SELECT a.balance - a.held FROM accounts a WHERE a.id = p_account_id), 0), 0);
+          RETURN;
+        END IF;
+        UPDATE api_keys SET held = held + p_amount
+         WHERE id = p_key_id AND (spend_limit IS NULL OR spend_limit - spent - held >= p_amount);
+        IF NOT FOUND THEN
+          -- Undo the account's part: the whole hold happens or none of it does.
+          UPDATE accounts SET held = held - p_amount WHERE id = p_account_id;
+          RETURN QUERY SELECT 'key_spend_limit'::TEXT,
+            GREATEST(COALESCE((SELECT k.spend_limit - k.spent - k.held FROM api_keys k WHERE k.id = p_key_id), 0), 0);
+          RETURN;
+        END IF;
+        INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at)
+        VALUES (p_request_id, p_account_id, p_key_id, p_amount, p_created_at, p_expires_at);
+        RETURN QUERY SELECT NULL::TEXT, NULL::BIGINT;
+      END $$;
+    `,
+  },
 ];
 
 /**

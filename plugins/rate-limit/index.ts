@@ -1,0 +1,151 @@
+/**
+ * Rate limits per key and per account: requests and tokens per minute, requests in flight. A request
+ * past a limit gets a 429 before billing holds anything and before any upstream call; every response
+ * of a limited key carries its protocol's rate-limit headers. Counting lives in `src/rate-limit`; this
+ * file decides what is limited, when a request's slot and tokens are given back, and what the client
+ * is told.
+ */
+import { FREE } from '../../src/billing/prices';
+import { holdAmount, maxOutputTokens } from '../../src/billing/hold-amount';
+import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
+import { PRIORITY } from '../../src/kernel/chain';
+import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
+import { GatewayError } from '../../src/kernel/errors';
+import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { Usage } from '../../src/protocols/types';
+import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
+import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
+import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
+
+/** The rate-limit plugin's instance: the chain sees a plugin, metrics can read `degraded`. */
+export interface RateLimitInstance extends PluginInstance {
+  /** True while Redis is unreachable and each instance enforces local limits. */
+  readonly degraded: boolean;
+}
+
+function limits(base: RateLimits, overrides: Readonly<Record<string, Partial<RateLimits>>>, id: string): RateLimits {
+  return Object.hasOwn(overrides, id) ? { ...base, ...overrides[id] } : base;
+}
+
+function limitsSomething({ rpm, tpm, concurrency }: RateLimits): boolean {
+  return rpm > 0 || tpm > 0 || concurrency > 0;
+}
+
+/** Whether any key or account can be limited at all; if not, the plugin stays out of the way. */
+function limitsAnyone(config: RateLimitPluginConfig): boolean {
+  const overrides = [...Object.values(config.keys), ...Object.values(config.accounts)];
+  return limitsSomething(config.per_key) || limitsSomething(config.per_account) || overrides.some((o) => Object.values(o).some((v) => v > 0));
+}
+
+/** The request's limited subjects, key first. */
+function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState): Subject[] {
+  const subjects: Subject[] = [
+    { id: `key:${key.id}`, limits: limits(config.per_key, config.keys, key.id) },
+    { id: `account:${account.id}`, limits: limits(config.per_account, config.accounts, account.id) },
+  ];
+  return subjects.filter((subject) => limitsSomething(subject.limits));
+}
+
+/** The tokens a request reserves: the estimate billing holds against (input from bytes, output limit). */
+function reservation(ctx: GatewayContext): number {
+  const { endpoint } = ctx.state;
+  if (!endpoint.generates) return 0;
+  const request = ctx.state.request!;
+  const estimate = holdAmount(request.raw.length, maxOutputTokens(endpoint.id, request.body, request.model), FREE);
+  return estimate.inputTokens + estimate.outputTokens;
+}
+
+function usedTokens(usage: Usage): number {
+  return usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens + usage.outputTokens;
+}
+
+function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly Subject[], tokens: number): GatewayError {
+  const subject = subjects[decision.subject];
+  const who = `this ${subjectLabel(subject)}`;
+  const { limits: applied, resetMs } = decision.usage[decision.subject];
+  const seconds = Math.max(1, Math.ceil(resetMs / 1000));
+  const headers = { 'retry-after': String(decision.refused === 'concurrency' ? 1 : seconds) };
+  switch (decision.refused) {
+    case 'requests':
+      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_REQUESTS', `Rate limit reached: ${who} may make ${applied.rpm} requests per minute. Retry in ${seconds} s.`, {
+        headers,
+      });
+    case 'tokens': {
+      const message =
+        tokens > applied.tpm
+          ? `This request reserves ${tokens} tokens (input estimate plus its output limit), more than the ${applied.tpm} tokens per minute ${who} may use; lower max_tokens.`
+          : `Rate limit reached: ${who} may use ${applied.tpm} tokens per minute and this request reserves ${tokens} (input estimate plus its output limit). Retry in ${seconds} s, or lower max_tokens.`;
+      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_TOKENS', message, { headers });
+    }
+    case 'concurrency':
+      return new GatewayError(
+        'TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY',
+        `Too many concurrent requests: ${who} may have ${applied.concurrency} requests in flight at once. Retry when one has finished.`,
+        { headers },
+      );
+  }
+}
+
+export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
+  name: 'rate-limit',
+  priority: PRIORITY['rate-limit'],
+  async setup(config, kit): Promise<RateLimitInstance> {
+    if (!config.enabled || !limitsAnyone(config)) {
+      return { degraded: false, handle: (_ctx: GatewayContext, next: Next) => next() };
+    }
+    const limiter: Limiter = await openLimiter(
+      kit.config.redis,
+      { leaseMs: config.concurrency_lease_ms, fallbackInstances: config.fallback_instances },
+      kit.logger,
+    );
+    const releasing = new Set<Promise<void>>();
+
+    function track(work: Promise<void>): void {
+      releasing.add(work);
+      void work.finally(() => releasing.delete(work));
+    }
+
+    /** Gives the slot back once the exchange has ended, however it ends, and corrects the tokens. */
+    function releaseAfter(ctx: GatewayContext, admission: Admission): void {
+      const exchange = ctx.state.exchange;
+      // Nothing was sent upstream (refused further in, e.g. 402): nothing was used.
+      if (exchange === undefined) return track(limiter.release(admission, 0));
+      // A stream outlives next(); `finished` resolves when it is delivered, aborted or broken.
+      track(exchange.finished.then((outcome) => limiter.release(admission, outcome.usage === null ? null : usedTokens(outcome.usage))));
+    }
+
+    return {
+      get degraded() {
+        return limiter instanceof FallbackLimiter && limiter.degraded;
+      },
+      async handle(ctx: GatewayContext, next: Next) {
+        const auth = ctx.state.auth;
+        // Without auth (plugin disabled) there is no key to limit.
+        if (auth === undefined) return next();
+        const subjects = subjectsOf(config, auth);
+        if (subjects.length === 0) return next();
+
+        const tokens = reservation(ctx);
+        const decision = await limiter.acquire({ requestId: ctx.state.requestId, subjects, tokens });
+        ctx.set(rateLimitHeaders(ctx.state.endpoint.family, { requests: viewOf(decision.usage, 'requests'), tokens: viewOf(decision.usage, 'tokens') }));
+        if (!decision.ok) {
+          ctx.state.rateLimit = { backend: decision.backend, refused: decision.refused, reservedTokens: 0 };
+          throw refusal(decision, subjects, tokens);
+        }
+        const { admission } = decision;
+        ctx.state.rateLimit = { backend: admission.backend, refused: null, reservedTokens: tokens };
+        try {
+          await next();
+        } catch (error) {
+          releaseAfter(ctx, admission);
+          throw error;
+        }
+        releaseAfter(ctx, admission);
+      },
+      async close() {
+        await Promise.all(releasing);
+        await limiter.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,160 @@
+/**
+ * Sends one request upstream with failover: routes in the order the plan gives, each attempt through
+ * its provider's circuit breaker, retrying what the policy calls retryable, with backoff, until an
+ * answer is committed, the attempts run out, or the request's deadline passes. Retries happen only
+ * before the commit point: once a byte has reached the client, a failure ends the stream with an
+ * error event and is never retried (no duplicated text).
+ */
+import type { FailoverPolicy } from '../config/types';
+import type { GatewayContext } from '../kernel/context';
+import { GatewayError } from '../kernel/errors';
+import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
+import { attemptOrder } from '../routing/plan';
+import { providerHasCredentials, speaksNatively, type Target } from '../routing/resolve';
+import type { Translator } from '../translators/types';
+import { AttemptFailure, type ReportEnd } from './attempt';
+import { BreakerOpenError, type ProviderBreakers } from './breakers';
+import { CLIENT_CLOSED_REQUEST, openExchange, type ExchangeRecorder } from './exchange';
+import { ABORTED_BY_CLIENT, ABORTED_BY_DEADLINE } from './failures';
+import { attemptNative } from './native-attempt';
+import { attemptTranslated } from './translated-attempt';
+import type { UpstreamClient } from './types';
+
+export interface DispatchDeps {
+  readonly clients: ReadonlyMap<string, UpstreamClient>;
+  readonly breakers: ProviderBreakers;
+  readonly failover: FailoverPolicy;
+  /** The translator for a target of another protocol (throws a 400 when there is none). */
+  readonly translatorFor: (ctx: GatewayContext, target: Target) => Translator;
+}
+
+function outcomeOf(failure: AttemptFailure): Outcome {
+  return failure.kind === 'status' ? { kind: 'status', status: failure.status ?? 502 } : { kind: failure.kind };
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
+
+export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise<void> {
+  const request = ctx.state.request!;
+  const policy = effectivePolicy(deps.failover, request.model);
+  const order = attemptOrder(request.model, ctx.state.config).filter((target) => providerHasCredentials(target.provider));
+  const recorder = openExchange(ctx, order[0]);
+  const clientGone = new AbortController();
+  const onClose = () => {
+    if (!ctx.res.writableFinished) clientGone.abort(ABORTED_BY_CLIENT);
+  };
+  ctx.res.once('close', onClose);
+  try {
+    await attemptAll(ctx, deps, policy, order, recorder, clientGone.signal);
+  } finally {
+    ctx.res.off('close', onClose);
+  }
+}
+
+async function attemptAll(
+  ctx: GatewayContext,
+  deps: DispatchDeps,
+  policy: FailoverPolicy,
+  order: Target[],
+  recorder: ExchangeRecorder,
+  clientGone: AbortSignal,
+): Promise<void> {
+  const deadlineAt = Date.now() + policy.deadline_ms;
+  let last: AttemptFailure | null = null;
+  let lastTarget: Target | null = null;
+  const openUntil: number[] = [];
+  let attempts = 0;
+
+  // Each pass walks every route once; breakers that are open are skipped without using an attempt.
+  for (let index = 0; attempts < policy.max_attempts && index < order.length * policy.max_attempts; index++) {
+    const target = order[index % order.length];
+    if (attempts > 0) {
+      const sameRoute = lastTarget === target;
+      await sleep(Math.min(backoffMs(attempts + 1, policy, last?.retryAfterMs ?? null, sameRoute), deadlineAt - Date.now()), clientGone);
+    }
+    if (clientGone.aborted) return clientLeft(ctx, recorder);
+    if (Date.now() >= deadlineAt) break;
+
+    const translator = speaksNatively(target.provider, ctx.state.endpoint) ? null : deps.translatorFor(ctx, target);
+    const client = deps.clients.get(target.provider.id)!;
+    const attempt = new AbortController();
+    const onClientGone = () => attempt.abort(ABORTED_BY_CLIENT);
+    clientGone.addEventListener('abort', onClientGone, { once: true });
+    // One deadline covers every attempt until the answer is committed, never the stream after it.
+    const deadline = setTimeout(() => attempt.abort(ABORTED_BY_DEADLINE), Math.max(0, deadlineAt - Date.now()));
+    try {
+      const commit = await deps.breakers.run(target.provider.id, () => {
+        recorder.attempt(target);
+        return translator === null
+          ? attemptNative(ctx, target, client, attempt.signal)
+          : attemptTranslated(ctx, target, client, translator, attempt.signal);
+      });
+      commit.commit(ctx, reportTo(recorder.report, deps.breakers, target));
+      return;
+    } catch (error) {
+      if (error instanceof BreakerOpenError) {
+        openUntil.push(error.halfOpenAt);
+        continue;
+      }
+      if (!(error instanceof AttemptFailure)) {
+        // A request that cannot be sent (a 400 from translation): not the provider's fault, not retried.
+        recorder.fail(error, error instanceof GatewayError ? error.status : 500);
+        throw error;
+      }
+      attempts += 1;
+      if (error.kind === 'aborted') return clientLeft(ctx, recorder);
+      last = error;
+      lastTarget = target;
+      if (!isRetryable(outcomeOf(error), policy)) break;
+    } finally {
+      clearTimeout(deadline);
+      clientGone.removeEventListener('abort', onClientGone);
+    }
+  }
+  answerWithoutCommit(ctx, recorder, last, openUntil);
+}
+
+/** Counts a stream that broke after its commit against its provider, then reports as usual. */
+function reportTo(report: ReportEnd, breakers: ProviderBreakers, target: Target): ReportEnd {
+  return (end, usage, status, outputText) => {
+    if (end.kind === 'failed') breakers.recordFailure(target.provider.id, end.error);
+    report(end, usage, status, outputText);
+  };
+}
+
+function clientLeft(ctx: GatewayContext, recorder: ExchangeRecorder): void {
+  ctx.status = CLIENT_CLOSED_REQUEST;
+  recorder.abort();
+}
+
+/** No answer was committed: the last failure's answer, or why nothing could be tried. */
+function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, last: AttemptFailure | null, openUntil: number[]): void {
+  if (last !== null) {
+    recorder.fail(last, last.clientStatus);
+    return last.respond(ctx);
+  }
+  const model = ctx.state.request!.model.id;
+  let error: GatewayError;
+  if (openUntil.length > 0) {
+    const seconds = Math.max(1, Math.ceil((Math.min(...openUntil) - Date.now()) / 1000));
+    error = new GatewayError('TOLLGATE_ERR_NO_HEALTHY_UPSTREAM', `Every provider of the model '${model}' is failing right now; retry in ${seconds} s.`, {
+      headers: { 'retry-after': String(seconds) },
+    });
+  } else {
+    error = new GatewayError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', `The model '${model}' did not answer before the request's deadline.`);
+  }
+  recorder.fail(error, error.status);
+  throw error;
+}

@@ -1,0 +1,129 @@
+/**
+ * One native attempt: the client's bytes go to the provider (model rename the only edit, DECISIONS.md 2)
+ * and the provider's answer is judged before anything reaches the client. A plain reply is read whole
+ * and must be JSON; a stream is read up to its first event, which must not be an error. Only then is
+ * the answer committed; until then every failure can still fail over. Upstream errors follow
+ * DECISIONS.md 13: relayed unchanged (key scrubbed), except 401/403, which are the gateway's problem.
+ */
+import type { GatewayContext } from '../kernel/context';
+import { GatewayError } from '../kernel/errors';
+import { replaceModel } from '../kernel/json-scan';
+import { streamErrorFrame } from '../protocols/errors';
+import { usageTapFor } from '../protocols/usage-tap';
+import { tryParse } from '../protocols/usage-json';
+import { upstreamPath, type Target } from '../routing/resolve';
+import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
+import { attemptFailure } from './failures';
+import { isErrorEvent, readFirstEvent } from './first-event';
+import { relayedResponseHeaders, upstreamRequestHeaders } from './headers';
+import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
+import { Relay } from './relay';
+import { failureFromErrorEvent } from './stream-error';
+import type { UpstreamClient, UpstreamResponse } from './types';
+
+/**
+ * The query string sent upstream. Only `beta=true`, which the Anthropic SDK's beta methods and Claude
+ * Code add and the Messages API reads, is kept; anything else a client appends stays here.
+ */
+function forwardedQuery(ctx: GatewayContext, protocol: string): string {
+  return protocol === 'anthropic' && ctx.query.beta === 'true' ? '?beta=true' : '';
+}
+
+/** Rejects a 401/403: the provider refused *our* key; the client can do nothing and must not see why. */
+export function credentialsRefused(target: Target, response: UpstreamResponse): AttemptFailure {
+  discard(response.body);
+  return new AttemptFailure(
+    'status',
+    response.status,
+    new GatewayError('TOLLGATE_ERR_UPSTREAM_AUTH', `The upstream provider '${target.provider.id}' rejected the gateway's credentials; the operator has been told.`, {
+      cause: new Error(`upstream answered ${response.status}`),
+    }),
+  );
+}
+
+export function invalidReply(target: Target, why: string): AttemptFailure {
+  return new AttemptFailure(
+    'invalid',
+    null,
+    new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', `The upstream provider '${target.provider.id}' sent an invalid reply.`, {
+      cause: new Error(why),
+    }),
+  );
+}
+
+export async function attemptNative(ctx: GatewayContext, target: Target, client: UpstreamClient, signal: AbortSignal): Promise<Commit> {
+  const { endpoint, requestId } = ctx.state;
+  const request = ctx.state.request!;
+  const { provider, route } = target;
+  const body = route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+
+  try {
+    const response = await client.send({
+      endpoint: endpoint.id,
+      path: upstreamPath(endpoint) + forwardedQuery(ctx, provider.protocol),
+      headers: upstreamRequestHeaders(ctx.headers, provider, requestId),
+      body,
+      signal,
+    });
+    if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
+    if (response.status >= 400) throw await relayedError(target, response);
+    if (isEventStream(response)) return await streamAnswer(ctx, target, response);
+    return await plainAnswer(ctx, target, response);
+  } catch (error) {
+    throw attemptFailure(error, provider.id, signal);
+  }
+}
+
+/** An upstream error about the request, to relay unchanged if it is the last word. */
+async function relayedError(target: Target, response: UpstreamResponse): Promise<AttemptFailure> {
+  const bytes = scrubbed(await readBody(response.body, MAX_ERROR_BODY_BYTES, 'cut'), target.provider.api_key);
+  const answer = { status: response.status, headers: relayedResponseHeaders(response.headers), body: bytes };
+  return new AttemptFailure('status', response.status, answer, retryAfterMs(response.headers));
+}
+
+async function plainAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse): Promise<Commit> {
+  const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
+  // A cut or garbled body would reach the SDK as a parse error; another route may do better.
+  if (tryParse(bytes.toString('utf8')) === null) throw invalidReply(target, 'the reply body is not JSON');
+  const tap = usageTapFor(ctx.state.endpoint.id, false);
+  tap.observe(bytes);
+  return {
+    commit(ctx, report) {
+      ctx.status = response.status;
+      ctx.set(relayedResponseHeaders(response.headers));
+      ctx.body = bytes;
+      report({ kind: 'delivered' }, tap.result(), response.status, () => tap.outputText());
+    },
+  };
+}
+
+async function streamAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse): Promise<Commit> {
+  const head = await readFirstEvent(response.body);
+  if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
+  if (isErrorEvent(head.first)) {
+    discard(response.body);
+    throw failureFromErrorEvent(head.first);
+  }
+  const { endpoint } = ctx.state;
+  return {
+    commit(ctx, report) {
+      const tap = usageTapFor(endpoint.id, true);
+      ctx.status = response.status;
+      ctx.set(relayedResponseHeaders(response.headers));
+      ctx.set('cache-control', 'no-cache');
+      ctx.set('x-accel-buffering', 'no');
+      ctx.body = new Relay(response.body, {
+        head: head.chunks,
+        tap,
+        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputText()),
+        failureFrame: (error) =>
+          streamErrorFrame(
+            new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${target.provider.id}' broke off the stream.`, { cause: error }),
+            endpoint.id,
+          ),
+      });
+      // The head goes out now: from here a failure can only end the stream with an error event.
+      ctx.flushHeaders();
+    },
+  };
+}

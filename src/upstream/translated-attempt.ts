@@ -1,0 +1,110 @@
+/**
+ * One translated attempt: the client's request rewritten in the provider's protocol, and the
+ * provider's answer (whole, streamed or an error) judged, then rewritten back in the client's. As with
+ * native attempts, nothing reaches the client before the answer is committed.
+ */
+import type { GatewayContext } from '../kernel/context';
+import { GatewayError } from '../kernel/errors';
+import { outputTextOf } from '../protocols/output-text';
+import { ENDPOINTS } from '../protocols/types';
+import { tryParse } from '../protocols/usage-json';
+import { upstreamPath, type Target } from '../routing/resolve';
+import { translationContext, type TranslationContext, type Translator } from '../translators';
+import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
+import { attemptFailure } from './failures';
+import { isErrorEvent, readFirstEvent } from './first-event';
+import { translatedRequestHeaders } from './headers';
+import { credentialsRefused, invalidReply } from './native-attempt';
+import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
+import { failureFromErrorEvent } from './stream-error';
+import { TranslatingRelay } from './translating-relay';
+import type { UpstreamClient, UpstreamResponse } from './types';
+
+/**
+ * The translated request body for `target`; throws the 400 that names an unmappable field. Called
+ * before any attempt is made, so a request that cannot be translated never reaches a provider.
+ */
+export function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; body: Buffer } {
+  const request = ctx.state.request!;
+  const context = translationContext(request.model, target, request.body);
+  return { context, body: Buffer.from(JSON.stringify(translator.request(context))) };
+}
+
+export async function attemptTranslated(
+  ctx: GatewayContext,
+  target: Target,
+  client: UpstreamClient,
+  translator: Translator,
+  signal: AbortSignal,
+): Promise<Commit> {
+  const request = ctx.state.request!;
+  const { provider } = target;
+  const { context, body } = translateRequest(ctx, target, translator);
+  try {
+    const response = await client.send({
+      endpoint: translator.upstreamEndpoint,
+      path: upstreamPath(ENDPOINTS[translator.upstreamEndpoint]),
+      headers: translatedRequestHeaders(provider, ctx.state.requestId),
+      body,
+      signal,
+    });
+    if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
+    if (response.status >= 400) {
+      const bytes = scrubbed(await readBody(response.body, MAX_ERROR_BODY_BYTES, 'cut'), provider.api_key);
+      throw new AttemptFailure('status', response.status, translator.error(response.status, bytes, response.headers), retryAfterMs(response.headers));
+    }
+    if (isEventStream(response) !== request.stream) {
+      discard(response.body);
+      // A streaming client handed one JSON body reads zero chunks and no error (PROTOCOLS.md §0 fact 4).
+      throw invalidReply(target, `the provider answered ${request.stream ? 'without' : 'with'} a stream, contrary to the request`);
+    }
+    return request.stream ? await streamAnswer(target, translator, context, response) : await plainAnswer(target, translator, context, response);
+  } catch (error) {
+    throw attemptFailure(error, provider.id, signal);
+  }
+}
+
+async function plainAnswer(target: Target, translator: Translator, context: TranslationContext, response: UpstreamResponse): Promise<Commit> {
+  const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
+  const parsed = tryParse(bytes.toString('utf8'));
+  if (parsed === null) throw invalidReply(target, 'the reply body is not JSON');
+  let reply: ReturnType<Translator['reply']>;
+  try {
+    reply = translator.reply(parsed, context);
+  } catch (error) {
+    if (error instanceof GatewayError) throw new AttemptFailure('invalid', null, error);
+    throw error;
+  }
+  return {
+    commit(ctx, report) {
+      ctx.status = 200;
+      ctx.body = reply.body;
+      report({ kind: 'delivered' }, reply.usage, 200, () => outputTextOf(translator.upstreamEndpoint, false, [bytes]));
+    },
+  };
+}
+
+async function streamAnswer(target: Target, translator: Translator, context: TranslationContext, response: UpstreamResponse): Promise<Commit> {
+  const head = await readFirstEvent(response.body);
+  if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
+  if (isErrorEvent(head.first)) {
+    discard(response.body);
+    const failure = failureFromErrorEvent(head.first);
+    throw failure;
+  }
+  return {
+    commit(ctx, report) {
+      ctx.status = 200;
+      ctx.set('content-type', 'text/event-stream; charset=utf-8');
+      ctx.set('cache-control', 'no-cache');
+      ctx.set('x-accel-buffering', 'no');
+      ctx.body = new TranslatingRelay(response.body, translator.stream(context), {
+        head: head.chunks,
+        providerId: target.provider.id,
+        upstreamEndpoint: translator.upstreamEndpoint,
+        onEnd: (kind, usage, outputText) => report(kind, usage, 200, outputText),
+      });
+      ctx.flushHeaders();
+    },
+  };
+}

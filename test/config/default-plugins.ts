@@ -1,0 +1,26 @@
+/** Every plugin's section of gateway.yaml once the schema defaults are applied: what an empty `plugins:` means. */
+export const DEFAULT_PLUGIN_CONFIG = {
+  auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
+  billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
+  'rate-limit': {
+    enabled: true,
+    per_key: { rpm: 0, tpm: 0, concurrency: 0 },
+    per_account: { rpm: 0, tpm: 0, concurrency: 0 },
+    keys: {},
+    accounts: {},
+    concurrency_lease_ms: 600000,
+    fallback_instances: 1,
+  },
+  translate: { enabled: true },
+  upstream: {
+    enabled: true,
+    failover: {
+      max_attempts: 3,
+      retry_on: ['connect_error', 'reset', 'timeout', 429, 500, 502, 503, 504, 529],
+      backoff_base_ms: 50,
+      backoff_max_ms: 2000,
+      deadline_ms: 120000,
+    },
+    breaker: { enabled: true, error_threshold_percent: 50, volume_threshold: 10, reset_timeout_ms: 30000, rolling_window_ms: 10000 },
+  },
+};
