@@ -3,15 +3,22 @@
  * on OpenAI routes is exactly what the SDKs expect. The ~3 MB yaml is parsed once per test run (the
  * module is cached) and each named schema is compiled on first use.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
 import { PACKAGE_ROOT } from '../../src/paths';
 
-/** Where the vendor spec lives: beside the repository, or wherever `OPENAI_OPENAPI_YAML` says. */
+/**
+ * Where the vendor spec lives: wherever `OPENAI_OPENAPI_YAML` says, else beside the repository
+ * (`../shared/vendor-specs`), else in the workspace's shared folder (a clone checked out elsewhere).
+ */
 export const OPENAI_SPEC_PATH =
-  process.env.OPENAI_OPENAPI_YAML ?? path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml');
+  process.env.OPENAI_OPENAPI_YAML ??
+  [path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml'), '/work/shared/vendor-specs/openai-openapi.yaml'].find(
+    (candidate) => existsSync(candidate),
+  ) ??
+  path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml');
 
 /** The `$id` under which `components` is registered, so `#/components/schemas/…` refs resolve. */
 const SPEC_ID = 'https://tollgate.test/openai-openapi.json';
