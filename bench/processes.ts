@@ -1,6 +1,6 @@
 /** Starting the benchmark's servers as separate processes, as they run in production. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -28,4 +28,15 @@ export function cpuMillis(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name; in clock ticks (100 Hz).
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Resident set size of a process, in MiB, from /proc/<pid>/status VmRSS (Linux only). */
+export function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return match === null ? 0 : Number(match[1]) / 1024;
+}
+
+/** Open file descriptors of a process (sockets included), from /proc/<pid>/fd (Linux only). */
+export function openFds(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
 }

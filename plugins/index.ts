@@ -5,8 +5,9 @@
 import type { PluginDefinition } from '../src/kernel/plugin';
 import { authPlugin } from './auth';
 import { billingPlugin } from './billing';
+import { metricsPlugin } from './metrics';
 import { rateLimitPlugin } from './rate-limit';
 import { translatePlugin } from './translate';
 import { upstreamPlugin } from './upstream';
 
-export const PLUGINS: readonly PluginDefinition[] = [authPlugin, billingPlugin, rateLimitPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];
+export const PLUGINS: readonly PluginDefinition[] = [authPlugin, billingPlugin, metricsPlugin, rateLimitPlugin, translatePlugin, upstreamPlugin] as PluginDefinition[];

@@ -4,12 +4,14 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { createApp } from './kernel/app';
 import { buildChain } from './kernel/chain';
+import { liveView } from './metrics/live';
+import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
@@ -34,13 +36,18 @@ export interface Gateway {
   readonly server: Server;
   readonly store: Store;
   readonly logger: Logger;
+  /** This gateway's metrics registry; it outlives reloads. */
+  readonly metrics: GatewayMetrics;
   /**
    * Reads `configFile` again. Invalid: nothing changes and the issues are logged and returned. Valid:
    * new requests run under the new config and a new plugin chain, requests already running finish on
    * the old one, which is closed after the last of them. Concurrent calls run one after the other.
    */
   reload(): Promise<ReloadResult>;
-  /** Stops accepting, lets in-flight requests finish up to `graceMs`, then closes plugins and store. */
+  /**
+   * Reports unready at once (`GET /readyz` 503), stops accepting, lets in-flight requests finish up
+   * to `graceMs`, then closes plugins and store.
+   */
   stop(graceMs?: number): Promise<void>;
 }
 
@@ -58,9 +65,14 @@ export const LOG_REDACT = [
   '*.api_key',
 ];
 
-/** The default logger: JSON lines on stdout at `LOG_LEVEL` (info). */
-export function createLogger(): Logger {
-  return pino({ level: process.env.LOG_LEVEL ?? 'info', redact: { paths: LOG_REDACT, censor: '[REDACTED]' } });
+/**
+ * The default logger: JSON lines at `LOG_LEVEL` (info), on stdout unless `destination` is given
+ * (tests capture lines in memory). Pino's default destination on stdout: lines are formatted on
+ * the request's tick, written by sonic-boom; the per-request line goes out after the answer.
+ */
+export function createLogger(destination?: DestinationStream): Logger {
+  const options = { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: LOG_REDACT, censor: '[REDACTED]' } };
+  return destination === undefined ? pino(options) : pino(options, destination);
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
@@ -81,15 +93,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
 
+  // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
+  const metrics = new GatewayMetrics();
   const reloader = new Reloader({
     config,
-    chain: await buildChain(PLUGINS, { config, store, logger }),
+    chain: await buildChain(PLUGINS, { config, store, logger, metrics }),
     store,
     logger,
+    metrics,
     configFile: options.configFile,
     loadConfig: options.loadConfig ?? ((file) => loadConfigFile(file)),
   });
-  const app = createApp(reloader.runtime, logger);
+  metrics.watch(liveView(() => reloader.runtime.current.chain));
+  let stopping: Promise<void> | null = null;
+  let draining = false;
+  const app = createApp(reloader.runtime, logger, {
+    metrics,
+    readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining },
+  });
 
   const server = createServer(
     {
@@ -103,8 +124,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const shownHost = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
 
-  let stopping: Promise<void> | null = null;
   async function stop(graceMs = 10_000): Promise<void> {
+    // First thing: readiness answers 503 from now on, so a load balancer stops sending (RELIABILITY.md H1).
+    draining = true;
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Keep-alive sockets that go idle once their request finishes would hold close() open until the
     // grace period ends: close them as they go idle.
@@ -132,6 +154,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     server,
     store,
     logger,
+    metrics,
     reload,
     stop: (graceMs) => (stopping ??= stop(graceMs)),
   };

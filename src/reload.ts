@@ -13,6 +13,7 @@ import type { GatewayConfig, ServerConfig } from './config/types';
 import type { Runtime, RuntimeRef } from './kernel/app';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
+import type { GatewayMetrics } from './metrics/metrics';
 import type { Store } from './store/store';
 
 export type ReloadResult =
@@ -39,6 +40,8 @@ export interface ReloaderOptions {
   readonly chain: Chain;
   readonly store: Store;
   readonly logger: Logger;
+  /** Shared by every chain this reloader builds, so counters keep counting across reloads. */
+  readonly metrics: GatewayMetrics;
   /** The file to read again; without it `reload()` refuses. */
   readonly configFile?: string;
   /** Reads and validates a config file, throwing ConfigError. */
@@ -91,7 +94,7 @@ export class Reloader {
     if (applied.length > 0) {
       let chain: Chain;
       try {
-        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger });
+        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger, metrics: this.options.metrics });
       } catch (err) {
         return this.refuse(`cannot apply ${configFile}: ${err instanceof Error ? err.message : String(err)}`);
       }
@@ -146,7 +149,7 @@ class Generation {
     private readonly logger: Logger,
     private readonly live: Set<Generation>,
   ) {
-    const tracked: Chain = { order: chain.order, run: (ctx) => this.run(ctx), close: () => this.close() };
+    const tracked: Chain = { order: chain.order, run: (ctx) => this.run(ctx), close: () => this.close(), instance: (name) => chain.instance(name) };
     this.runtime = { config, chain: tracked };
     live.add(this);
   }

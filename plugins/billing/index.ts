@@ -150,23 +150,28 @@ export const billingPlugin: PluginDefinition<'billing'> = {
         }
 
         const bill: Bill = { requestId, auth, request, endpoint: endpoint.id, price, held, startedAt: performance.now() };
+        let charged!: (charge: ChargeRecord) => void;
+        ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
+        const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));
         try {
           await next();
         } catch (error) {
           // Refused or failed before an answer: nothing produced, nothing owed; the hold is released.
           const outcome = ctx.state.exchange === undefined ? null : await ctx.state.exchange.finished;
-          track(settle(bill, outcome, toGatewayError(error).status));
+          track(settleOnce(outcome, toGatewayError(error).status));
           throw error;
         }
         const exchange = ctx.state.exchange;
-        if (exchange === undefined) return track(settle(bill, null, ctx.status));
+        if (exchange === undefined) return track(settleOnce(null, ctx.status));
         if (ctx.body instanceof Readable) {
           // A stream outlives this middleware: it is charged when it ends, however it ends.
-          return track(exchange.finished.then((outcome) => settle(bill, outcome, outcome.status)));
+          return track(exchange.finished.then((outcome) => settleOnce(outcome, outcome.status)));
         }
-        const charge = await settle(bill, await exchange.finished, ctx.status);
+        const charge = await settleOnce(await exchange.finished, ctx.status);
         if (config.cost_header) ctx.set('x-tollgate-cost', formatUnits(charge.cost));
       },
+      // Billing fails closed: without its balance book no request can be served, so readiness asks it.
+      ready: () => book.ping(),
       async close() {
         clearInterval(sweeper);
         await Promise.all(settling);

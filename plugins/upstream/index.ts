@@ -7,12 +7,18 @@ import type { UpstreamPluginConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
 import type { Target } from '../../src/routing/resolve';
 import type { Translator } from '../../src/translators/types';
-import { ProviderBreakers } from '../../src/upstream/breakers';
+import { ProviderBreakers, type BreakerState } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
+
+/** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
+export interface UpstreamInstance extends PluginInstance {
+  /** The breaker state of every configured provider (closed for one not yet called). */
+  breakerStates(): ReadonlyMap<string, BreakerState>;
+}
 
 const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
 
@@ -32,7 +38,7 @@ function translatorOf(ctx: GatewayContext, target: Target): Translator {
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
   priority: PRIORITY.upstream,
-  setup(config: UpstreamPluginConfig, kit) {
+  setup(config: UpstreamPluginConfig, kit): UpstreamInstance {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {
       if (!isConfigured(client)) {
@@ -47,6 +53,7 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
 
     return {
       handle: (ctx: GatewayContext) => dispatch(ctx, deps),
+      breakerStates: () => new Map([...clients.keys()].map((provider) => [provider, breakers.state(provider)])),
       async close() {
         breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));

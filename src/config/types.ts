@@ -138,6 +138,14 @@ export interface BillingPluginConfig {
   readonly cost_header: boolean;
 }
 
+export interface MetricsPluginConfig {
+  readonly enabled: boolean;
+  /** When non-empty, GET /metrics requires `Authorization: Bearer <token>`. */
+  readonly bearer_token: string;
+  /** Also count per account id (unbounded label values, so off by default). */
+  readonly label_accounts: boolean;
+}
+
 export interface TranslatePluginConfig {
   readonly enabled: boolean;
 }
@@ -172,6 +180,7 @@ export interface RateLimitPluginConfig {
 export interface PluginConfigs {
   readonly auth: AuthPluginConfig;
   readonly billing: BillingPluginConfig;
+  readonly metrics: MetricsPluginConfig;
   readonly 'rate-limit': RateLimitPluginConfig;
   readonly translate: TranslatePluginConfig;
   readonly upstream: UpstreamPluginConfig;

@@ -1,12 +1,16 @@
 /**
- * The Koa application: request ids, the error boundary, the endpoint routes and the answers for
- * everything else. No provider or business logic lives here; the plugin chain does the work.
+ * The Koa application: request ids, the error boundary, the request log line, the endpoint routes,
+ * the operator's routes (/metrics, /healthz, /readyz) and the answers for everything else. No
+ * provider or business logic lives here; the plugin chain does the work.
  */
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/types';
+import { requestLogLine } from '../metrics/request-log';
+import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
+import { summarize } from '../metrics/summary';
 import { errorBody, errorHeaders } from '../protocols/errors';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from '../protocols/types';
 import type { Chain } from './chain';
@@ -51,24 +55,45 @@ function sendError(ctx: BaseContext, err: GatewayError, shape: ErrorShape): void
   if (err.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') ctx.set('connection', 'close');
 }
 
+const OPS = new Set<string>(OPS_PATHS);
+
+/**
+ * Writes the request's log line once its answer is over (a stream's last byte) and its charge is
+ * settled; never awaited on the request's path. Scrapes and probes log at debug, the rest at info.
+ */
+function logRequest(ctx: BaseContext, logger: Logger, startedAt: number, error: GatewayError | null): void {
+  const level = OPS.has(ctx.path) ? 'debug' : 'info';
+  if (!logger.isLevelEnabled(level)) return;
+  const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
+  void summarize(ctx.state as Partial<GatewayState>, observed).then(
+    (summary) => logger[level](requestLogLine(summary), 'request'),
+    (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'writing the request log line failed'),
+  );
+}
+
 /** Builds the Koa app over a runtime reference. */
-export function createApp(runtime: RuntimeRef, logger: Logger): Koa<BaseState> {
+export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps, 'runtime'>): Koa<BaseState> {
   const app = new Koa<BaseState>();
   app.silent = true;
 
   app.use(async function requestBoundary(ctx, next) {
+    const startedAt = performance.now();
     const offered = ctx.get('x-request-id');
     ctx.state.requestId = CLIENT_REQUEST_ID.test(offered) ? offered : newRequestId();
     ctx.set('x-request-id', ctx.state.requestId);
+    let error: GatewayError | null = null;
     try {
       await next();
     } catch (thrown) {
-      const err = toGatewayError(thrown);
+      const err = (error = toGatewayError(thrown));
       if (err.status >= 500) logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
-      if (ctx.headerSent || !ctx.writable) return;
-      sendError(ctx, err, ctx.state.errorShape ?? 'openai');
+      if (!ctx.headerSent && ctx.writable) sendError(ctx, err, ctx.state.errorShape ?? 'openai');
+    } finally {
+      logRequest(ctx, logger, startedAt, error);
     }
   });
+
+  app.use(opsRouter<BaseState>({ ...ops, runtime }).routes());
 
   const router = new Router<BaseState>();
   for (const endpoint of Object.values(ENDPOINTS)) {

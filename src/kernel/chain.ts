@@ -36,6 +36,8 @@ export interface Chain {
   readonly order: readonly string[];
   /** Closes the plugins, innermost first. */
   close(): Promise<void>;
+  /** The set-up instance of an enabled plugin, for what reads its live state (readiness, gauges). */
+  instance(name: PluginName): PluginInstance | undefined;
 }
 
 function enabledIn(config: GatewayConfig, name: PluginName): boolean {
@@ -82,6 +84,7 @@ export async function buildChain(definitions: readonly PluginDefinition[], kit: 
     order: links.map((link) => link.name),
     run: compose(links),
     close: () => closeAll(instances),
+    instance: (name) => instances.find((entry) => entry.name === name)?.instance,
   };
 }
 

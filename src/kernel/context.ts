@@ -6,7 +6,7 @@ import type { ParameterizedContext } from 'koa';
 import type { GatewayConfig, ModelConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
-import type { Account, ApiKeyRecord } from '../store/store';
+import type { Account, ApiKeyRecord, ChargeRecord } from '../store/store';
 import type { Translator } from '../translators/types';
 
 /** The client's request once the kernel has read, checked and resolved it. */
@@ -32,6 +32,15 @@ export type ExchangeEnd =
   | { readonly kind: 'aborted' }
   | { readonly kind: 'failed'; readonly error: unknown };
 
+/** One upstream attempt, for metrics and logs: where it went, how it ended, how long it took. */
+export interface AttemptRecord {
+  readonly provider: string;
+  /** `ok` (answer committed), a failure kind (`connect_error`, `reset`, `timeout`, `invalid`, `aborted`), `status_<code>`, or `breaker_open` (skipped). */
+  readonly outcome: string;
+  /** From sending the request to the answer being judged (0 for a skipped attempt). */
+  readonly durationMs: number;
+}
+
 export interface ExchangeOutcome {
   readonly end: ExchangeEnd;
   /** HTTP status the client received. */
@@ -40,6 +49,12 @@ export interface ExchangeOutcome {
   readonly provider: string | null;
   /** Upstream attempts made, failovers included. */
   readonly attempts: number;
+  /** Every attempt in order, skipped ones included. */
+  readonly attemptLog: readonly AttemptRecord[];
+  /** `performance.now()` when the answer was committed (its first byte went to the client); null if none was. */
+  readonly committedAt: number | null;
+  /** The committed upstream answer's own request id (`x-request-id` or `request-id`), for logs; null if none. */
+  readonly upstreamRequestId: string | null;
   /** Usage as reported once by the protocol or translator code that read the upstream. */
   readonly usage: Usage | null;
   /**
@@ -58,6 +73,7 @@ export interface Exchange {
   provider: string;
   upstreamModel: string;
   attempts: number;
+  readonly attemptLog: AttemptRecord[];
   readonly finished: Promise<ExchangeOutcome>;
 }
 
@@ -69,6 +85,11 @@ export interface RateLimitState {
   readonly refused: 'requests' | 'tokens' | 'concurrency' | null;
   /** Tokens reserved against the tokens-per-minute limits (0 when refused). */
   readonly reservedTokens: number;
+}
+
+/** Filled by the billing plugin: the request's charge once it is settled (what metrics and logs read). */
+export interface BillingState {
+  readonly charged: Promise<ChargeRecord>;
 }
 
 /** Filled by the translate plugin: the translator for one upstream attempt, null when none is needed. */
@@ -83,6 +104,7 @@ export interface GatewayState {
   readonly endpoint: Endpoint;
   request?: ParsedRequest;
   auth?: AuthState;
+  billing?: BillingState;
   /** Absent when the translate plugin is disabled: only native routes are served. */
   translation?: TranslationState;
   rateLimit?: RateLimitState;

@@ -27,6 +27,7 @@ export const ERRORS = {
   TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },
   TOLLGATE_ERR_UNSUPPORTED_PROTOCOL: { status: 400, type: 'invalid_request_error', code: 'unsupported_model_for_endpoint' },
   TOLLGATE_ERR_AUTH_INVALID_KEY: { status: 401, type: 'invalid_request_error', code: 'invalid_api_key', retry: false },
+  TOLLGATE_ERR_METRICS_UNAUTHORIZED: { status: 401, type: 'invalid_request_error', code: 'invalid_metrics_token', retry: false },
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: { status: 402, type: 'insufficient_quota', code: 'insufficient_balance', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_KEY_SPEND_LIMIT: { status: 402, type: 'insufficient_quota', code: 'key_spend_limit_reached', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_MODEL_NOT_ALLOWED: { status: 403, type: 'permission_error', code: 'model_not_allowed', anthropicType: 'permission_error', retry: false },

@@ -1,6 +1,7 @@
 /** The contract every plugin in `plugins/` implements (ARCHITECTURE.md, "The plugin contract"). */
 import type { Logger } from 'pino';
 import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
+import type { GatewayMetrics } from '../metrics/metrics';
 import type { Store } from '../store/store';
 import type { GatewayContext, Next } from './context';
 
@@ -10,6 +11,8 @@ export interface PluginKit {
   readonly config: GatewayConfig;
   readonly store: Store;
   readonly logger: Logger;
+  /** The gateway's metrics: created once per gateway, so counters survive a reload's new chain. */
+  readonly metrics: GatewayMetrics;
 }
 
 export interface PluginInstance {
@@ -17,6 +20,8 @@ export interface PluginInstance {
   handle(ctx: GatewayContext, next: Next): Promise<void>;
   /** Called once on shutdown, innermost plugin first. */
   close?(): Promise<void>;
+  /** For readiness: whether the back ends this plugin cannot serve without answer (billing: its balance book). */
+  ready?(): Promise<boolean>;
 }
 
 export interface PluginDefinition<N extends PluginName = PluginName> {

@@ -65,6 +65,11 @@ function streamText(chunks: readonly Buffer[], read: (data: Json) => string): st
   return out;
 }
 
+/** The output text of a whole reply that has already been parsed. */
+export function replyText(endpoint: EndpointId, body: unknown): string {
+  return bodyText(endpoint, object(body));
+}
+
 function bodyText(endpoint: EndpointId, body: Json): string {
   switch (endpoint) {
     case 'chat': {

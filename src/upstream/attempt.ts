@@ -18,6 +18,8 @@ export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, 
 
 /** An answer decided but not yet sent: `commit()` sets the Koa response and wires the end report. */
 export interface Commit {
+  /** The upstream's own id for this answer (`x-request-id` or `request-id`), logged beside ours. */
+  readonly upstreamRequestId: string | null;
   commit(ctx: GatewayContext, report: ReportEnd): void;
 }
 

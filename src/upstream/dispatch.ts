@@ -94,6 +94,8 @@ async function attemptAll(
     clientGone.addEventListener('abort', onClientGone, { once: true });
     // One deadline covers every attempt until the answer is committed, never the stream after it.
     const deadline = setTimeout(() => attempt.abort(ABORTED_BY_DEADLINE), Math.max(0, deadlineAt - Date.now()));
+    const startedAt = performance.now();
+    const log = (outcome: string) => recorder.logAttempt({ provider: target.provider.id, outcome, durationMs: performance.now() - startedAt });
     try {
       const commit = await deps.breakers.run(target.provider.id, () => {
         recorder.attempt(target);
@@ -101,13 +103,17 @@ async function attemptAll(
           ? attemptNative(ctx, target, client, attempt.signal)
           : attemptTranslated(ctx, target, client, translator, attempt.signal);
       });
+      log('ok');
+      recorder.committed(commit.upstreamRequestId);
       commit.commit(ctx, reportTo(recorder.report, deps.breakers, target));
       return;
     } catch (error) {
       if (error instanceof BreakerOpenError) {
+        recorder.logAttempt({ provider: target.provider.id, outcome: 'breaker_open', durationMs: 0 });
         openUntil.push(error.halfOpenAt);
         continue;
       }
+      if (error instanceof AttemptFailure) log(error.kind === 'status' ? `status_${error.status}` : error.kind);
       if (!(error instanceof AttemptFailure)) {
         // A request that cannot be sent (a 400 from translation): not the provider's fault, not retried.
         recorder.fail(error, error instanceof GatewayError ? error.status : 500);

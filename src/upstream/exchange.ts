@@ -3,7 +3,7 @@
  * first attempt, updated by each attempt, and settled exactly once with how the exchange ended and
  * its usage, whether an answer was committed, every attempt failed, or the client left.
  */
-import type { ExchangeEnd, ExchangeOutcome, GatewayContext } from '../kernel/context';
+import type { AttemptRecord, Exchange, ExchangeEnd, ExchangeOutcome, GatewayContext } from '../kernel/context';
 import type { Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
 import type { ReportEnd } from './attempt';
@@ -22,6 +22,10 @@ function usageFor(end: ExchangeEnd, usage: Usage | null): Usage | null {
 export interface ExchangeRecorder {
   /** Marks the start of an attempt at `target`. */
   attempt(target: Target): void;
+  /** Logs how an attempt (or a skipped route) ended. */
+  logAttempt(record: AttemptRecord): void;
+  /** Marks the moment the answer was committed, with the upstream's own id for that answer. */
+  committed(upstreamRequestId: string | null): void;
   /** How a committed answer reports its end. */
   readonly report: ReportEnd;
   /** Settles an exchange that ended without a committed answer. */
@@ -32,19 +36,36 @@ export interface ExchangeRecorder {
 export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecorder {
   let settle!: (outcome: ExchangeOutcome) => void;
   const finished = new Promise<ExchangeOutcome>((resolve) => (settle = resolve));
-  const exchange = { provider: first.provider.id, upstreamModel: first.route.upstream_model, attempts: 0, finished };
+  const exchange: Exchange = { provider: first.provider.id, upstreamModel: first.route.upstream_model, attempts: 0, attemptLog: [], finished };
+  let committedAt: number | null = null;
+  let upstreamRequestId: string | null = null;
   ctx.state.exchange = exchange;
   let settled = false;
   const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string) => {
     if (settled) return;
     settled = true;
-    settle({ end, status, provider: exchange.attempts === 0 ? null : exchange.provider, attempts: exchange.attempts, usage: usageFor(end, usage), outputText });
+    settle({
+      end,
+      status,
+      provider: exchange.attempts === 0 ? null : exchange.provider,
+      attempts: exchange.attempts,
+      attemptLog: exchange.attemptLog,
+      committedAt,
+      upstreamRequestId,
+      usage: usageFor(end, usage),
+      outputText,
+    });
   };
   return {
     attempt(target) {
       exchange.provider = target.provider.id;
       exchange.upstreamModel = target.route.upstream_model;
       exchange.attempts += 1;
+    },
+    logAttempt: (record) => exchange.attemptLog.push(record),
+    committed(id) {
+      committedAt = performance.now();
+      upstreamRequestId = id;
     },
     report: done,
     fail: (error, status) => done({ kind: 'failed', error }, null, status, NOTHING_RELAYED),

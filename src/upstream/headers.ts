@@ -71,3 +71,12 @@ export function relayedResponseHeaders(upstream: Readonly<Record<string, string 
   if (typeof upstreamId === 'string') headers['x-upstream-request-id'] = upstreamId;
   return headers;
 }
+
+/**
+ * The provider's own id for a response: OpenAI sends `x-request-id`, Anthropic `request-id`. Logged
+ * next to ours so an operator can quote it to the provider; bounded, since it comes from outside.
+ */
+export function upstreamRequestIdOf(upstream: Readonly<Record<string, string | string[] | undefined>>): string | null {
+  const value = upstream['x-request-id'] ?? upstream['request-id'];
+  return typeof value === 'string' && value !== '' ? value.slice(0, 200) : null;
+}

@@ -9,13 +9,15 @@ import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
+import { replyText } from '../protocols/output-text';
+import { replyUsage } from '../protocols/reply-usage';
 import { usageTapFor } from '../protocols/usage-tap';
 import { tryParse } from '../protocols/usage-json';
 import { upstreamPath, type Target } from '../routing/resolve';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
 import { attemptFailure } from './failures';
 import { isErrorEvent, readFirstEvent } from './first-event';
-import { relayedResponseHeaders, upstreamRequestHeaders } from './headers';
+import { relayedResponseHeaders, upstreamRequestHeaders, upstreamRequestIdOf } from './headers';
 import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { Relay } from './relay';
 import { failureFromErrorEvent } from './stream-error';
@@ -83,16 +85,18 @@ async function relayedError(target: Target, response: UpstreamResponse): Promise
 
 async function plainAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse): Promise<Commit> {
   const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
-  // A cut or garbled body would reach the SDK as a parse error; another route may do better.
-  if (tryParse(bytes.toString('utf8')) === null) throw invalidReply(target, 'the reply body is not JSON');
-  const tap = usageTapFor(ctx.state.endpoint.id, false);
-  tap.observe(bytes);
+  // Parsed once: a cut or garbled body would reach the SDK as a parse error (another route may do
+  // better), and the same parse gives the usage. The client still gets the bytes as they came.
+  const parsed = tryParse(bytes.toString('utf8'));
+  if (parsed === null) throw invalidReply(target, 'the reply body is not JSON');
+  const { id: endpoint } = ctx.state.endpoint;
   return {
+    upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
       ctx.body = bytes;
-      report({ kind: 'delivered' }, tap.result(), response.status, () => tap.outputText());
+      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => replyText(endpoint, parsed));
     },
   };
 }
@@ -106,6 +110,7 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
   }
   const { endpoint } = ctx.state;
   return {
+    upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
       const tap = usageTapFor(endpoint.id, true);
       ctx.status = response.status;

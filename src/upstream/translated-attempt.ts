@@ -13,7 +13,7 @@ import { translationContext, type TranslationContext, type Translator } from '..
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
 import { attemptFailure } from './failures';
 import { isErrorEvent, readFirstEvent } from './first-event';
-import { translatedRequestHeaders } from './headers';
+import { translatedRequestHeaders, upstreamRequestIdOf } from './headers';
 import { credentialsRefused, invalidReply } from './native-attempt';
 import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { failureFromErrorEvent } from './stream-error';
@@ -76,6 +76,7 @@ async function plainAnswer(target: Target, translator: Translator, context: Tran
     throw error;
   }
   return {
+    upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
       ctx.status = 200;
       ctx.body = reply.body;
@@ -93,6 +94,7 @@ async function streamAnswer(target: Target, translator: Translator, context: Tra
     throw failure;
   }
   return {
+    upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
       ctx.status = 200;
       ctx.set('content-type', 'text/event-stream; charset=utf-8');

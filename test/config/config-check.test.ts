@@ -23,13 +23,13 @@ describe('cli/config-check runConfigCheck', () => {
 
   it('prints a one-line summary and returns 0 for the default gateway.yaml', () => {
     const file = path.join(PACKAGE_ROOT, 'gateway.yaml');
-    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (3 providers, 8 models, plugins: auth, billing, rate-limit, translate, upstream)`] });
+    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (3 providers, 8 models, plugins: auth, billing, metrics, rate-limit, translate, upstream)`] });
   });
 
   it('lists only enabled plugins and counts in the singular', () => {
     const file = path.join(dir, 'one.yaml');
     writeFileSync(file, 'providers:\n  echo: { protocol: echo }\nmodels:\n  m: { family: openai, routes: [{ provider: echo }], free: true }\nplugins:\n  auth: { enabled: false }\n');
-    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (1 provider, 1 model, plugins: billing, rate-limit, translate, upstream)`] });
+    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (1 provider, 1 model, plugins: billing, metrics, rate-limit, translate, upstream)`] });
   });
 
   it('prints every issue, one per line, and returns 1', () => {

@@ -2,6 +2,7 @@
 export const DEFAULT_PLUGIN_CONFIG = {
   auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000 },
   billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 50, flush_max_records: 500, cost_header: true },
+  metrics: { enabled: true, bearer_token: '', label_accounts: false },
   'rate-limit': {
     enabled: true,
     per_key: { rpm: 0, tpm: 0, concurrency: 0 },

@@ -63,7 +63,7 @@ const INVALID: readonly InvalidCase[] = [
   {
     name: 'an unknown plugin',
     text: yaml('providers: {}', 'models: {}', 'plugins:', '  foo: {}'),
-    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, billing, rate-limit, translate, upstream)'],
+    expected: ['gateway.yaml:4:3 plugins.foo: unknown plugin "foo" (known: auth, billing, metrics, rate-limit, translate, upstream)'],
   },
   {
     name: 'a model with neither price nor free',

@@ -4,13 +4,14 @@ import type { GatewayConfig } from '../../src/config/types';
 import { buildChain, compose, orderLinks } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import type { PluginDefinition } from '../../src/kernel/plugin';
+import { GatewayMetrics } from '../../src/metrics/metrics';
 import type { Store } from '../../src/store/store';
 
 const logger = pino({ level: 'silent' });
 
 function kitWith(enabled: Record<string, boolean>) {
   const plugins = Object.fromEntries(Object.entries(enabled).map(([name, on]) => [name, { enabled: on }]));
-  return { config: { plugins } as unknown as GatewayConfig, store: {} as Store, logger };
+  return { config: { plugins } as unknown as GatewayConfig, store: {} as Store, logger, metrics: new GatewayMetrics() };
 }
 
 function recorder(name: 'auth' | 'upstream', priority: number, log: string[], extra: Partial<PluginDefinition> = {}) {

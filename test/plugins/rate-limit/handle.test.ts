@@ -9,6 +9,7 @@ import { parseConfig } from '../../../src/config/load';
 import type { GatewayConfig } from '../../../src/config/types';
 import type { ExchangeOutcome, GatewayContext } from '../../../src/kernel/context';
 import { GatewayError } from '../../../src/kernel/errors';
+import { GatewayMetrics } from '../../../src/metrics/metrics';
 import { ENDPOINTS, type EndpointId, type Usage } from '../../../src/protocols/types';
 import type { Store } from '../../../src/store/store';
 
@@ -61,7 +62,7 @@ function reservationOf(fake: FakeContext): number {
 }
 
 function outcome(usage: Usage | null): ExchangeOutcome {
-  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', attempts: 1, usage, outputText: () => '' } as ExchangeOutcome;
+  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', attempts: 1, attemptLog: [], committedAt: null, upstreamRequestId: null, usage, outputText: () => '' };
 }
 
 function usage(total: number): Usage {
@@ -72,7 +73,7 @@ function usage(total: number): Usage {
 function openExchange(ctx: GatewayContext): (outcome: ExchangeOutcome) => void {
   let settle!: (outcome: ExchangeOutcome) => void;
   const finished = new Promise<ExchangeOutcome>((resolve) => (settle = resolve));
-  ctx.state.exchange = { provider: 'openai', upstreamModel: 'gpt-test', attempts: 1, finished };
+  ctx.state.exchange = { provider: 'openai', upstreamModel: 'gpt-test', attempts: 1, attemptLog: [], finished };
   return settle;
 }
 
@@ -93,7 +94,7 @@ describe('rate-limit plugin handle', () => {
 
   async function setUp(rateLimit: string): Promise<void> {
     config = configWith(rateLimit);
-    plugin = await rateLimitPlugin.setup(config.plugins['rate-limit'], { config, store: {} as Store, logger: pino({ level: 'silent' }) }) as RateLimitInstance;
+    plugin = await rateLimitPlugin.setup(config.plugins['rate-limit'], { config, store: {} as Store, logger: pino({ level: 'silent' }), metrics: new GatewayMetrics() }) as RateLimitInstance;
   }
 
   afterEach(async () => plugin?.close?.());

@@ -1,0 +1,217 @@
+/**
+ * Every Prometheus metric Tollgate exposes, defined once (ARCHITECTURE.md: `src/metrics/`). One
+ * registry per gateway, never prom-client's global one, so several gateways in one process (tests,
+ * benchmarks) keep apart; it is created once per gateway and outlives hot reloads, so counters keep
+ * counting when a reload swaps the plugin chain. Label values are bounded: endpoints, configured
+ * model ids, configured provider ids, fixed outcome words; account ids only when the operator asks.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { NANO_PER_UNIT } from '../billing/money';
+import type { BreakerState } from '../upstream/breakers';
+import type { RequestSummary, TokenCounts } from './summary';
+
+/** What the gauges read at scrape time from the plugin chain currently serving. */
+export interface LiveView {
+  /** Breaker state of each configured provider. */
+  breakerStates(): ReadonlyMap<string, BreakerState>;
+  /** Whether the rate limiter runs on its local fallback (Redis unreachable). */
+  rateLimitDegraded(): boolean;
+}
+
+const BREAKER_VALUE: Readonly<Record<BreakerState, number>> = { closed: 0, half_open: 1, open: 2 };
+const TOKEN_KINDS: ReadonlyArray<[keyof TokenCounts, string]> = [
+  ['input', 'input'],
+  ['cacheWrite', 'cache_write'],
+  ['cacheRead', 'cache_read'],
+  ['output', 'output'],
+];
+const RATE_LIMIT_KIND = { requests: 'rpm', tokens: 'tpm', concurrency: 'concurrency' } as const;
+const BALANCE_REASON: Readonly<Record<string, string>> = {
+  TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'insufficient_balance',
+  TOLLGATE_ERR_KEY_SPEND_LIMIT: 'key_spend_limit',
+};
+
+/** Request latencies, from a fast refusal to a long stream. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** Tollgate's own time per request: sub-millisecond to a quarter second. */
+const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+
+function statusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+/** Nano-units as units, for a float counter (Prometheus values are doubles; the ledger stays exact). */
+function units(nano: bigint): number {
+  return Number(nano / NANO_PER_UNIT) + Number(nano % NANO_PER_UNIT) / Number(NANO_PER_UNIT);
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private live: LiveView | null = null;
+
+  private readonly requests = new Counter({
+    name: 'tollgate_requests_total',
+    help: 'Requests to the API endpoints, by endpoint, model, provider that answered and status class.',
+    labelNames: ['endpoint', 'model', 'provider', 'status_class'] as const,
+    registers: [this.registry],
+  });
+  private readonly duration = new Histogram({
+    name: 'tollgate_request_duration_seconds',
+    help: 'From the request reaching the gateway to the end of its answer (the last byte of a stream).',
+    labelNames: ['endpoint', 'model', 'status_class'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly ttfb = new Histogram({
+    name: 'tollgate_time_to_first_byte_seconds',
+    help: 'From the request reaching the gateway to the commit of an upstream answer (its first byte to the client).',
+    labelNames: ['endpoint', 'model', 'provider'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly overhead = new Histogram({
+    name: 'tollgate_gateway_overhead_seconds',
+    help: "Time spent in Tollgate itself on a committed answer: the duration (plain) or time to first byte (stream) less the upstream attempts' time.",
+    labelNames: ['endpoint', 'stream'] as const,
+    buckets: OVERHEAD_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly tokens = new Counter({
+    name: 'tollgate_tokens_total',
+    help: 'Tokens billed (or reported, billing off), by model and kind: input, cache_write, cache_read, output.',
+    labelNames: ['model', 'kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly cost = new Counter({
+    name: 'tollgate_cost_units_total',
+    help: 'Amount charged, in currency units, by model.',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  private readonly attempts = new Counter({
+    name: 'tollgate_upstream_attempts_total',
+    help: 'Upstream attempts by provider and outcome: ok, connect_error, reset, timeout, invalid, aborted, status_<code>, breaker_open (skipped).',
+    labelNames: ['provider', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly failovers = new Counter({
+    name: 'tollgate_failovers_total',
+    help: 'Attempts after the first of a request, by the provider that failed and the one tried next (the same one for a retry).',
+    labelNames: ['from_provider', 'to_provider'] as const,
+    registers: [this.registry],
+  });
+  private readonly rateLimited = new Counter({
+    name: 'tollgate_ratelimit_rejected_total',
+    help: 'Requests refused with 429 by the rate limiter, by the limit that refused them: rpm, tpm, concurrency.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly balanceRejected = new Counter({
+    name: 'tollgate_balance_rejected_total',
+    help: 'Requests refused with 402, by reason: insufficient_balance, key_spend_limit.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly usageSource = new Counter({
+    name: 'tollgate_usage_source_total',
+    help: 'Billed requests by where their token counts came from: upstream, estimated, partial, none.',
+    labelNames: ['source'] as const,
+    registers: [this.registry],
+  });
+  /** Moved by the metrics plugin as requests start and end. */
+  readonly inFlight = new Gauge({
+    name: 'tollgate_inflight_requests',
+    help: 'Requests under way on the API endpoints, streams included until their last byte.',
+    labelNames: ['endpoint'] as const,
+    registers: [this.registry],
+  });
+  private readonly accountRequests = new Counter({
+    name: 'tollgate_account_requests_total',
+    help: 'Requests by account id (only with plugins.metrics.label_accounts: true).',
+    labelNames: ['account'] as const,
+    registers: [this.registry],
+  });
+  private readonly accountTokens = new Counter({
+    name: 'tollgate_account_tokens_total',
+    help: 'Tokens by account id and kind (only with plugins.metrics.label_accounts: true).',
+    labelNames: ['account', 'kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly accountCost = new Counter({
+    name: 'tollgate_account_cost_units_total',
+    help: 'Amount charged, in currency units, by account id (only with plugins.metrics.label_accounts: true).',
+    labelNames: ['account'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    const metrics = this;
+    new Gauge({
+      name: 'tollgate_breaker_state',
+      help: 'Circuit breaker state per provider: 0 closed, 1 half-open, 2 open.',
+      labelNames: ['provider'] as const,
+      registers: [this.registry],
+      collect() {
+        // Read from the chain serving now: a reload may have added, removed or rebuilt providers.
+        this.reset();
+        for (const [provider, state] of metrics.live?.breakerStates() ?? []) this.set({ provider }, BREAKER_VALUE[state]);
+      },
+    });
+    new Gauge({
+      name: 'tollgate_ratelimit_degraded',
+      help: 'Whether the rate limiter enforces local limits because Redis is unreachable (1) or not (0).',
+      registers: [this.registry],
+      collect() {
+        this.set(metrics.live?.rateLimitDegraded() === true ? 1 : 0);
+      },
+    });
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Where the scrape-time gauges read from; set once the gateway's runtime exists. */
+  watch(live: LiveView): void {
+    this.live = live;
+  }
+
+  /** The text exposition of every metric, and its content type. */
+  async scrape(): Promise<{ body: string; contentType: string }> {
+    return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  /** Counts one finished request. */
+  record(summary: RequestSummary, options: { readonly labelAccounts: boolean }): void {
+    const { endpoint, model } = summary;
+    const provider = summary.provider ?? '';
+    const statusLabel = statusClass(summary.status);
+    this.requests.inc({ endpoint, model, provider, status_class: statusLabel });
+    this.duration.observe({ endpoint, model, status_class: statusLabel }, summary.durationMs / 1000);
+    if (summary.ttfbMs !== null) this.ttfb.observe({ endpoint, model, provider }, summary.ttfbMs / 1000);
+    if (summary.overheadMs !== null) this.overhead.observe({ endpoint, stream: String(summary.stream === true) }, summary.overheadMs / 1000);
+
+    let previous: string | null = null;
+    for (const attempt of summary.attemptLog) {
+      this.attempts.inc({ provider: attempt.provider, outcome: attempt.outcome });
+      if (attempt.outcome === 'breaker_open') continue;
+      if (previous !== null) this.failovers.inc({ from_provider: previous, to_provider: attempt.provider });
+      previous = attempt.provider;
+    }
+
+    if (summary.tokens !== null) {
+      for (const [field, kind] of TOKEN_KINDS) this.tokens.inc({ model, kind }, summary.tokens[field]);
+    }
+    if (summary.cost !== null) this.cost.inc({ model }, units(summary.cost));
+    if (summary.usageSource !== null) this.usageSource.inc({ source: summary.usageSource });
+    if (summary.status === 429 && summary.rateLimited !== null) this.rateLimited.inc({ kind: RATE_LIMIT_KIND[summary.rateLimited] });
+    const reason = summary.errorCode === null ? undefined : BALANCE_REASON[summary.errorCode];
+    if (reason !== undefined) this.balanceRejected.inc({ reason });
+
+    if (options.labelAccounts && summary.accountId !== null) {
+      const account = summary.accountId;
+      this.accountRequests.inc({ account });
+      if (summary.tokens !== null) {
+        for (const [field, kind] of TOKEN_KINDS) this.accountTokens.inc({ account, kind }, summary.tokens[field]);
+      }
+      if (summary.cost !== null) this.accountCost.inc({ account }, units(summary.cost));
+    }
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Readiness (`GET /readyz`): whether this instance should get traffic. It is not ready once shutdown
+ * has begun (answered at once, nothing pinged: RELIABILITY.md H1), nor while the store, or a back
+ * end a plugin cannot serve without (billing's balance book, in Redis or the store), does not answer.
+ * A rate limiter on its local fallback is degraded, not unready: it still serves (H4).
+ */
+import type { PluginName } from '../config/types';
+import type { Runtime } from '../kernel/app';
+import type { Store } from '../store/store';
+import { rateLimitDegraded } from './live';
+
+export type CheckResult = 'ok' | 'failed' | 'degraded' | 'stopping';
+
+export interface Readiness {
+  readonly ready: boolean;
+  /** Each check by name: `shutdown`, `config`, `store`, and each plugin that has a back end to ask. */
+  readonly checks: Readonly<Record<string, CheckResult>>;
+}
+
+export interface ReadinessDeps {
+  readonly store: Store;
+  /** The runtime serving now; null until a config is loaded. */
+  readonly runtime: () => Runtime | null;
+  /** True from the first moment of `stop()`. */
+  readonly stopping: () => boolean;
+}
+
+/** A ping that rejects counts as a failure, like one that answers false. */
+async function asked(ping: () => Promise<boolean>): Promise<CheckResult> {
+  try {
+    return (await ping()) ? 'ok' : 'failed';
+  } catch {
+    return 'failed';
+  }
+}
+
+export async function checkReadiness(deps: ReadinessDeps): Promise<Readiness> {
+  if (deps.stopping()) return { ready: false, checks: { shutdown: 'stopping' } };
+  const runtime = deps.runtime();
+  if (runtime === null) return { ready: false, checks: { config: 'failed' } };
+
+  const checks: Record<string, CheckResult> = { config: 'ok' };
+  const pending: Promise<void>[] = [asked(() => deps.store.ping()).then((result) => void (checks.store = result))];
+  for (const name of runtime.chain.order) {
+    // `order` also names the kernel's own request stage, which is no plugin and has no instance.
+    const instance = runtime.chain.instance(name as PluginName);
+    if (instance?.ready !== undefined) {
+      const ready = instance.ready.bind(instance);
+      pending.push(asked(ready).then((result) => void (checks[name] = result)));
+    }
+  }
+  await Promise.all(pending);
+  if (rateLimitDegraded(runtime.chain)) checks['rate-limit'] = 'degraded';
+  // Answered after a slow ping: shutdown may have begun meanwhile.
+  if (deps.stopping()) return { ready: false, checks: { ...checks, shutdown: 'stopping' } };
+  return { ready: Object.values(checks).every((result) => result === 'ok' || result === 'degraded'), checks };
+}

@@ -1,0 +1,56 @@
+/**
+ * The request log line: one JSON object per request, written by the kernel when the answer is over
+ * (a stream's last byte) and its charge settled. Built field by field from the request summary, so
+ * what it holds is decided here and nowhere else: ids, the key's shown prefix (never the key),
+ * counts, timings. Headers and prompt or completion text are never part of it.
+ */
+import { formatUnits } from '../billing/money';
+import type { RequestSummary } from './summary';
+
+export interface RequestLogLine {
+  readonly requestId: string;
+  readonly accountId: string | null;
+  readonly keyPrefix: string | null;
+  readonly endpoint: string;
+  readonly model: string;
+  readonly stream: boolean | null;
+  readonly provider: string | null;
+  readonly attempts: number;
+  readonly status: number;
+  readonly errorCode: string | null;
+  readonly outcome: string | null;
+  readonly tokens: { input: number; cacheWrite: number; cacheRead: number; output: number } | null;
+  /** In currency units, exact (`0.000123`); null when billing did not settle the request. */
+  readonly cost: string | null;
+  readonly usageSource: string | null;
+  readonly durationMs: number;
+  readonly ttfbMs: number | null;
+  readonly upstreamRequestId: string | null;
+}
+
+/** Milliseconds to the microsecond: enough for latency, short in a log. */
+function ms(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}
+
+export function requestLogLine(summary: RequestSummary): RequestLogLine {
+  return {
+    requestId: summary.requestId,
+    accountId: summary.accountId,
+    keyPrefix: summary.keyPrefix,
+    endpoint: summary.endpoint,
+    model: summary.model,
+    stream: summary.stream,
+    provider: summary.provider,
+    attempts: summary.attempts,
+    status: summary.status,
+    errorCode: summary.errorCode,
+    outcome: summary.outcome,
+    tokens: summary.tokens === null ? null : { ...summary.tokens },
+    cost: summary.cost === null ? null : formatUnits(summary.cost),
+    usageSource: summary.usageSource,
+    durationMs: ms(summary.durationMs),
+    ttfbMs: summary.ttfbMs === null ? null : ms(summary.ttfbMs),
+    upstreamRequestId: summary.upstreamRequestId,
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * One request, summed up once it is over: what the metrics plugin counts and what the request log
+ * line says. Built from the typed request state after the chain has run; a stream outlives the
+ * chain, so the summary waits for `exchange.finished` and then for the charge, without ever holding
+ * up the response (callers do not await it on the request's path).
+ */
+import type { AttemptRecord, ExchangeEnd, GatewayState } from '../kernel/context';
+import type { ErrorCode } from '../kernel/errors';
+import type { EndpointId } from '../protocols/types';
+import type { UsageSourceRecord } from '../store/store';
+
+/** Token counts by kind, as billed (or as the upstream reported them when billing is off). */
+export interface TokenCounts {
+  readonly input: number;
+  readonly cacheWrite: number;
+  readonly cacheRead: number;
+  readonly output: number;
+}
+
+export interface RequestSummary {
+  readonly requestId: string;
+  /** '' for a path that is no endpoint. */
+  readonly endpoint: EndpointId | '';
+  /** A configured model id; '' when the request was refused before its model was resolved. */
+  readonly model: string;
+  /** Null when the body was never read. */
+  readonly stream: boolean | null;
+  readonly accountId: string | null;
+  /** The key's shown prefix (`sk-AbCd`); never the key. */
+  readonly keyPrefix: string | null;
+  /** The status the client got (499: it left before the answer). */
+  readonly status: number;
+  /** The gateway's own error code when it answered with one. */
+  readonly errorCode: ErrorCode | null;
+  /** How the upstream exchange ended; null when no upstream was involved. */
+  readonly outcome: ExchangeEnd['kind'] | null;
+  /** The provider that answered (or was tried last). */
+  readonly provider: string | null;
+  /** Upstream attempts made, failovers included (skipped routes not counted). */
+  readonly attempts: number;
+  readonly attemptLog: readonly AttemptRecord[];
+  readonly upstreamRequestId: string | null;
+  /** Null when nothing was counted (refused before billing, or no exchange). */
+  readonly tokens: TokenCounts | null;
+  readonly usageSource: UsageSourceRecord | null;
+  /** Nano-units; null when billing did not settle this request. */
+  readonly cost: bigint | null;
+  /** The limit that refused the request, when rate-limited. */
+  readonly rateLimited: 'requests' | 'tokens' | 'concurrency' | null;
+  /** From the start of observation to the end of the answer (a stream's last byte). */
+  readonly durationMs: number;
+  /** To the commit of an upstream answer (its first byte); null when none was committed. */
+  readonly ttfbMs: number | null;
+  /**
+   * Time spent in Tollgate itself for a committed upstream answer: for a plain reply the duration
+   * less every attempt's time, for a stream the time to first byte less every attempt's time
+   * (failed attempts before the commit are the providers' time, not ours). Null otherwise.
+   */
+  readonly overheadMs: number | null;
+}
+
+/** What the observer knows when the chain (or the whole app) has returned or thrown. */
+export interface Observed {
+  /** `performance.now()` when observation started. */
+  readonly startedAt: number;
+  /** The status the client got or will get. */
+  readonly status: number;
+  /** The gateway's error code when one was thrown. */
+  readonly errorCode: ErrorCode | null;
+}
+
+function attemptTime(log: readonly AttemptRecord[]): number {
+  let total = 0;
+  for (const attempt of log) total += attempt.durationMs;
+  return total;
+}
+
+/**
+ * Waits for the exchange to finish and the charge to settle, then sums the request up. `onEnded`
+ * runs as soon as the answer is over, before the wait for the charge. Never rejects.
+ */
+export async function summarize(state: Partial<GatewayState>, observed: Observed, onEnded?: () => void): Promise<RequestSummary> {
+  const outcome = state.exchange === undefined ? null : await state.exchange.finished;
+  const endedAt = performance.now();
+  onEnded?.();
+  // `charged` always resolves (billing settles on every path once it has held); guard regardless.
+  const charge = state.billing === undefined ? null : await state.billing.charged.catch(() => null);
+
+  const { startedAt } = observed;
+  const request = state.request;
+  const attemptLog = outcome?.attemptLog ?? [];
+  const committedAt = outcome?.committedAt ?? null;
+  const ttfbMs = committedAt === null ? null : committedAt - startedAt;
+  const durationMs = endedAt - startedAt;
+  let overheadMs: number | null = null;
+  if (committedAt !== null && request !== undefined) {
+    overheadMs = Math.max(0, (request.stream ? (ttfbMs ?? 0) : durationMs) - attemptTime(attemptLog));
+  }
+
+  let tokens: TokenCounts | null = null;
+  let usageSource: UsageSourceRecord | null = null;
+  if (charge !== null) {
+    tokens = { input: charge.inputTokens, cacheWrite: charge.cacheWriteTokens, cacheRead: charge.cacheReadTokens, output: charge.outputTokens };
+    usageSource = charge.usageSource;
+  } else if (outcome !== null && state.endpoint?.generates === true) {
+    const usage = outcome.usage;
+    tokens = usage === null ? null : { input: usage.inputTokens, cacheWrite: usage.cacheWriteTokens, cacheRead: usage.cacheReadTokens, output: usage.outputTokens };
+    usageSource = usage?.source ?? 'none';
+  }
+
+  return {
+    requestId: state.requestId ?? '',
+    endpoint: state.endpoint?.id ?? '',
+    model: request?.model.id ?? '',
+    stream: request?.stream ?? null,
+    accountId: state.auth?.account.id ?? null,
+    keyPrefix: state.auth?.key.prefix ?? null,
+    status: outcome?.status ?? observed.status,
+    errorCode: observed.errorCode,
+    outcome: outcome?.end.kind ?? null,
+    provider: outcome?.provider ?? null,
+    attempts: outcome?.attempts ?? 0,
+    attemptLog,
+    upstreamRequestId: outcome?.upstreamRequestId ?? null,
+    tokens,
+    usageSource,
+    cost: charge?.cost ?? null,
+    rateLimited: state.rateLimit?.refused ?? null,
+    durationMs,
+    ttfbMs,
+    overheadMs,
+  };
+}

@@ -1,0 +1,147 @@
+import { expect } from 'chai';
+import type { AttemptRecord, ExchangeOutcome, GatewayState } from '../../src/kernel/context';
+import { GatewayMetrics } from '../../src/metrics/metrics';
+import { summarize, type RequestSummary } from '../../src/metrics/summary';
+import { ENDPOINTS, type Usage } from '../../src/protocols/types';
+import type { ChargeRecord } from '../../src/store/store';
+import { parseSamples, sampleValue, samplesOf } from '../helpers/prometheus';
+
+function summary(overrides: Partial<RequestSummary> = {}): RequestSummary {
+  return {
+    requestId: 'req_1',
+    endpoint: 'chat',
+    model: 'gpt-test',
+    stream: false,
+    accountId: 'acc_1',
+    keyPrefix: 'sk-AbCd',
+    status: 200,
+    errorCode: null,
+    outcome: 'delivered',
+    provider: 'openai',
+    attempts: 1,
+    attemptLog: [{ provider: 'openai', outcome: 'ok', durationMs: 5 }],
+    upstreamRequestId: null,
+    tokens: { input: 3, cacheWrite: 0, cacheRead: 0, output: 2 },
+    usageSource: 'upstream',
+    cost: 1_500_000_000n,
+    rateLimited: null,
+    durationMs: 8,
+    ttfbMs: 7,
+    overheadMs: 3,
+    ...overrides,
+  };
+}
+
+async function samplesOfMetrics(metrics: GatewayMetrics) {
+  return parseSamples((await metrics.scrape()).body);
+}
+
+function outcomeWith(attemptLog: AttemptRecord[], committedAt: number | null, usage: Usage | null): ExchangeOutcome {
+  return {
+    end: { kind: 'delivered' },
+    status: 200,
+    provider: attemptLog.at(-1)?.provider ?? null,
+    attempts: attemptLog.length,
+    attemptLog,
+    committedAt,
+    upstreamRequestId: 'up-1',
+    usage,
+    outputText: () => '',
+  };
+}
+
+function stateWith(outcome: ExchangeOutcome, stream: boolean, charge?: ChargeRecord): Partial<GatewayState> {
+  return {
+    requestId: 'req_1',
+    endpoint: ENDPOINTS.chat,
+    request: { model: { id: 'gpt-test' }, stream } as unknown as GatewayState['request'],
+    exchange: { provider: 'openai', upstreamModel: 'gpt-test', attempts: 1, attemptLog: [], finished: Promise.resolve(outcome) },
+    billing: charge === undefined ? undefined : { charged: Promise.resolve(charge) },
+  };
+}
+
+describe('GatewayMetrics', () => {
+  it('keeps each gateway in its own registry', async () => {
+    const one = new GatewayMetrics();
+    const two = new GatewayMetrics();
+    one.record(summary(), { labelAccounts: false });
+    const labels = { endpoint: 'chat', model: 'gpt-test', provider: 'openai', status_class: '2xx' };
+    expect(sampleValue(await samplesOfMetrics(one), 'tollgate_requests_total', labels)).to.equal(1);
+    expect(sampleValue(await samplesOfMetrics(two), 'tollgate_requests_total', labels)).to.equal(undefined);
+  });
+
+  it('counts skipped routes as breaker_open attempts but not as failovers', async () => {
+    const metrics = new GatewayMetrics();
+    const attemptLog = [
+      { provider: 'a', outcome: 'breaker_open', durationMs: 0 },
+      { provider: 'b', outcome: 'status_500', durationMs: 4 },
+      { provider: 'b', outcome: 'reset', durationMs: 1 },
+      { provider: 'c', outcome: 'ok', durationMs: 3 },
+    ];
+    metrics.record(summary({ attemptLog }), { labelAccounts: false });
+    const samples = await samplesOfMetrics(metrics);
+    expect(sampleValue(samples, 'tollgate_upstream_attempts_total', { provider: 'a', outcome: 'breaker_open' })).to.equal(1);
+    expect(sampleValue(samples, 'tollgate_failovers_total', { from_provider: 'b', to_provider: 'b' })).to.equal(1);
+    expect(sampleValue(samples, 'tollgate_failovers_total', { from_provider: 'b', to_provider: 'c' })).to.equal(1);
+    expect(samplesOf(samples, 'tollgate_failovers_total')).to.have.length(2);
+  });
+
+  it('counts cost in units and, only when asked, per account', async () => {
+    const metrics = new GatewayMetrics();
+    metrics.record(summary(), { labelAccounts: false });
+    metrics.record(summary(), { labelAccounts: true });
+    const samples = await samplesOfMetrics(metrics);
+    expect(sampleValue(samples, 'tollgate_cost_units_total', { model: 'gpt-test' })).to.equal(3);
+    expect(sampleValue(samples, 'tollgate_account_requests_total', { account: 'acc_1' })).to.equal(1);
+    expect(sampleValue(samples, 'tollgate_account_tokens_total', { account: 'acc_1', kind: 'output' })).to.equal(2);
+  });
+
+  it('reads breaker states at scrape time from whatever the live view returns then', async () => {
+    const metrics = new GatewayMetrics();
+    let states = new Map([['a', 'open' as const]]);
+    metrics.watch({ breakerStates: () => states, rateLimitDegraded: () => true });
+    expect(sampleValue(await samplesOfMetrics(metrics), 'tollgate_breaker_state', { provider: 'a' })).to.equal(2);
+    states = new Map([['b', 'half_open' as const]]) as never;
+    const samples = await samplesOfMetrics(metrics);
+    expect(samplesOf(samples, 'tollgate_breaker_state')).to.deep.equal([{ name: 'tollgate_breaker_state', labels: { provider: 'b' }, value: 1 }]);
+    expect(sampleValue(samples, 'tollgate_ratelimit_degraded')).to.equal(1);
+  });
+});
+
+describe('summarize', () => {
+  const log: AttemptRecord[] = [
+    { provider: 'a', outcome: 'status_503', durationMs: 20 },
+    { provider: 'b', outcome: 'ok', durationMs: 10 },
+  ];
+
+  it("takes a stream's overhead as its time to first byte less every attempt's time", async () => {
+    const startedAt = performance.now() - 100;
+    const result = await summarize(stateWith(outcomeWith(log, startedAt + 45, null), true), { startedAt, status: 200, errorCode: null });
+    expect(result.ttfbMs).to.be.closeTo(45, 1e-6);
+    expect(result.overheadMs).to.be.closeTo(15, 1e-6);
+    expect(result.durationMs).to.be.at.least(100);
+  });
+
+  it("takes a plain reply's overhead as its duration less every attempt's time", async () => {
+    const startedAt = performance.now() - 100;
+    const result = await summarize(stateWith(outcomeWith(log, startedAt + 45, null), false), { startedAt, status: 200, errorCode: null });
+    expect(result.overheadMs).to.be.closeTo(result.durationMs - 30, 1e-6);
+  });
+
+  it('has no time to first byte nor overhead when nothing was committed', async () => {
+    const startedAt = performance.now();
+    const result = await summarize(stateWith(outcomeWith(log, null, null), false), { startedAt, status: 503, errorCode: null });
+    expect(result.ttfbMs).to.equal(null);
+    expect(result.overheadMs).to.equal(null);
+  });
+
+  it('reads tokens from the charge, or from the usage when billing is off', async () => {
+    const usage: Usage = { inputTokens: 7, cacheWriteTokens: 1, cacheReadTokens: 2, outputTokens: 3, source: 'partial' };
+    const charge = { inputTokens: 9, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 4, usageSource: 'estimated', cost: 5n } as ChargeRecord;
+    const observed = { startedAt: performance.now(), status: 200, errorCode: null };
+    const billed = await summarize(stateWith(outcomeWith(log, null, usage), false, charge), observed);
+    expect(billed).to.deep.include({ tokens: { input: 9, cacheWrite: 0, cacheRead: 0, output: 4 }, usageSource: 'estimated', cost: 5n, upstreamRequestId: 'up-1' });
+    const unbilled = await summarize(stateWith(outcomeWith(log, null, usage), false), observed);
+    expect(unbilled).to.deep.include({ tokens: { input: 7, cacheWrite: 1, cacheRead: 2, output: 3 }, usageSource: 'partial', cost: null });
+  });
+});
