@@ -2,6 +2,7 @@
  * `tollgate serve`: load gateway.yaml, start the gateway, print the first-run key, reload on SIGHUP,
  * stop on SIGTERM or SIGINT.
  */
+import pino from 'pino';
 import { ensureFirstAdmin } from './auth/bootstrap';
 import { removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
@@ -32,7 +33,10 @@ function firstRunBanner(url: string, key: string): string {
 /** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. SIGHUP reloads the config file. */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfigFile(options.configFile);
-  const logger = createLogger();
+  // Log lines leave asynchronously, off the request path; whatever is queued is written on exit.
+  const destination = pino.destination({ dest: 1, sync: false });
+  process.once('exit', () => destination.flushSync());
+  const logger = createLogger(destination);
   const store = openStore(config.store);
   await store.migrate();
   const firstAdmin = await ensureFirstAdmin(store);
