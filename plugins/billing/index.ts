@@ -97,7 +97,11 @@ export const billingPlugin: PluginDefinition<'billing'> = {
   async setup(config: BillingPluginConfig, kit) {
     if (!config.enabled) return { handle: (_ctx: GatewayContext, next: Next) => next() };
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
-    const writer = new LedgerWriter(kit.store, { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records }, kit.logger);
+    const writer = new LedgerWriter(
+      kit.store,
+      { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records, onWritten: (charges) => book.written?.(charges) },
+      kit.logger,
+    );
     const settling = new Set<Promise<void>>();
     const sweeper = setInterval(() => {
       book.releaseExpired(new Date()).then(

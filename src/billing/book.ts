@@ -33,6 +33,8 @@ export interface BalanceBook {
   balance(accountId: string): Promise<AccountBalance>;
   /** Releases holds older than their expiry (their instance died); returns how many. */
   releaseExpired(now: Date): Promise<number>;
+  /** Told when the ledger writer has written charges (a book that counts queued charges itself). */
+  written?(charges: readonly ChargeRecord[]): void;
   /** Whether the book's back end answers, for readiness. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

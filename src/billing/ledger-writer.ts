@@ -11,6 +11,8 @@ import type { ChargeRecord, Store } from '../store/store';
 export interface LedgerWriterOptions {
   readonly intervalMs: number;
   readonly maxRecords: number;
+  /** Called after each batch is written. */
+  readonly onWritten?: (charges: readonly ChargeRecord[]) => void;
 }
 
 /** Longest pause between retries while the store refuses writes. */
@@ -87,6 +89,7 @@ export class LedgerWriter {
     try {
       await this.store.recordCharges(batch);
       this.failures = 0;
+      this.options.onWritten?.(batch);
     } catch (error) {
       // Back to the front, in order: nothing is dropped because the store was briefly away.
       this.queue = batch.concat(this.queue);

@@ -22,6 +22,7 @@ import {
   type CreditRecord,
   type Hold,
   type HoldResult,
+  type KeySpend,
   type KeyIdentity,
   type LedgerTotals,
   type NewCredit,
@@ -72,6 +73,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 
 /** The `Store` on a PostgreSQL database. Call `migrate()` before anything else. */
 export class PostgresStore implements Store {
+  readonly shared = true;
   private readonly pool: Pool;
   private readonly ledger: PostgresLedger;
   private readonly listener: KeyChangeListener;
@@ -147,6 +149,12 @@ export class PostgresStore implements Store {
   async findAccountById(id: string): Promise<Account | null> {
     const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
     return rows.length === 0 ? null : toAccount(rows[0]);
+  }
+
+  async keySpend(keyId: string): Promise<KeySpend | null> {
+    const { rows } = await this.pool.query<{ spend_limit: string | null; spent: string }>('SELECT spend_limit, spent FROM api_keys WHERE id = $1', [keyId]);
+    if (rows.length === 0) return null;
+    return { spendLimit: rows[0].spend_limit === null ? null : BigInt(rows[0].spend_limit), spent: BigInt(rows[0].spent) };
   }
 
   async countAccounts(): Promise<number> {

@@ -20,6 +20,7 @@ import {
   type CreditRecord,
   type Hold,
   type HoldResult,
+  type KeySpend,
   type KeyIdentity,
   type LedgerTotals,
   type NewCredit,
@@ -50,6 +51,9 @@ function prepareStatements(db: Database.Database) {
     insertKey: db.prepare<[Record<string, unknown>]>(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models)
        VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models)`,
+    ),
+    keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
+      'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
     ),
     accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>('SELECT id, name, role, disabled, created_at FROM accounts WHERE id = ?'),
     setKeyLimits: db.prepare<[bigint | null, string | null, string]>('UPDATE api_keys SET spend_limit = ?, models = ? WHERE id = ?'),
@@ -84,6 +88,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 export class SqliteStore implements Store {
+  readonly shared = false;
   private readonly db: Database.Database;
   private readonly dataVersion: Database.Statement<[], number>;
   private readonly selectOne: Database.Statement<[], number>;
@@ -126,6 +131,11 @@ export class SqliteStore implements Store {
   async findAccountById(id: string): Promise<Account | null> {
     const row = this.sql.accountRowById.get(id);
     return row === undefined ? null : toAccount(row);
+  }
+
+  async keySpend(keyId: string): Promise<KeySpend | null> {
+    const row = this.sql.keySpend.get(keyId);
+    return row === undefined ? null : { spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit), spent: BigInt(row.spent) };
   }
 
   async setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean> {

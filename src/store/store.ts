@@ -162,7 +162,18 @@ export interface ChargeFilter {
   readonly limit?: number;
 }
 
+export interface KeySpend {
+  readonly spendLimit: bigint | null;
+  readonly spent: bigint;
+}
+
 export interface Store {
+  /**
+   * Whether several gateway instances may share this store (PostgreSQL). An embedded store serves one
+   * instance, so its live holds can be kept in that process's memory.
+   */
+  readonly shared: boolean;
+
   /** Creates or upgrades the schema; safe to run at every start. */
   migrate(): Promise<void>;
 
@@ -183,6 +194,8 @@ export interface Store {
   keysRevision(): number;
 
   findAccountById(id: string): Promise<Account | null>;
+  /** A key's spend limit and settled spend; null when no such key exists. */
+  keySpend(keyId: string): Promise<KeySpend | null>;
   /** Sets a key's spend limit and model allow-list (null clears each). */
   setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean>;
 

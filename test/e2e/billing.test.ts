@@ -161,7 +161,8 @@ describe('e2e: billing', () => {
     expect(statuses.filter((status) => status === 200)).to.have.length(3);
     expect(statuses.filter((status) => status === 402)).to.have.length(47);
     expect(fake.requests).to.have.length(3);
-    const after = await waitFor(() => tg.store.balance(account.id), (value) => value.held === 0n);
+    await waitFor(() => tg.store.listCharges({ accountId: account.id }), (charges) => charges.length === 3);
+    const after = await tg.store.balance(account.id);
     // Each admitted request really cost 20 × 1,000 + 10 × 5,000.
     expect(after).to.deep.equal({ balance: hold * 3n + hold / 2n - 3n * 70_000n, held: 0n });
     for (const totals of await tg.store.ledgerTotals()) {

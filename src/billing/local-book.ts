@@ -1,0 +1,109 @@
+/**
+ * The balance book of an embedded store, which serves one gateway instance: holds live in this
+ * process's memory, so a request costs no write transaction before it is forwarded. The store keeps
+ * the truth (credits, charges, the balance they add up to); the book adds what the store does not
+ * know yet: holds of requests under way, and charges settled but still queued for the ledger.
+ *
+ *   available = stored balance − charges queued for the ledger − holds
+ *
+ * Holds need no sweeper: they die with the process, and the ledger never saw them. Credits written
+ * by another process (the CLI) are read from the store at the next hold, since the balance is read
+ * there every time. Each account's check-and-hold runs alone (a promise chain per account), because
+ * reading the store yields to other requests in between.
+ */
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { BalanceBook } from './book';
+
+function add(map: Map<string, bigint>, id: string, amount: bigint): void {
+  const next = (map.get(id) ?? 0n) + amount;
+  if (next === 0n) map.delete(id);
+  else map.set(id, next);
+}
+
+export class LocalBook implements BalanceBook {
+  private readonly holds = new Map<string, Hold>();
+  private readonly heldByAccount = new Map<string, bigint>();
+  private readonly heldByKey = new Map<string, bigint>();
+  /** Charges settled here but not yet written to the ledger (the store's balance does not show them). */
+  private readonly queuedByAccount = new Map<string, bigint>();
+  private readonly queuedByKey = new Map<string, bigint>();
+  private readonly turns = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly store: Store) {}
+
+  hold(hold: Hold): Promise<HoldResult> {
+    // One check-and-hold at a time per account; other accounts are not held up.
+    const previous = this.turns.get(hold.accountId) ?? Promise.resolve();
+    const turn = previous.then(() => this.holdNow(hold));
+    const settled = turn.catch(() => undefined);
+    this.turns.set(hold.accountId, settled);
+    void settled.then(() => {
+      if (this.turns.get(hold.accountId) === settled) this.turns.delete(hold.accountId);
+    });
+    return turn;
+  }
+
+  async settle(charge: ChargeRecord): Promise<void> {
+    const hold = this.holds.get(charge.requestId);
+    if (hold !== undefined) this.release(hold);
+    if (charge.cost > 0n) {
+      add(this.queuedByAccount, charge.accountId, charge.cost);
+      add(this.queuedByKey, charge.keyId, charge.cost);
+    }
+  }
+
+  /** The ledger writer wrote these charges: the store's balance now includes them. */
+  written(charges: readonly ChargeRecord[]): void {
+    for (const charge of charges) {
+      if (charge.cost === 0n) continue;
+      add(this.queuedByAccount, charge.accountId, -charge.cost);
+      add(this.queuedByKey, charge.keyId, -charge.cost);
+    }
+  }
+
+  credit(input: NewCredit): Promise<CreditRecord> {
+    return this.store.credit(input);
+  }
+
+  redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    return this.store.redeemCode(codeHash, accountId, actor);
+  }
+
+  async balance(accountId: string): Promise<AccountBalance> {
+    const stored = await this.store.balance(accountId);
+    return { balance: stored.balance - (this.queuedByAccount.get(accountId) ?? 0n), held: this.heldByAccount.get(accountId) ?? 0n };
+  }
+
+  /** Nothing expires: a hold lives as long as its request, and the process. */
+  async releaseExpired(): Promise<number> {
+    return 0;
+  }
+
+  ping(): Promise<boolean> {
+    return this.store.ping();
+  }
+
+  async close(): Promise<void> {}
+
+  private async holdNow(hold: Hold): Promise<HoldResult> {
+    if (this.holds.has(hold.requestId)) throw new Error(`request ${hold.requestId} already holds funds`);
+    const { balance } = await this.store.balance(hold.accountId);
+    const available = balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n);
+    if (available < hold.amount) return { ok: false, reason: 'balance', available: available < 0n ? 0n : available };
+    const spend = await this.store.keySpend(hold.keyId);
+    if (spend?.spendLimit != null) {
+      const left = spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n);
+      if (left < hold.amount) return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
+    }
+    this.holds.set(hold.requestId, hold);
+    add(this.heldByAccount, hold.accountId, hold.amount);
+    add(this.heldByKey, hold.keyId, hold.amount);
+    return { ok: true };
+  }
+
+  private release(hold: Hold): void {
+    this.holds.delete(hold.requestId);
+    add(this.heldByAccount, hold.accountId, -hold.amount);
+    add(this.heldByKey, hold.keyId, -hold.amount);
+  }
+}
