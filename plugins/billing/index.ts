@@ -145,7 +145,14 @@ export const billingPlugin: PluginDefinition<'billing'> = {
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
           let result: HoldResult;
           try {
-            result = await book.hold({ requestId, accountId: auth.account.id, keyId: auth.key.id, amount: estimate.amount, expiresAt });
+            result = await book.hold({
+              requestId,
+              accountId: auth.account.id,
+              keyId: auth.key.id,
+              amount: estimate.amount,
+              expiresAt,
+              keyLimited: auth.key.spendLimit !== null,
+            });
           } catch (error) {
             throw unavailable(error);
           }

@@ -90,7 +90,7 @@ export class LocalBook implements BalanceBook {
     const { balance } = await this.store.balance(hold.accountId);
     const available = balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n);
     if (available < hold.amount) return { ok: false, reason: 'balance', available: available < 0n ? 0n : available };
-    const spend = await this.store.keySpend(hold.keyId);
+    const spend = hold.keyLimited === false ? null : await this.store.keySpend(hold.keyId);
     if (spend?.spendLimit != null) {
       const left = spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n);
       if (left < hold.amount) return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };

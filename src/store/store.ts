@@ -70,6 +70,8 @@ export interface Hold {
   readonly keyId: string;
   readonly amount: bigint;
   readonly expiresAt: Date;
+  /** False when the key (as authenticated) has no spend limit, sparing the book a lookup. */
+  readonly keyLimited?: boolean;
 }
 
 export type HoldResult =
