@@ -26,6 +26,8 @@ export class TranslatingRelay extends Readable {
   /** References to the upstream's chunks, read back only if the output must be counted. */
   private readonly chunks: Buffer[] = [];
   private reported = false;
+  /** Set once the source is left to drain on its own: it must not be destroyed then. */
+  private released = false;
 
   constructor(
     private readonly source: Readable,
@@ -34,6 +36,8 @@ export class TranslatingRelay extends Readable {
   ) {
     super();
     for (const chunk of options.head ?? []) this.translate(chunk);
+    // A reply whole in its first chunks has already ended and left the source to drain.
+    if (this.released) return;
     source.on('data', (chunk: Buffer) => this.translate(chunk));
     source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.interrupt(error));
@@ -48,7 +52,7 @@ export class TranslatingRelay extends Readable {
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     // The client went away (or Koa tore the response down): stop the upstream at once.
     this.report({ kind: 'aborted' });
-    this.source.destroy();
+    if (!this.released) this.source.destroy();
     callback(error);
   }
 
@@ -63,13 +67,20 @@ export class TranslatingRelay extends Readable {
     if (this.translation.ended) this.close();
   }
 
-  /** The translator has seen the end (terminal event or in-stream error): nothing more is read. */
+  /**
+   * The translator has seen the end (terminal event or in-stream error): the client's stream ends, and
+   * whatever the upstream still sends is drained unread, so its connection goes back to the pool
+   * instead of being torn down (a new connection per request would cost more than the translation).
+   */
   private close(): void {
     if (this.reported) return;
     const error = this.translation.upstreamError;
     this.push(null);
     this.report(error === null ? { kind: 'delivered' } : { kind: 'failed', error });
-    this.source.destroy();
+    this.released = true;
+    this.source.removeAllListeners('data');
+    this.source.on('error', () => undefined);
+    this.source.resume();
   }
 
   private sourceEnded(): void {
