@@ -7,11 +7,14 @@ import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/types';
 import type { Store } from '../store/store';
 import type { BalanceBook } from './book';
-import { openRedisBook } from './redis-book';
+import type * as RedisBooks from './redis-book';
 import { LocalBook } from './local-book';
 import { StoreBook } from './store-book';
 
 export async function openBook(config: GatewayConfig, store: Store, logger?: Logger): Promise<BalanceBook> {
   if (config.redis.url === '') return store.shared ? new StoreBook(store) : new LocalBook(store);
+  // ioredis is loaded only when Redis is configured.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
+  const { openRedisBook } = require('./redis-book') as typeof RedisBooks;
   return openRedisBook(config.redis, store, { onError: (error) => logger?.warn({ err: error }, 'billing: Redis book') });
 }

@@ -6,13 +6,19 @@
  */
 import type { Logger } from 'pino';
 import type { RedisConfig } from '../config/types';
-import { closeRedis, connectRedis } from '../shared-state/redis';
+import type * as RedisClients from '../shared-state/redis';
 import type { Admission, Decision, LimitRequest, Limiter } from './limiter';
 import { LocalLimiter } from './local';
 import { RedisLimiter } from './redis';
 
 /** After a failure, requests skip Redis this long, so a blackholed Redis costs one timeout per period, not per request. */
 const RETRY_AFTER_FAILURE_MS = 1000;
+
+/** ioredis, loaded only by a gateway that configures Redis (it costs ~15 MiB of memory otherwise spent for nothing). */
+function redisClients(): typeof RedisClients {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
+  return require('../shared-state/redis') as typeof RedisClients;
+}
 
 export class FallbackLimiter implements Limiter {
   private down = false;
@@ -58,7 +64,7 @@ export class FallbackLimiter implements Limiter {
 
   async close(): Promise<void> {
     await this.fallback.close();
-    await closeRedis(this.primary.redis);
+    await redisClients().closeRedis(this.primary.redis);
   }
 
   private markDown(error: unknown): void {
@@ -81,7 +87,7 @@ export async function openLimiter(
   logger: Logger,
 ): Promise<LocalLimiter | FallbackLimiter> {
   if (redis.url === '') return new LocalLimiter();
-  const client = await connectRedis(redis, {
+  const client = await redisClients().connectRedis(redis, {
     connectionName: 'tollgate-rate-limit',
     onError: (error) => logger.debug({ err: error }, 'rate-limit: Redis connection'),
   });

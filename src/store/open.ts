@@ -1,7 +1,7 @@
 /** Chooses and opens the store named by `store.url` in gateway.yaml. */
 import path from 'node:path';
 import type { StoreConfig } from '../config/types';
-import { PostgresStore } from './postgres';
+import type * as Postgres from './postgres';
 import { SQLITE_MEMORY, SqliteStore } from './sqlite';
 import type { Store } from './store';
 
@@ -27,6 +27,9 @@ export function openStore(config: Pick<StoreConfig, 'url'> & Partial<StoreConfig
   // Messages name only the scheme: a database URL usually carries a password.
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
+    // pg is loaded only for a PostgreSQL store.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
+    const { PostgresStore } = require('./postgres') as typeof Postgres;
     return new PostgresStore({
       url,
       connect_timeout_ms: config.connect_timeout_ms ?? POSTGRES_DEFAULTS.connect_timeout_ms,
