@@ -2,13 +2,25 @@
  * Chooses the translator for each upstream attempt. Failover targets of one model may speak
  * different protocols, so the choice is made per target, by the upstream plugin calling the
  * `translation` slot this plugin fills; the translating itself lives in `src/translators`.
+ *
+ * One request is answered here instead: token counting (`/v1/messages/count_tokens`, which Claude
+ * Code calls) for an OpenAI-family model, which has no such endpoint upstream. The prompt is counted
+ * with the o200k_base tokenizer, the encoding of OpenAI's current models.
  */
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import type { PluginDefinition } from '../../src/kernel/plugin';
 import type { Target } from '../../src/routing/resolve';
 import { speaksNatively } from '../../src/routing/resolve';
+import { countTokens } from '../../src/billing/tokenizer';
+import { requestText } from '../../src/protocols/request-text';
 import { translatorFor } from '../../src/translators';
+
+function countLocally(ctx: GatewayContext): void {
+  ctx.status = 200;
+  ctx.set('x-tollgate-token-count', 'estimated (o200k_base)');
+  ctx.body = { input_tokens: countTokens(requestText(ctx.state.request!.body)) };
+}
 
 export const translatePlugin: PluginDefinition<'translate'> = {
   name: 'translate',
@@ -18,6 +30,7 @@ export const translatePlugin: PluginDefinition<'translate'> = {
     return {
       async handle(ctx: GatewayContext, next: Next) {
         const { endpoint } = ctx.state;
+        if (endpoint.id === 'count_tokens' && ctx.state.request!.model.family === 'openai') return countLocally(ctx);
         ctx.state.translation = {
           // null: the target speaks the client's protocol, and the bytes go through untouched.
           for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, target.provider.protocol as 'openai' | 'anthropic')),

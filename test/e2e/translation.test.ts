@@ -216,12 +216,13 @@ describe('e2e: translation', () => {
       expect(String((error as Error).message)).to.include('prompt is too long: 130500 tokens > 128000 maximum');
     });
 
-    it('answers count_tokens on an OpenAI-family model with a clear 400', async () => {
-      const error = await anthropic.messages
-        .countTokens({ model: 'gpt-test', messages: [{ role: 'user', content: 'Hi' }] })
-        .catch((err: unknown) => err);
-      expect(error).to.be.instanceOf(Anthropic.BadRequestError);
-      expect(String((error as Error).message)).to.include('Token counting is only available');
+    it('counts tokens for an OpenAI-family model locally, without calling the upstream', async () => {
+      const { data, response } = await anthropic.messages
+        .countTokens({ model: 'gpt-test', system: 'Be brief.', messages: [{ role: 'user', content: 'Count the tokens of this sentence, please.' }] })
+        .withResponse();
+      // o200k_base: "Be brief." is 4 tokens and the sentence 9.
+      expect(data.input_tokens).to.be.within(12, 15);
+      expect(response.headers.get('x-tollgate-token-count')).to.equal('estimated (o200k_base)');
       expect(fake.requests).to.have.length(0);
     });
   });
