@@ -123,6 +123,22 @@ describe('e2e: billing', () => {
     expect((await chargeFor(response.headers.get('x-request-id')!)).cost).to.equal(2_275_000n);
   });
 
+  it('never charges more than was held, even when the provider ignores max_tokens', async () => {
+    fake.enqueue(anthropicMessage({ text: 'far too long', inputTokens: 10, outputTokens: 1_000_000 }));
+    const raw = JSON.stringify({ model: 'claude-priced', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
+    const response = await fetch(`${tg.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': tg.key, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: raw,
+    });
+    expect(response.status).to.equal(200);
+    // The hold: ceil(bytes / 3) input tokens at 1,000 plus 10 output tokens at 5,000.
+    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 1000n + 10n * 5000n;
+    const charge = await chargeFor(response.headers.get('x-request-id')!);
+    expect(charge.outputTokens).to.equal(1_000_000);
+    expect(charge.cost).to.equal(hold);
+  });
+
   it('answers 402 in the chat shape when the balance cannot cover the hold, without calling the upstream', async () => {
     const error = await failure(openai.chat.completions
       .create({ model: 'gpt-priced', max_tokens: 1_000_000, messages: [{ role: 'user', content: 'Hello' }] }));

@@ -155,6 +155,18 @@ describe('e2e: failover and circuit breakers', () => {
       expect(s.a.requests.filter((request) => request.closedAt !== null)).to.have.length(1);
     });
 
+    it('ends a stream that stalls past the idle timeout with an error event, and does not retry it', async () => {
+      const events = anthropicStream({ text: 'words that stop flowing' }).events;
+      s.a.enqueue({ status: 200, events: [...events.slice(0, 4), { pauseMs: 2000 }, ...events.slice(4)] });
+      const started = Date.now();
+      const res = await ask(s.tg, { stream: true });
+      const text = await res.text();
+      expect(Date.now() - started).to.be.below(1500);
+      expect(text).to.include('event: content_block_delta').and.include('event: error').and.not.include('event: message_stop');
+      expect(s.b.requests).to.have.length(0);
+      expect(await s.a.waitForClose(0)).to.be.a('number');
+    });
+
     it('does not cut a healthy stream that outlasts the first-byte timeout and the deadline', async function () {
       this.timeout(10_000);
       const events = anthropicStream({ text: 'a long and steady answer that keeps flowing' }).events;
