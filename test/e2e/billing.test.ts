@@ -132,8 +132,9 @@ describe('e2e: billing', () => {
       body: raw,
     });
     expect(response.status).to.equal(200);
-    // The hold: ceil(bytes / 3) input tokens at 1,000 plus 10 output tokens at 5,000.
-    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 1000n + 10n * 5000n;
+    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (cache writes, 1,250)
+    // plus 10 output tokens at 5,000.
+    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 1250n + 10n * 5000n;
     const charge = await chargeFor(response.headers.get('x-request-id')!);
     expect(charge.outputTokens).to.equal(1_000_000);
     expect(charge.cost).to.equal(hold);
@@ -159,8 +160,9 @@ describe('e2e: billing', () => {
 
   it('admits exactly as many of 50 concurrent requests as the balance can hold, and never goes negative', async () => {
     const body = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, messages: [{ role: 'user', content: 'Count to three.' }] });
-    // The hold: ceil(bytes / 3) input tokens at 1,000 plus 1,000 output tokens at 5,000.
-    const hold = BigInt(Math.ceil(Buffer.byteLength(body) / 3)) * 1000n + 1000n * 5000n;
+    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (cache writes, 1,250)
+    // plus 1,000 output tokens at 5,000.
+    const hold = BigInt(Math.ceil(Buffer.byteLength(body) / 3)) * 1250n + 1000n * 5000n;
     const account = await tg.store.createAccount({ name: 'tight', role: 'user' });
     await tg.store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
     const key = await tg.createKey({ accountId: account.id });

@@ -3,25 +3,12 @@
  * the tool-name map the reply side reads, and that the client's body is left as it came.
  */
 import { expect } from 'chai';
-import type { ModelConfig, ProviderConfig } from '../../src/config/types';
 import { chatToMessagesRequest } from '../../src/translators/chat-to-messages/request';
-import { ToolNameMap } from '../../src/translators/tool-names';
 import type { TranslationContext } from '../../src/translators/types';
-
-const MODEL: ModelConfig = { id: 'claude-test', family: 'anthropic', routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive' };
-const PROVIDER: ProviderConfig = {
-  id: 'anthropic',
-  protocol: 'anthropic',
-  base_url: 'http://x',
-  api_key: 'k',
-  headers: {},
-  anthropic_version: '2023-06-01',
-  timeouts: { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000 },
-  max_connections: 8,
-};
+import { translationContext } from '../helpers/translation-context';
 
 function contextFor(clientBody: Record<string, unknown>): TranslationContext {
-  return { model: MODEL, upstreamModel: 'claude-upstream', provider: PROVIDER, toolNames: new ToolNameMap(128), clientBody };
+  return translationContext('anthropic', clientBody);
 }
 
 const TOOL_LOOP = {

@@ -1,26 +1,14 @@
 import { expect } from 'chai';
-import type { ModelConfig, ProviderConfig } from '../../src/config/types';
+import type { ModelConfig } from '../../src/config/types';
 import { GatewayError } from '../../src/kernel/errors';
 import { messagesToChatRequest } from '../../src/translators/messages-to-chat/request';
-import { ToolNameMap } from '../../src/translators/tool-names';
 import type { TranslationContext } from '../../src/translators/types';
-
-const MODEL: ModelConfig = { id: 'gpt-test', family: 'openai', routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive' };
-const PROVIDER: ProviderConfig = {
-  id: 'openai',
-  protocol: 'openai',
-  base_url: 'http://x',
-  api_key: 'k',
-  headers: {},
-  anthropic_version: '2023-06-01',
-  timeouts: { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000 },
-  max_connections: 8,
-};
+import { translationContext } from '../helpers/translation-context';
 
 type Json = Record<string, unknown>;
 
 function context(clientBody: Json, model: Partial<ModelConfig> = {}): TranslationContext {
-  return { model: { ...MODEL, ...model }, upstreamModel: 'gpt-upstream', provider: PROVIDER, toolNames: new ToolNameMap(64), clientBody };
+  return translationContext('openai', clientBody, model);
 }
 
 function request(fields: Json, model: Partial<ModelConfig> = {}): Json {

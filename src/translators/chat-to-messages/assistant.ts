@@ -3,8 +3,9 @@
  * then text, then tool calls.
  */
 import type { ToolNameMap } from '../tool-names';
-import { textBlock, textOnlyBlocks, type Block } from './content';
-import { invalid, isRecord, isSet, requireArray, requireRecord, requireString, type Json } from './fields';
+import { textBlock, toolUse, type Block } from '../to-messages/blocks';
+import { invalid, isSet, nonEmptyString, requireArray, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { textOnlyBlocks } from './content';
 
 export function assistantBlocks(message: Json, param: string, toolNames: ToolNameMap): Block[] {
   if (isSet(message.function_call)) throw invalid(`${param}.function_call`, 'is the legacy form of a tool call; send tool_calls instead.');
@@ -52,23 +53,8 @@ function toolUseBlock(value: unknown, param: string, toolNames: ToolNameMap): Bl
   if (isSet(call.type) && call.type !== 'function') {
     throw invalid(`${param}.type`, "must be 'function'; custom tool calls cannot be sent to this model.");
   }
-  if (typeof call.id !== 'string' || call.id === '') throw invalid(`${param}.id`, 'must be a non-empty string.');
+  const id = nonEmptyString(call.id, `${param}.id`);
   const fn = requireRecord(call.function, `${param}.function`);
-  if (typeof fn.name !== 'string' || fn.name === '') throw invalid(`${param}.function.name`, 'must be a non-empty string.');
-  const input = toolInput(fn.arguments, `${param}.function.arguments`);
-  return { type: 'tool_use', id: call.id, name: toolNames.upstream(fn.name), input };
-}
-
-/** Chat carries arguments as JSON text, Messages as an object; '' is a call without arguments. */
-function toolInput(value: unknown, param: string): Json {
-  if (typeof value !== 'string') throw invalid(param, 'must be a string of JSON.');
-  if (value.trim() === '') return {};
-  let input: unknown;
-  try {
-    input = JSON.parse(value);
-  } catch {
-    throw invalid(param, 'is not valid JSON.');
-  }
-  if (!isRecord(input)) throw invalid(param, 'must be a JSON object.');
-  return input;
+  const name = nonEmptyString(fn.name, `${param}.function.name`);
+  return toolUse(id, name, fn.arguments, `${param}.function.arguments`, toolNames);
 }

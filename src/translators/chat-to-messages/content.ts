@@ -4,28 +4,8 @@
  * text blocks (PROTOCOLS.md §4.1).
  */
 import { imageBlock } from '../images';
-import { invalid, isSet, requireRecord, requireString, type Json } from './fields';
-
-/** A Messages content block. */
-export type Block = Json;
-
-/** Content of a Messages turn: a plain string, or blocks. */
-export type TurnContent = string | Block[];
-
-const PDF_DATA_URL = /^data:application\/pdf;base64,(.*)$/is;
-
-/** A text block for `text`, keeping the part's prompt-caching breakpoint when it has one. */
-export function textBlock(text: string, part?: Json): Block {
-  return withCacheControl({ type: 'text', text }, part);
-}
-
-function withCacheControl(block: Block, part: Json | undefined): Block {
-  return part !== undefined && isSet(part.cache_control) ? { ...block, cache_control: part.cache_control } : block;
-}
-
-function nonEmptyText(blocks: Block[]): Block[] {
-  return blocks.filter((block) => block.type !== 'text' || block.text !== '');
-}
+import { nonEmptyText, pdfDataBlock, textBlock, toolResult, withCacheControl, type Block, type TurnContent } from '../to-messages/blocks';
+import { invalid, isSet, requireRecord, requireString, type Json } from '../to-messages/fields';
 
 /**
  * Blocks for content that may only hold text: system, developer and tool messages. `alsoRefusal`
@@ -81,9 +61,7 @@ function documentBlock(file: Json, param: string): Block {
   if (!isSet(file.file_data)) {
     throw invalid(param, 'must carry file_data (a data:application/pdf;base64 URL); files uploaded by file_id cannot be read by this model.');
   }
-  const pdf = PDF_DATA_URL.exec(requireString(file.file_data, `${param}.file_data`));
-  if (pdf === null) throw invalid(`${param}.file_data`, 'must be a data:application/pdf;base64 URL; only PDF files can be sent to this model.');
-  return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: pdf[1] } };
+  return pdfDataBlock(file.file_data, `${param}.file_data`);
 }
 
 /** A tool message as a `tool_result` block; an empty result omits `content`, which Messages allows. */
@@ -91,15 +69,5 @@ export function toolResultBlock(message: Json, param: string): Block {
   const toolUseId = message.tool_call_id;
   if (typeof toolUseId !== 'string' || toolUseId === '') throw invalid(`${param}.tool_call_id`, 'must name the tool call this message answers.');
   const content = typeof message.content === 'string' ? message.content : textOnlyBlocks(message.content, `${param}.content`);
-  return content.length === 0 ? { type: 'tool_result', tool_use_id: toolUseId } : { type: 'tool_result', tool_use_id: toolUseId, content };
-}
-
-/** Content as blocks, for merging two turns of the same role. */
-export function asBlocks(content: TurnContent): Block[] {
-  return typeof content === 'string' ? [textBlock(content)] : content;
-}
-
-/** Whether a block is a tool result: Messages wants those first in their user turn. */
-export function isToolResult(block: Block): boolean {
-  return block.type === 'tool_result';
+  return toolResult(toolUseId, content);
 }

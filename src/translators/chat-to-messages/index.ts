@@ -1,9 +1,7 @@
 /** Chat Completions clients on Anthropic Messages upstreams: `claude-*` through /v1/chat/completions. */
 import { buildChatCompletion, ChatStreamWriter } from '../../protocols/openai-chat/writer';
 import { composeTranslator } from '../compose';
-import { errorFromAnthropicReply } from '../errors';
-import { messagesReplyHasUsage, readMessagesReply } from '../readers/messages-reply';
-import { MessagesStreamReader } from '../readers/messages-stream';
+import { MESSAGES_UPSTREAM } from '../to-messages/upstream';
 import { chatToMessagesRequest } from './request';
 
 function includeUsage(body: Readonly<Record<string, unknown>>): boolean {
@@ -12,15 +10,9 @@ function includeUsage(body: Readonly<Record<string, unknown>>): boolean {
 }
 
 export const chatToMessages = composeTranslator({
+  ...MESSAGES_UPSTREAM,
   pair: 'chat-to-messages',
-  upstreamEndpoint: 'messages',
   request: chatToMessagesRequest,
-  readReply: (upstream, ctx) => ({
-    turn: readMessagesReply(upstream, ctx.toolNames, ctx.model.id),
-    hasUsage: messagesReplyHasUsage(upstream),
-  }),
   writeReply: (turn) => buildChatCompletion(turn),
-  newReader: (ctx) => new MessagesStreamReader(ctx.toolNames),
   newWriter: (ctx) => new ChatStreamWriter({ model: ctx.model.id, includeUsage: includeUsage(ctx.clientBody) }),
-  error: errorFromAnthropicReply,
 });

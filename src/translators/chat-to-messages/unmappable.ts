@@ -3,7 +3,7 @@
  * client a different answer from the one it asked for, so each set to a meaningful value is a 400.
  * Fields that only tune delivery or bookkeeping (`seed`, `store`, `service_tier`, …) are simply not sent.
  */
-import { invalid, isRecord, isSet, type Json } from './fields';
+import { invalid, isRecord, isSet, type Json } from '../to-messages/fields';
 
 interface UnmappableField {
   readonly field: string;

@@ -1,6 +1,6 @@
 /**
- * Sampling and stopping: `temperature`, `top_p` and `stop`. Sampling is the part of a chat request a
- * Messages upstream is most likely to refuse, so it is sent only where the upstream accepts it.
+ * Sampling and stopping: `temperature`, `top_p` and `stop`. Sampling is the part of a client request
+ * a Messages upstream is most likely to refuse, so it is sent only where the upstream accepts it.
  */
 import type { ProviderConfig } from '../../config/types';
 import { invalid, isSet, requireString, withoutUndefined, type Json } from './fields';

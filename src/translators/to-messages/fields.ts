@@ -1,6 +1,7 @@
 /**
- * Readers for the loosely validated chat request: each check fails as a 400 that names the field, so
- * a client learns which part of its request Tollgate could not carry to a Messages upstream.
+ * Readers for the loosely validated client request (Chat Completions or Responses): each check fails
+ * as a 400 that names the field, so a client learns which part of its request Tollgate could not
+ * carry to a Messages upstream.
  */
 import { GatewayError } from '../../kernel/errors';
 
@@ -33,6 +34,11 @@ export function requireArray(value: unknown, param: string): readonly unknown[] 
 
 export function requireString(value: unknown, param: string): string {
   if (typeof value !== 'string') throw invalid(param, 'must be a string.');
+  return value;
+}
+
+export function nonEmptyString(value: unknown, param: string): string {
+  if (typeof value !== 'string' || value === '') throw invalid(param, 'must be a non-empty string.');
   return value;
 }
 

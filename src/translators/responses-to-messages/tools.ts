@@ -1,0 +1,36 @@
+/**
+ * Responses `tools`, `tool_choice` and `parallel_tool_calls`, where a function tool is declared flat
+ * (name and parameters beside its type); the Messages side of the mapping is in `to-messages/tools`.
+ */
+import type { ToolNameMap } from '../tool-names';
+import { invalid, nonEmptyString, requireRecord, type Json } from '../to-messages/fields';
+import { explicitChoice, forcesToolCall, functionTool, parallelToolCalls, toolsFor as messagesTools, withParallelDisabled } from '../to-messages/tools';
+
+/** The tool list to send; undefined when the client declared none. */
+export function toolsFor(value: unknown, toolNames: ToolNameMap): Json[] | undefined {
+  return messagesTools(value, toolNames, toolFor);
+}
+
+function toolFor(value: unknown, param: string, toolNames: ToolNameMap): Json {
+  const tool = requireRecord(value, param);
+  if (tool.type !== 'function') {
+    // Hosted tools (web_search, file_search, code_interpreter, …) run inside OpenAI's service.
+    throw invalid(param, `is a '${String(tool.type)}' tool, which this model cannot run; only 'function' tools can be sent to it.`);
+  }
+  return functionTool(tool, param, nonEmptyString(tool.name, `${param}.name`), toolNames);
+}
+
+/**
+ * The Messages tool_choice. Without tools a choice means nothing and is left out (Responses clients
+ * send `auto` out of habit), unless it demands a call that cannot happen.
+ */
+export function toolChoiceFor(body: Readonly<Json>, toolNames: ToolNameMap, hasTools: boolean): Json | undefined {
+  const parallel = parallelToolCalls(body);
+  const choice = explicitChoice(body.tool_choice, toolNames, (fn) => nonEmptyString(fn.name, 'tool_choice.name'));
+  if (!hasTools) {
+    if (forcesToolCall(choice)) throw invalid('tool_choice', 'requires a call, but tools declares no function to call.');
+    return undefined;
+  }
+  if (parallel !== false) return choice;
+  return withParallelDisabled(choice);
+}
