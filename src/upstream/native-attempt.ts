@@ -127,8 +127,8 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
             endpoint.id,
           ),
       });
-      // The head goes out now: from here a failure can only end the stream with an error event.
-      ctx.flushHeaders();
+      // No flushHeaders(): the head chunks are ready, so the headers leave with the first event in one
+      // write. From here a failure can only end the stream with an error event.
     },
   };
 }

@@ -106,7 +106,7 @@ async function streamAnswer(target: Target, translator: Translator, context: Tra
         upstreamEndpoint: translator.upstreamEndpoint,
         onEnd: (kind, usage, outputText) => report(kind, usage, 200, outputText),
       });
-      ctx.flushHeaders();
+      // The headers leave with the first translated event in one write (no separate flushHeaders()).
     },
   };
 }
