@@ -24,7 +24,9 @@ const NEVER_REFUSE = '{ rpm: 1000000000, tpm: 1000000000000, concurrency: 100000
 
 function configText(upstreamUrl: string, billed: boolean, storeUrl: string): string {
   const pricing = billed ? 'price: { input: 3, output: 15 }' : 'free: true';
-  const plugins = billed ? `plugins:\n  rate-limit: { per_key: ${NEVER_REFUSE}, per_account: ${NEVER_REFUSE} }\n` : '';
+  // BENCH_FLUSH_MS overrides how often charges are written to the ledger (plugins.billing.flush_interval_ms).
+  const flush = process.env.BENCH_FLUSH_MS ? `  billing: { flush_interval_ms: ${Number(process.env.BENCH_FLUSH_MS)} }\n` : '';
+  const plugins = billed ? `plugins:\n  rate-limit: { per_key: ${NEVER_REFUSE}, per_account: ${NEVER_REFUSE} }\n${flush}` : '';
   return `
 providers:
   bench-openai: { protocol: openai, base_url: "${upstreamUrl}/v1", api_key: bench-provider-key }
