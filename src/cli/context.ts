@@ -1,0 +1,77 @@
+/**
+ * What a `tollgate` command runs against: the process's streams, environment and working directory
+ * (`CliIo`), the exit codes, and the files, store and balance book a command opens from them.
+ */
+import path from 'node:path';
+import type { BalanceBook } from '../billing/book';
+import { loadConfigFile } from '../config/load';
+import type { GatewayConfig } from '../config/types';
+import { openStore } from '../store/open';
+import type { Store } from '../store/store';
+import { DEFAULT_PID_FILE } from './reload';
+
+/** Where the CLI reads its environment and writes its lines; tests pass their own. */
+export interface CliIo {
+  readonly out: (line: string) => void;
+  readonly err: (line: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd: string;
+}
+
+export const EXIT_OK = 0;
+export const EXIT_ERROR = 1;
+export const EXIT_USAGE = 2;
+
+/** The config file a command uses: the flag, else $TOLLGATE_CONFIG, else ./gateway.yaml. */
+export function resolveConfigFile(flag: string | undefined, io: CliIo): string {
+  const file = flag ?? (io.env.TOLLGATE_CONFIG || undefined) ?? 'gateway.yaml';
+  return path.resolve(io.cwd, file);
+}
+
+/** The pid file `serve` writes and `reload` reads: the flag, else $TOLLGATE_PID_FILE, else ./data/tollgate.pid. */
+export function resolvePidFile(flag: string | undefined, io: CliIo): string {
+  return path.resolve(io.cwd, flag ?? (io.env.TOLLGATE_PID_FILE || undefined) ?? DEFAULT_PID_FILE);
+}
+
+/** Loads the config, opens and migrates its store, runs `work`, and always closes the store. */
+export async function withStore<T>(
+  configFlag: string | undefined,
+  io: CliIo,
+  work: (store: Store, config: GatewayConfig) => Promise<T>,
+): Promise<T> {
+  const config = loadConfigFile(resolveConfigFile(configFlag, io), io.env);
+  // The working directory, not the config's folder: see "Store:" in the help text.
+  const store = openStore(config.store, io.cwd);
+  try {
+    await store.migrate();
+    return await work(store, config);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `withStore` plus the config's balance book, for commands that move or read live balances: with
+ * Redis configured, a credit written only to the store would not reach the balance requests see.
+ */
+export async function withBook<T>(
+  configFlag: string | undefined,
+  io: CliIo,
+  work: (store: Store, book: BalanceBook) => Promise<T>,
+): Promise<T> {
+  return withStore(configFlag, io, async (store, config) => {
+    // Loaded on demand so that commands without a book do not pull in the Redis client.
+    const { openBook } = await import('../billing/open-book.js');
+    const book = await openBook(config, store);
+    try {
+      return await work(store, book);
+    } finally {
+      await book.close();
+    }
+  });
+}
+
+/** Who a credit or code made here is recorded as: the operator's login when the shell says it. */
+export function cliActor(io: CliIo): string {
+  return io.env.USER ? `cli:${io.env.USER}` : 'cli';
+}

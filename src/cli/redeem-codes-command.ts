@@ -1,0 +1,47 @@
+/** `tollgate redeem-codes create|list`: argument handling; the work is in redeem-codes.ts. */
+import { parseArgs } from 'node:util';
+import { expectPositionals, parse, UsageError } from './args';
+import type { CliIo } from './context';
+import { cliActor, EXIT_OK, withStore } from './context';
+import { createRedemptionCodesCommand, listRedemptionCodesCommand } from './redeem-codes';
+
+export async function redeemCodesCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(() =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        amount: { type: 'string' },
+        count: { type: 'string' },
+        'expires-days': { type: 'string' },
+        limit: { type: 'string' },
+      },
+    }),
+  );
+  const [action, ...rest] = positionals;
+  switch (action) {
+    case 'create': {
+      const usage = 'redeem-codes create --amount A --count N [--expires-days D]';
+      expectPositionals(rest, 0, usage);
+      const { amount, count } = values;
+      if (amount === undefined || count === undefined) {
+        throw new UsageError(`--amount and --count are required; usage: tollgate ${usage}`);
+      }
+      const input = { amount, count, expiresDays: values['expires-days'], actor: cliActor(io) };
+      await withStore(values.config, io, (store) => createRedemptionCodesCommand(store, input, io.out));
+      return EXIT_OK;
+    }
+    case 'list': {
+      expectPositionals(rest, 0, 'redeem-codes list [--limit N]');
+      const limit = values.limit === undefined ? undefined : Number(values.limit);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100_000)) {
+        throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${values.limit}"`);
+      }
+      await withStore(values.config, io, (store) => listRedemptionCodesCommand(store, io.out, new Date(), limit));
+      return EXIT_OK;
+    }
+    default:
+      throw new UsageError('usage: tollgate redeem-codes create|list …; run "tollgate help"');
+  }
+}
