@@ -2,166 +2,48 @@
  * Writes Responses API replies (PROTOCOLS.md §2.2-2.3): the `response` object and its event stream.
  * Frames carry `event:` and a `sequence_number` from 0; no `[DONE]`: the stream ends with
  * `response.completed`, `response.incomplete` or `response.failed`, whose object is built as the
- * non-streamed one is.
+ * non-streamed one is. The object, its items and the request echo live in their own files and are
+ * re-exported here.
  */
-import { randomBytes } from 'node:crypto';
 import type { GatewayError } from '../../kernel/errors';
-import { errorBody, type OpenAIErrorBody } from '../errors';
 import { sseFrame } from '../sse';
 import type { Usage } from '../types';
-import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter } from '../turn';
+import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+import {
+  newResponsesId,
+  outputText,
+  REDACTED_THINKING_PREFIX,
+  reasoningItem,
+  reasoningItemFor,
+  type ResponseFunctionCallItem,
+  type ResponseMessageItem,
+  type ResponseOutputItem,
+  type ResponseReasoningItem,
+} from './items';
+import type { ResponsesRequestEcho } from './request-echo';
+import { finalStatus, nowSeconds, responseError, responseObject, type ResponseIdentity, type ResponseObject } from './response-object';
 
-/** The Responses `usage` object; `cached_tokens` and `cache_write_tokens` are subsets of `input_tokens`. */
-export interface ResponsesUsage {
-  input_tokens: number;
-  input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
-  output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
-  total_tokens: number;
-}
-
-/** Status of one output item, and of a response that did not fail. */
-export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete';
-
-/** Status of the `response` object itself: items never fail, a response can. */
-export type ResponseObjectStatus = ResponseStatus | 'failed';
-
-/** An `output_text` content part. */
-export type ResponseOutputText = { type: 'output_text'; text: string; annotations: []; logprobs: [] };
-
-/** An assistant message item of `output`. */
-export interface ResponseMessageItem {
-  type: 'message';
-  id: string;
-  status: ResponseStatus;
-  role: 'assistant';
-  content: ResponseOutputText[];
-}
-
-/** A function call item of `output`; `call_id` is what the client answers with. */
-export interface ResponseFunctionCallItem {
-  type: 'function_call';
-  id: string;
-  status: ResponseStatus;
-  call_id: string;
-  name: string;
-  arguments: string;
-}
-
-/** A `summary_text` part of a reasoning item. */
-export type ResponseSummaryText = { type: 'summary_text'; text: string };
-
-/**
- * A reasoning item of `output`. Anthropic's thinking text becomes the summary; its signature (or a
- * redacted block's data) rides in `encrypted_content`, which clients send back in their next `input`
- * so the translated request can return the block verbatim, as the Messages API demands (§3.2).
- */
-export interface ResponseReasoningItem {
-  type: 'reasoning';
-  id: string;
-  status: ResponseStatus;
-  summary: ResponseSummaryText[];
-  encrypted_content: string | null;
-}
-
-/** An item of `output`. */
-export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem | ResponseReasoningItem;
-
-/**
- * Marks the `encrypted_content` of a redacted thinking block, so a later request can tell it from a
- * signature and send it back as `redacted_thinking` rather than `thinking`.
- */
-export const REDACTED_THINKING_PREFIX = 'redacted:';
-
-/**
- * The `error.code` values the OpenAPI `ResponseErrorCode` enum allows; the rest of that enum is about
- * images and vector stores, which Tollgate never reports mid-stream.
- */
-export type ResponseErrorCode = 'server_error' | 'rate_limit_exceeded' | 'invalid_prompt';
-
-/** The `error` of a failed response. */
-export interface ResponseErrorObject {
-  code: ResponseErrorCode;
-  message: string;
-}
-
-/** Request fields the response object repeats back (its schema requires most of them). */
-export interface ResponsesRequestEcho {
-  readonly instructions?: string | null;
-  readonly tools?: readonly unknown[];
-  readonly tool_choice?: unknown;
-  readonly temperature?: number | null;
-  readonly top_p?: number | null;
-  readonly parallel_tool_calls?: boolean;
-  readonly max_output_tokens?: number | null;
-  readonly previous_response_id?: string | null;
-  readonly metadata?: Readonly<Record<string, string>>;
-  readonly store?: boolean;
-}
-
-/** The `response` object: its identity and outcome, and the request fields it repeats back. */
-export interface ResponseObject extends Required<ResponsesRequestEcho> {
-  id: string;
-  object: 'response';
-  created_at: number;
-  status: ResponseObjectStatus;
-  completed_at: number | null;
-  error: ResponseErrorObject | null;
-  incomplete_details: { reason: 'max_output_tokens' | 'content_filter' } | null;
-  model: string;
-  output: ResponseOutputItem[];
-  reasoning: null;
-  text: { format: { type: 'text' } };
-  truncation: 'disabled';
-  /** Absent until the end: the schema has no null usage, though OpenAI's examples show one. */
-  usage?: ResponsesUsage;
-}
-
-/** Neutral usage in Responses terms: input includes the cache reads and writes (§4.8). */
-export function toResponsesUsage(usage: Usage): ResponsesUsage {
-  const input = usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens;
-  return {
-    input_tokens: input,
-    input_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheWriteTokens },
-    output_tokens: usage.outputTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
-    total_tokens: input + usage.outputTokens,
-  };
-}
-
-/** The JSON kinds each echoed field may have; a field of another kind is left out. */
-const ECHO_FIELD_KINDS: Readonly<Record<keyof ResponsesRequestEcho, readonly string[]>> = {
-  instructions: ['string'],
-  tools: ['array'],
-  tool_choice: ['string', 'object'],
-  temperature: ['number'],
-  top_p: ['number'],
-  parallel_tool_calls: ['boolean'],
-  max_output_tokens: ['number'],
-  previous_response_id: ['string'],
-  metadata: ['object'],
-  store: ['boolean'],
-};
-
-function jsonKind(value: unknown): string {
-  return value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-}
-
-/** Picks the echoed fields out of a parsed Responses request. */
-export function responsesRequestEcho(body: Readonly<Record<string, unknown>>): ResponsesRequestEcho {
-  const echo: Record<string, unknown> = {};
-  for (const [key, kinds] of Object.entries(ECHO_FIELD_KINDS)) {
-    if (kinds.includes(jsonKind(body[key]))) echo[key] = body[key];
-  }
-  return echo as ResponsesRequestEcho;
-}
-
-/** A fresh id with an OpenAI prefix: `resp`, `msg`, `fc` or `rs` (reasoning). */
-export function newResponsesId(prefix: 'resp' | 'msg' | 'fc' | 'rs'): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
-}
-
-const nowSeconds = (): number => Math.floor(Date.now() / 1000);
+export {
+  newResponsesId,
+  REDACTED_THINKING_PREFIX,
+  type ResponseFunctionCallItem,
+  type ResponseMessageItem,
+  type ResponseOutputItem,
+  type ResponseOutputText,
+  type ResponseReasoningItem,
+  type ResponseStatus,
+  type ResponseSummaryText,
+} from './items';
+export { responsesRequestEcho, type ResponsesRequestEcho } from './request-echo';
+export {
+  responseError,
+  toResponsesUsage,
+  type ResponseErrorCode,
+  type ResponseErrorObject,
+  type ResponseObject,
+  type ResponseObjectStatus,
+  type ResponsesUsage,
+} from './response-object';
 
 /** Options of a Responses stream. */
 export interface ResponsesStreamOptions {
@@ -169,76 +51,6 @@ export interface ResponsesStreamOptions {
   readonly model: string;
   readonly createdAt?: number;
   readonly echo?: ResponsesRequestEcho;
-}
-
-type ResponseIdentity = Required<ResponsesStreamOptions>;
-
-/** The status a turn's stop gives the response: a cut-off answer is `incomplete` (§4.8). */
-function finalStatus(stop: TurnStop): 'completed' | 'incomplete' {
-  return stop === 'max_tokens' ? 'incomplete' : 'completed';
-}
-
-/**
- * The response `error` for a GatewayError. The schema allows a fixed list of codes, none of them
- * ours, so the status picks the nearest: 429 a rate limit, another 4xx a prompt the upstream
- * refused, anything else a server error. The message is the one every error envelope shows.
- */
-export function responseError(error: GatewayError): ResponseErrorObject {
-  const { message } = (errorBody(error, 'openai') as OpenAIErrorBody).error;
-  if (error.status === 429) return { code: 'rate_limit_exceeded', message };
-  if (error.status >= 400 && error.status < 500) return { code: 'invalid_prompt', message };
-  return { code: 'server_error', message };
-}
-
-function responseObject(
-  who: ResponseIdentity,
-  status: ResponseObjectStatus,
-  output: ResponseOutputItem[],
-  usage: Usage | null,
-  error: ResponseErrorObject | null = null,
-): ResponseObject {
-  const echo = who.echo;
-  const response: ResponseObject = {
-    id: who.id,
-    object: 'response',
-    created_at: who.createdAt,
-    status,
-    completed_at: status === 'completed' ? nowSeconds() : null,
-    error,
-    incomplete_details: status === 'incomplete' ? { reason: 'max_output_tokens' } : null,
-    instructions: echo.instructions ?? null,
-    max_output_tokens: echo.max_output_tokens ?? null,
-    model: who.model,
-    output,
-    parallel_tool_calls: echo.parallel_tool_calls ?? true,
-    previous_response_id: echo.previous_response_id ?? null,
-    reasoning: null,
-    store: echo.store ?? true,
-    temperature: echo.temperature ?? 1,
-    text: { format: { type: 'text' } },
-    tool_choice: echo.tool_choice ?? 'auto',
-    tools: echo.tools ?? [],
-    top_p: echo.top_p ?? 1,
-    truncation: 'disabled',
-    metadata: echo.metadata ?? {},
-  };
-  if (usage !== null) response.usage = toResponsesUsage(usage);
-  return response;
-}
-
-function outputText(text: string): ResponseOutputText {
-  return { type: 'output_text', text, annotations: [], logprobs: [] };
-}
-
-function reasoningItem(summary: ResponseSummaryText[], encryptedContent: string | null, status: ResponseStatus): ResponseReasoningItem {
-  return { type: 'reasoning', id: newResponsesId('rs'), status, summary, encrypted_content: encryptedContent };
-}
-
-/** The finished reasoning item for a thinking part; empty thinking text gives an empty summary. */
-function reasoningItemFor(part: ThinkingPart): ResponseReasoningItem {
-  if (part.type === 'redacted_thinking') return reasoningItem([], REDACTED_THINKING_PREFIX + part.data, 'completed');
-  const summary: ResponseSummaryText[] = part.text === '' ? [] : [{ type: 'summary_text', text: part.text }];
-  return reasoningItem(summary, part.signature === '' ? null : part.signature, 'completed');
 }
 
 /**

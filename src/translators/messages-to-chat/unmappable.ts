@@ -1,0 +1,20 @@
+/** Top-level Messages fields that have no Chat Completions counterpart and cannot be dropped. */
+import { invalid, isAbsent, type Json } from './fields';
+
+/**
+ * Top-level fields whose work Anthropic's API does itself, with nothing on the chat side to do it:
+ * dropping them would silently answer a different question.
+ */
+const UNMAPPABLE_FIELDS: Readonly<Record<string, string>> = {
+  container: 'code-execution containers exist only on Anthropic models',
+  mcp_servers: "remote MCP servers are called by Anthropic's API, which this model does not go through",
+};
+
+/** Refuses a request that sets any of those fields, with a 400 naming the first one. */
+export function refuseUnmappableFields(body: Json): void {
+  for (const [field, reason] of Object.entries(UNMAPPABLE_FIELDS)) {
+    const value = body[field];
+    if (isAbsent(value) || (Array.isArray(value) && value.length === 0)) continue;
+    throw invalid(field, `${reason}; remove ${field} or choose an Anthropic model.`);
+  }
+}
