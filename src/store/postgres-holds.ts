@@ -1,0 +1,58 @@
+/**
+ * Holds: funds set aside for a request in flight. A hold is one call to a SQL function; releasing a
+ * batch of them is one set-based statement, after the ledger's locks.
+ */
+import type { Pool } from 'pg';
+import type { Hold, HoldResult } from './store';
+import { lockRows, unique } from './postgres-locks';
+import { inTransaction, retried } from './postgres-tx';
+
+export async function holdFunds(pool: Pool, hold: Hold): Promise<HoldResult> {
+  // One statement is its own transaction: the function's steps all happen or none do.
+  const { rows } = await retried(() =>
+    pool.query<{ refused: 'balance' | 'key_spend_limit' | null; available: string | null }>({
+      name: 'tollgate_hold_funds',
+      text: 'SELECT refused, available FROM tollgate_hold_funds($1, $2, $3, $4::bigint, $5, $6)',
+      values: [hold.requestId, hold.accountId, hold.keyId, String(hold.amount), new Date(), hold.expiresAt],
+    }),
+  );
+  const { refused, available } = rows[0];
+  return refused === null ? { ok: true } : { ok: false, reason: refused, available: BigInt(available ?? '0') };
+}
+
+/** Deletes holds and un-holds their amounts, each account and key once; answers how many there were. */
+const RELEASE_HOLDS = `
+  WITH gone AS (DELETE FROM holds WHERE request_id = ANY($1::text[]) RETURNING account_id, key_id, amount),
+  accounts_unheld AS (
+    UPDATE accounts a SET held = a.held - g.amount
+      FROM (SELECT account_id, sum(amount)::bigint AS amount FROM gone GROUP BY account_id) g WHERE a.id = g.account_id
+  ), keys_unheld AS (
+    UPDATE api_keys k SET held = k.held - g.amount
+      FROM (SELECT key_id, sum(amount)::bigint AS amount FROM gone GROUP BY key_id) g WHERE k.id = g.key_id
+  )
+  SELECT count(*) AS released FROM gone`;
+
+export function releaseHolds(pool: Pool, requestIds: readonly string[]): Promise<number> {
+  const ids = unique(requestIds);
+  if (ids.length === 0) return Promise.resolve(0);
+  return inTransaction(pool, async (client) => {
+    await lockRows(client, [], [], ids);
+    const { rows } = await client.query<{ released: string }>({ name: 'tollgate_release_holds', text: RELEASE_HOLDS, values: [ids] });
+    return Number(rows[0].released);
+  });
+}
+
+export async function expiredHolds(pool: Pool, now: Date, limit: number): Promise<Hold[]> {
+  const { rows } = await pool.query<{ request_id: string; account_id: string; key_id: string; amount: string; expires_at: Date }>(
+    `SELECT request_id, account_id, key_id, amount, expires_at FROM holds
+        WHERE expires_at < $1 ORDER BY expires_at, request_id LIMIT $2`,
+    [now, limit],
+  );
+  return rows.map((row) => ({
+    requestId: row.request_id,
+    accountId: row.account_id,
+    keyId: row.key_id,
+    amount: BigInt(row.amount),
+    expiresAt: row.expires_at,
+  }));
+}

@@ -1,0 +1,47 @@
+/** Read-only views of the ledger: an account's balance, the charges, and the per-account totals. */
+import type { Pool } from 'pg';
+import type { AccountBalance, ChargeFilter, ChargeRecord, LedgerTotals } from './store';
+import { rowMappers, POSTGRES_CODEC, toLedgerTotals, type ChargeRow, type PostgresColumns, type TotalsRow } from './rows';
+
+const CHARGE_COLUMNS = `request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
+  cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at`;
+
+const { toCharge } = rowMappers(POSTGRES_CODEC);
+
+export async function balance(pool: Pool, accountId: string): Promise<AccountBalance> {
+  const { rows } = await pool.query<{ balance: string; held: string }>('SELECT balance, held FROM accounts WHERE id = $1', [accountId]);
+  if (rows.length === 0) throw new Error(`no account with id "${accountId}"`);
+  return { balance: BigInt(rows[0].balance), held: BigInt(rows[0].held) };
+}
+
+export async function listCharges(pool: Pool, filter: ChargeFilter): Promise<ChargeRecord[]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const add = (condition: string, value: unknown) => {
+    params.push(value);
+    where.push(condition.replace('?', `$${params.length}`));
+  };
+  if (filter.accountId !== undefined) add('account_id = ?', filter.accountId);
+  if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
+  if (filter.model !== undefined) add('model = ?', filter.model);
+  if (filter.since !== undefined) add('created_at >= ?', filter.since);
+  if (filter.until !== undefined) add('created_at < ?', filter.until);
+  params.push(filter.limit ?? 100);
+  const sql = `SELECT ${CHARGE_COLUMNS} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+                 ORDER BY created_at DESC, seq DESC LIMIT $${params.length}`;
+  const { rows } = await pool.query<ChargeRow<PostgresColumns>>(sql, params);
+  return rows.map(toCharge);
+}
+
+export async function ledgerTotals(pool: Pool): Promise<LedgerTotals[]> {
+  // One statement, so every sum comes from the same snapshot.
+  const { rows } = await pool.query<TotalsRow>(
+    `SELECT a.id AS account_id, a.name,
+              COALESCE((SELECT sum(amount) FROM credits c WHERE c.account_id = a.id), 0) AS credits,
+              COALESCE((SELECT sum(cost) FROM charges g WHERE g.account_id = a.id), 0) AS charges,
+              a.balance, a.held,
+              COALESCE((SELECT sum(amount) FROM holds h WHERE h.account_id = a.id), 0) AS holds
+         FROM accounts a ORDER BY a.created_at, a.seq`,
+  );
+  return rows.map(toLedgerTotals);
+}
