@@ -80,7 +80,7 @@ function translate(endpoint: keyof typeof ENDPOINTS, protocol: 'openai' | 'anthr
 
 function nativeTap(endpoint: 'messages' | 'chat', bytes: Buffer) {
   return () => {
-    const tap = usageTapFor(endpoint, true);
+    const tap = usageTapFor(endpoint);
     tap.observe(bytes);
     if (tap.result() === null) throw new Error('no usage');
   };

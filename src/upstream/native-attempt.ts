@@ -112,7 +112,7 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
   return {
     upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
-      const tap = usageTapFor(endpoint.id, true);
+      const tap = usageTapFor(endpoint.id);
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
       ctx.set('cache-control', 'no-cache');

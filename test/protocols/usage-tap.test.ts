@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import type { EndpointId, Usage } from '../../src/protocols/types';
+import { replyUsage } from '../../src/protocols/reply-usage';
 import { usageTapFor } from '../../src/protocols/usage-tap';
 
 /** Feeds `text` in chunks of `size` bytes, so events are split at awkward places. */
-function tapped(endpoint: EndpointId, stream: boolean, text: string, size = 7): Usage | null {
-  const tap = usageTapFor(endpoint, stream);
+function tapped(endpoint: EndpointId, text: string, size = 7): Usage | null {
+  const tap = usageTapFor(endpoint);
   const bytes = Buffer.from(text);
   for (let at = 0; at < bytes.length; at += size) tap.observe(bytes.subarray(at, at + size));
   return tap.result();
@@ -28,7 +29,7 @@ const MESSAGES_STREAM = [
 describe('usage taps', () => {
   for (const size of [1, 3, 7, 4096]) {
     it(`reads the chat usage chunk, cached tokens taken out of the input (chunks of ${size})`, () => {
-      expect(tapped('chat', true, CHAT_STREAM, size)).to.deep.equal({
+      expect(tapped('chat', CHAT_STREAM, size)).to.deep.equal({
         inputTokens: 20,
         cacheReadTokens: 100,
         cacheWriteTokens: 0,
@@ -38,7 +39,7 @@ describe('usage taps', () => {
     });
 
     it(`folds message_start and the cumulative message_delta of a Messages stream (chunks of ${size})`, () => {
-      expect(tapped('messages', true, MESSAGES_STREAM, size)).to.deep.equal({
+      expect(tapped('messages', MESSAGES_STREAM, size)).to.deep.equal({
         inputTokens: 10,
         cacheWriteTokens: 200,
         cacheReadTokens: 3000,
@@ -50,14 +51,14 @@ describe('usage taps', () => {
 
   it('reports no usage for a chat stream without a usage chunk', () => {
     const stream = 'data: {"choices":[{"delta":{"content":"x"}}]}\n\ndata: [DONE]\n\n';
-    expect(tapped('chat', true, stream)).to.equal(null);
+    expect(tapped('chat', stream)).to.equal(null);
   });
 
   it('reads usage from the terminal event of a Responses stream', () => {
     const stream =
       'event: response.created\ndata: {"type":"response.created","response":{"usage":null}}\n\n' +
       'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":50,"input_tokens_details":{"cached_tokens":20},"output_tokens":5}}}\n\n';
-    expect(tapped('responses', true, stream)).to.deep.equal({
+    expect(tapped('responses', stream)).to.deep.equal({
       inputTokens: 30,
       cacheReadTokens: 20,
       cacheWriteTokens: 0,
@@ -67,14 +68,15 @@ describe('usage taps', () => {
   });
 
   it('reads usage from plain bodies of each protocol', () => {
-    expect(tapped('chat', false, '{"usage":{"prompt_tokens":5,"completion_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
-    expect(tapped('messages', false, '{"usage":{"input_tokens":5,"output_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
-    expect(tapped('responses', false, '{"usage":{"input_tokens":5,"output_tokens":2}}')).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(replyUsage('chat', JSON.parse('{"usage":{"prompt_tokens":5,"completion_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(replyUsage('messages', JSON.parse('{"usage":{"input_tokens":5,"output_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(replyUsage('responses', JSON.parse('{"usage":{"input_tokens":5,"output_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
+    expect(replyUsage('chat', JSON.parse('{"id":"no usage"}'))).to.equal(null);
   });
 
   it('never lets a negative or absurd count through', () => {
     const body = '{"usage":{"prompt_tokens":-1000000,"completion_tokens":"7.5","prompt_tokens_details":{"cached_tokens":1e300}}}';
-    expect(tapped('chat', false, body)).to.deep.equal({
+    expect(replyUsage('chat', JSON.parse(body))).to.deep.equal({
       inputTokens: 0,
       cacheReadTokens: 0,
       cacheWriteTokens: 0,
@@ -84,6 +86,7 @@ describe('usage taps', () => {
   });
 
   it('never finds usage on count_tokens, which is not billed', () => {
-    expect(tapped('count_tokens', false, '{"input_tokens":12}')).to.equal(null);
+    expect(replyUsage('count_tokens', JSON.parse('{"input_tokens":12}'))).to.equal(null);
+    expect(tapped('count_tokens', 'data: {"input_tokens":12}\n\n')).to.equal(null);
   });
 });

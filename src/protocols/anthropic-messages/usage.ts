@@ -19,11 +19,6 @@ export function messagesUsage(usage: Record<string, unknown>, base?: Counts): Co
   };
 }
 
-/** The usage of a non-streamed Messages body, if it has one. */
-export function messagesUsageFromBody(text: string): Counts | null {
-  const usage = field(tryParse(text), 'usage');
-  return Object.keys(usage).length === 0 ? null : messagesUsage(usage);
-}
 
 /** Folds one stream event into the usage seen so far; events other than start and delta change nothing. */
 export function messagesUsageFromEvent(event: string | null, data: string, sofar: Counts | null): Counts | null {

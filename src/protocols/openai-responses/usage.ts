@@ -10,11 +10,6 @@ export function responsesUsage(usage: Record<string, unknown>): Omit<Usage, 'sou
   return splitCachedInput(usage.input_tokens, field(usage, 'input_tokens_details'), usage.output_tokens);
 }
 
-/** The usage of a non-streamed Responses body, if it has one. */
-export function responsesUsageFromBody(text: string): Omit<Usage, 'source'> | null {
-  const usage = field(tryParse(text), 'usage');
-  return Object.keys(usage).length === 0 ? null : responsesUsage(usage);
-}
 
 /** The usage of a stream event, read only from the terminal events. */
 export function responsesUsageFromEvent(event: string | null, data: string): Omit<Usage, 'source'> | null {
