@@ -5,6 +5,7 @@
  */
 import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
+import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
@@ -33,6 +34,12 @@ function presentedKey(ctx: GatewayContext): string | null {
   return value === '' ? null : parsePresentedKey(value);
 }
 
+function tooManyFailures(retryAfterSeconds: number): GatewayError {
+  return new GatewayError('TOLLGATE_ERR_AUTH_TOO_MANY_FAILURES', `Too many invalid API keys from this address; retry in ${retryAfterSeconds} s.`, {
+    headers: { 'retry-after': String(retryAfterSeconds) },
+  });
+}
+
 function usable({ key, account }: KeyIdentity, now: number): boolean {
   return keyStatus(key, now) === 'active' && !account.disabled;
 }
@@ -42,24 +49,36 @@ export const authPlugin: PluginDefinition<'auth'> = {
   priority: PRIORITY.auth,
   setup(config, { store }) {
     const cache = new KeyCache(config.cache_ttl_ms, config.cache_max_entries);
+    const failures = new AuthFailureLimiter(config.failures_per_minute);
 
     return {
       async handle(ctx: GatewayContext, next: Next) {
-        const key = presentedKey(ctx);
-        if (key === null) throw invalidKey();
-        const hash = hashApiKey(key);
         const now = Date.now();
-        const revision = store.keysRevision();
-        let identity = cache.get(hash, revision, now);
+        const wait = failures.retryAfter(ctx.ip, now);
+        if (wait > 0) throw tooManyFailures(wait);
+        const identity = await authenticate(ctx, now);
         if (identity === null) {
-          identity = await store.findKeyByHash(hash);
-          if (identity === null || !keysEqual(identity.hash, hash)) throw invalidKey();
-          cache.set(identity, revision, now);
+          failures.fail(ctx.ip, now);
+          throw invalidKey();
         }
-        if (!usable(identity, now)) throw invalidKey();
         ctx.state.auth = { account: identity.account, key: identity.key };
         await next();
       },
     };
+
+    /** The identity behind the presented key when it is valid and usable, else null. */
+    async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {
+      const key = presentedKey(ctx);
+      if (key === null) return null;
+      const hash = hashApiKey(key);
+      const revision = store.keysRevision();
+      let identity = cache.get(hash, revision, now);
+      if (identity === null) {
+        identity = await store.findKeyByHash(hash);
+        if (identity === null || !keysEqual(identity.hash, hash)) return null;
+        cache.set(identity, revision, now);
+      }
+      return usable(identity, now) ? identity : null;
+    }
   },
 };

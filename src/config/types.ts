@@ -102,6 +102,8 @@ export interface AuthPluginConfig {
   /** How long a validated key stays in the in-memory cache; revocations bypass it. */
   readonly cache_ttl_ms: number;
   readonly cache_max_entries: number;
+  /** Wrong keys allowed per client address per minute (0: no limit). */
+  readonly failures_per_minute: number;
 }
 
 /** An outcome of an attempt worth retrying: a transport failure or an upstream status. */

@@ -117,7 +117,8 @@ models:
       - provider: echo
     free: true
 plugins:
-  auth: {}
+  # Suites send many wrong keys on purpose; the per-address limit has its own suite (auth-failures).
+  auth: { failures_per_minute: 0 }
   # One attempt, so each scripted upstream answer is what the client gets; failover has its own suite.
   upstream: { failover: { max_attempts: 1 } }
 `;
