@@ -13,6 +13,7 @@ import type { Translator } from '../../src/translators/types';
 import { ProviderBreakers, type BreakerState } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
+import { RetryBudget } from '../../src/upstream/retry-budget';
 
 /** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
 export interface UpstreamInstance extends PluginInstance {
@@ -49,7 +50,8 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
       }
     }
     const breakers = new ProviderBreakers(config.breaker, kit.logger);
-    const deps = { clients, breakers, failover: config.failover, translatorFor: translatorOf };
+    const retryBudget = new RetryBudget(config.retry_budget.percent, config.retry_budget.min_retries);
+    const deps = { clients, breakers, retryBudget, failover: config.failover, translatorFor: translatorOf };
 
     return {
       handle: (ctx: GatewayContext) => dispatch(ctx, deps),

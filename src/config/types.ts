@@ -125,9 +125,15 @@ export interface BreakerConfig {
   readonly rolling_window_ms: number;
 }
 
+export interface RetryBudgetConfig {
+  readonly percent: number;
+  readonly min_retries: number;
+}
+
 export interface UpstreamPluginConfig {
   readonly enabled: boolean;
   readonly failover: FailoverPolicy;
+  readonly retry_budget: RetryBudgetConfig;
   readonly breaker: BreakerConfig;
 }
 

@@ -14,6 +14,7 @@ import { providerHasCredentials, speaksNatively, type Target } from '../routing/
 import type { Translator } from '../translators/types';
 import { AttemptFailure, type ReportEnd } from './attempt';
 import { BreakerOpenError, type ProviderBreakers } from './breakers';
+import type { RetryBudget } from './retry-budget';
 import { CLIENT_CLOSED_REQUEST, openExchange, type ExchangeRecorder } from './exchange';
 import { ABORTED_BY_CLIENT, ABORTED_BY_DEADLINE } from './failures';
 import { attemptNative } from './native-attempt';
@@ -23,6 +24,7 @@ import type { UpstreamClient } from './types';
 export interface DispatchDeps {
   readonly clients: ReadonlyMap<string, UpstreamClient>;
   readonly breakers: ProviderBreakers;
+  readonly retryBudget: RetryBudget;
   readonly failover: FailoverPolicy;
   /** The translator for a target of another protocol (throws a 400 when there is none). */
   readonly translatorFor: (ctx: GatewayContext, target: Target) => Translator;
@@ -57,7 +59,7 @@ export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise
   };
   ctx.res.once('close', onClose);
   try {
-    await attemptAll(ctx, deps, policy, order, recorder, clientGone.signal);
+    await deps.retryBudget.around(() => attemptAll(ctx, deps, policy, order, recorder, clientGone.signal));
   } finally {
     ctx.res.off('close', onClose);
   }
@@ -76,18 +78,26 @@ async function attemptAll(
   let lastTarget: Target | null = null;
   const openUntil: number[] = [];
   let attempts = 0;
+  /** Whether the attempt under way holds a retry from the budget. */
+  let retrying = false;
 
   // Each pass walks every route once; breakers that are open are skipped without using an attempt.
   for (let index = 0; attempts < policy.max_attempts && index < order.length * policy.max_attempts; index++) {
     const target = order[index % order.length];
     if (attempts > 0) {
+      // Out of budget: the failure so far is the answer, rather than more load on a struggling provider.
+      if (!deps.retryBudget.tryRetry()) break;
+      retrying = true;
       const sameRoute = lastTarget === target;
       await sleep(Math.min(backoffMs(attempts + 1, policy, last?.retryAfterMs ?? null, sameRoute), deadlineAt - Date.now()), clientGone);
     }
-    if (clientGone.aborted) return clientLeft(ctx, recorder);
-    if (Date.now() >= deadlineAt) break;
+    if (clientGone.aborted || Date.now() >= deadlineAt) {
+      if (retrying) deps.retryBudget.release();
+      retrying = false;
+      if (clientGone.aborted) return clientLeft(ctx, recorder);
+      break;
+    }
 
-    const translator = speaksNatively(target.provider, ctx.state.endpoint) ? null : deps.translatorFor(ctx, target);
     const client = deps.clients.get(target.provider.id)!;
     const attempt = new AbortController();
     const onClientGone = () => attempt.abort(ABORTED_BY_CLIENT);
@@ -97,6 +107,7 @@ async function attemptAll(
     const startedAt = performance.now();
     const log = (outcome: string) => recorder.logAttempt({ provider: target.provider.id, outcome, durationMs: performance.now() - startedAt });
     try {
+      const translator = speaksNatively(target.provider, ctx.state.endpoint) ? null : deps.translatorFor(ctx, target);
       const commit = await deps.breakers.run(target.provider.id, () => {
         recorder.attempt(target);
         return translator === null
@@ -127,6 +138,8 @@ async function attemptAll(
     } finally {
       clearTimeout(deadline);
       clientGone.removeEventListener('abort', onClientGone);
+      if (retrying) deps.retryBudget.release();
+      retrying = false;
     }
   }
   answerWithoutCommit(ctx, recorder, last, openUntil);

@@ -180,6 +180,30 @@ describe('e2e: failover and circuit breakers', () => {
     });
   });
 
+  describe('retry budget', () => {
+    it('caps retries across requests when a provider fails for everyone', async () => {
+      const a = await startFakeUpstream();
+      const b = await startFakeUpstream();
+      const budgetYaml = yaml(a.url, b.url, '{ enabled: false }').replace(
+        'failover: { max_attempts: 3, backoff_base_ms: 1, backoff_max_ms: 20, deadline_ms: 2000 }',
+        'failover: { max_attempts: 3, backoff_base_ms: 1, backoff_max_ms: 20, deadline_ms: 2000 }\n    retry_budget: { percent: 20, min_retries: 1 }',
+      );
+      const tg = await startTestGateway({ yaml: budgetYaml });
+      try {
+        // Every attempt is slow and fails, so the 20 requests overlap while they retry.
+        for (let i = 0; i < 60; i++) a.enqueue({ delayMs: 100, then: anthropicError(503, 'api_error', 'down') });
+        const statuses = await Promise.all(Array.from({ length: 20 }, () => ask(tg, { model: 'claude-a-only' }).then((res) => res.status)));
+        expect(statuses.every((status) => status === 503)).to.equal(true);
+        // Without a budget: 60 attempts. With 20% of 20 requests (4) retrying at most at once: far fewer.
+        expect(a.requests.length).to.be.within(20, 32);
+      } finally {
+        await a.close();
+        await b.close();
+        await tg.stop();
+      }
+    });
+  });
+
   describe('connection refused', () => {
     let s: Setup;
     before(async () => (s = await setup(undefined, 'http://127.0.0.1:1')));
