@@ -8,6 +8,7 @@ import { removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
 import { createLogger, startGateway } from './gateway';
 import { openStore } from './store/open';
+import { migrateWhenReachable } from './store-wait';
 
 export interface ServeOptions {
   readonly configFile: string;
@@ -38,7 +39,16 @@ export async function serve(options: ServeOptions): Promise<void> {
   process.once('exit', () => destination.flushSync());
   const logger = createLogger(destination);
   const store = openStore(config.store);
-  await store.migrate();
+  // A store that is not up yet is waited for, with /readyz saying so, rather than a crash loop.
+  const stopping = new AbortController();
+  const stopWaiting = () => stopping.abort();
+  process.once('SIGTERM', stopWaiting).once('SIGINT', stopWaiting);
+  const port = options.port ?? config.server.port;
+  if (!(await migrateWhenReachable(store, { host: config.server.host, port }, logger, stopping.signal))) {
+    await store.close();
+    process.exit(0);
+  }
+  process.off('SIGTERM', stopWaiting).off('SIGINT', stopWaiting);
   const firstAdmin = await ensureFirstAdmin(store);
 
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
