@@ -14,7 +14,6 @@ import { StoreBook } from './store-book';
 export async function openBook(config: GatewayConfig, store: Store, logger?: Logger): Promise<BalanceBook> {
   if (config.redis.url === '') return store.shared ? new StoreBook(store) : new LocalBook(store);
   // ioredis is loaded only when Redis is configured.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
   const { openRedisBook } = require('./redis-book') as typeof RedisBooks;
   return openRedisBook(config.redis, store, { onError: (error) => logger?.warn({ err: error }, 'billing: Redis book') });
 }

@@ -11,7 +11,6 @@ let counter: Counter | null = null;
 
 /** The encoder, loaded on first use: its rank table costs ~60 MiB, paid once and only when needed. */
 function o200k(): Counter {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
   counter ??= (require('gpt-tokenizer/cjs/encoding/o200k_base') as { countTokens: Counter }).countTokens;
   return counter;
 }

@@ -16,7 +16,6 @@ const RETRY_AFTER_FAILURE_MS = 1000;
 
 /** ioredis, loaded only by a gateway that configures Redis (it costs ~15 MiB of memory otherwise spent for nothing). */
 function redisClients(): typeof RedisClients {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
   return require('../shared-state/redis') as typeof RedisClients;
 }
 

@@ -28,7 +28,6 @@ export function openStore(config: Pick<StoreConfig, 'url'> & Partial<StoreConfig
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
   if (scheme === 'postgres' || scheme === 'postgresql') {
     // pg is loaded only for a PostgreSQL store.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports -- deferred on purpose
     const { PostgresStore } = require('./postgres') as typeof Postgres;
     return new PostgresStore({
       url,
