@@ -75,11 +75,26 @@ function attemptTime(log: readonly AttemptRecord[]): number {
   return total;
 }
 
+/** One summary per request: the metrics plugin and the log line read the same one. */
+const summaries = new WeakMap<object, Promise<RequestSummary>>();
+
 /**
- * Waits for the exchange to finish and the charge to settle, then sums the request up. `onEnded`
- * runs as soon as the answer is over, before the wait for the charge. Never rejects.
+ * Waits for the exchange to finish and the charge to settle, then sums the request up; computed once
+ * per request, whoever asks first (the first caller's `observed` stands). `onEnded` runs as soon as
+ * the answer is over, before the wait for the charge. Never rejects.
  */
-export async function summarize(state: Partial<GatewayState>, observed: Observed, onEnded?: () => void): Promise<RequestSummary> {
+export function summarize(state: Partial<GatewayState>, observed: Observed, onEnded?: () => void): Promise<RequestSummary> {
+  const known = summaries.get(state);
+  if (known !== undefined) {
+    if (onEnded !== undefined) void (state.exchange?.finished ?? Promise.resolve()).then(onEnded);
+    return known;
+  }
+  const summary = computeSummary(state, observed, onEnded);
+  summaries.set(state, summary);
+  return summary;
+}
+
+async function computeSummary(state: Partial<GatewayState>, observed: Observed, onEnded?: () => void): Promise<RequestSummary> {
   const outcome = state.exchange === undefined ? null : await state.exchange.finished;
   const endedAt = performance.now();
   onEnded?.();
