@@ -2,7 +2,7 @@
  * Issuing and judging keys against the store: the one place a new key is generated and saved (CLI,
  * first run, console later), and the one rule for whether a stored key still works.
  */
-import type { ApiKeyRecord, Store } from '../store/store';
+import type { ApiKeyRecord, KeyRateLimits, Store } from '../store/store';
 import { generateApiKey } from './keys';
 
 export interface IssuedKey {
@@ -20,6 +20,7 @@ export async function issueApiKey(
     expiresAt?: Date | null;
     spendLimit?: bigint | null;
     models?: readonly string[] | null;
+    rateLimits?: KeyRateLimits | null;
   },
 ): Promise<IssuedKey> {
   const generated = generateApiKey();
@@ -32,6 +33,7 @@ export async function issueApiKey(
     expiresAt: input.expiresAt ?? null,
     spendLimit: input.spendLimit ?? null,
     models: input.models ?? null,
+    rateLimits: input.rateLimits ?? null,
   });
   return { key: generated.key, record };
 }

@@ -7,6 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
+import * as consoleQueries from './postgres-console';
+import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLimitParam } from './postgres-console';
 import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
@@ -15,20 +17,27 @@ import {
   AccountExistsError,
   type Account,
   type AccountBalance,
+  type AccountLogin,
   type AccountRole,
+  type AccountSummary,
   type ApiKeyRecord,
   type ChargeFilter,
   type ChargeRecord,
   type CreditRecord,
+  type DailyUsage,
   type Hold,
   type HoldResult,
+  type KeyLimits,
   type KeySpend,
   type KeyIdentity,
   type LedgerTotals,
   type NewCredit,
   type NewKey,
+  type NewSession,
   type RedeemResult,
   type RedemptionCodeRecord,
+  type SessionKind,
+  type SessionRecord,
   type Store,
 } from './store';
 
@@ -52,9 +61,8 @@ export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
 
 const UNIQUE_VIOLATION = '23505';
 
-const ACCOUNT_COLUMNS = 'id, name, role, disabled, created_at';
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models`;
+  k.spend_limit, k.spent, k.models, k.rate_limits`;
 
 /** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
 function newId(prefix: 'acc_' | 'key_'): string {
@@ -127,14 +135,24 @@ export class PostgresStore implements Store {
     await this.listener.start();
   }
 
-  async createAccount(input: { name: string; role: AccountRole }): Promise<Account> {
-    const row: AccountRow<PostgresColumns> = { id: newId('acc_'), name: input.name, role: input.role, disabled: false, created_at: new Date() };
+  async createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account> {
+    const row: AccountRow<PostgresColumns> = {
+      id: newId('acc_'),
+      name: input.name,
+      email: normalizeEmail(input.email),
+      role: input.role,
+      disabled: false,
+      created_at: new Date(),
+    };
     try {
-      await this.pool.query('INSERT INTO accounts (id, name, role, disabled, created_at) VALUES ($1, $2, $3, $4, $5)', [
-        row.id, row.name, row.role, row.disabled, row.created_at,
+      await this.pool.query('INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+        row.id, row.name, row.email, row.role, row.disabled, row.created_at, input.passwordHash ?? null,
       ]);
     } catch (error) {
-      if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) throw new AccountExistsError(input.name);
+      const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+      if (code === UNIQUE_VIOLATION) {
+        throw constraint === 'accounts_email' ? new AccountExistsError(row.email ?? '', 'email') : new AccountExistsError(input.name);
+      }
       throw error;
     }
     this.listener.bump();
@@ -162,6 +180,25 @@ export class PostgresStore implements Store {
     return Number(rows[0].count);
   }
 
+  listAccounts(): Promise<AccountSummary[]> {
+    return consoleQueries.listAccounts(this.pool);
+  }
+
+  findLogin(login: string): Promise<AccountLogin | null> {
+    return consoleQueries.findLogin(this.pool, login);
+  }
+
+  /** Not a key-revision change: key authentication never reads the password. */
+  setPassword(accountId: string, passwordHash: string): Promise<boolean> {
+    return consoleQueries.setPassword(this.pool, accountId, passwordHash);
+  }
+
+  async setAccountDisabled(accountId: string, disabled: boolean): Promise<boolean> {
+    if (!(await consoleQueries.setAccountDisabled(this.pool, accountId, disabled))) return false;
+    this.listener.bump();
+    return true;
+  }
+
   async createKey(input: NewKey): Promise<ApiKeyRecord> {
     // Checked here for a clear message; the foreign key would reject it too, but only as a constraint name.
     if ((await this.findAccountById(input.accountId)) === null) {
@@ -176,14 +213,18 @@ export class PostgresStore implements Store {
       created_at: new Date(),
       revoked_at: null,
       expires_at: input.expiresAt ?? null,
-      spend_limit: input.spendLimit === undefined || input.spendLimit === null ? null : String(input.spendLimit),
+      spend_limit: spendLimitParam(input.spendLimit),
       spent: '0',
-      models: input.models === undefined || input.models === null ? null : [...input.models],
+      models: modelsParam(input.models),
+      rate_limits: rateLimitsParam(input.rateLimits),
     };
     await this.pool.query(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at, row.spend_limit, row.models],
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
+        row.spend_limit, row.models, row.rate_limits,
+      ],
     );
     this.listener.bump();
     return toKeyRecord(row);
@@ -210,7 +251,7 @@ export class PostgresStore implements Store {
   async findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
     const { rows } = await this.pool.query<KeyIdentityRow<PostgresColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
-              a.name AS account_name, a.role AS account_role,
+              a.name AS account_name, a.email AS account_email, a.role AS account_role,
               a.disabled AS account_disabled, a.created_at AS account_created_at
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = $1`,
@@ -225,15 +266,30 @@ export class PostgresStore implements Store {
     return this.listener.current();
   }
 
-  async setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean> {
-    const { rowCount } = await this.pool.query('UPDATE api_keys SET spend_limit = $1, models = $2 WHERE id = $3', [
-      limits.spendLimit === null ? null : String(limits.spendLimit),
-      limits.models === null ? null : [...limits.models],
-      id,
-    ]);
-    if (rowCount === 0) return false;
-    this.listener.bump();
-    return true;
+  async setKeyLimits(id: string, limits: KeyLimits): Promise<boolean> {
+    const result = await consoleQueries.setKeyLimits(this.pool, id, limits);
+    if (result === 'changed') this.listener.bump();
+    return result !== 'unknown';
+  }
+
+  createSession(input: NewSession): Promise<SessionRecord> {
+    return consoleQueries.createSession(this.pool, input);
+  }
+
+  findSession(hash: Buffer, now: Date): Promise<{ session: SessionRecord; account: Account } | null> {
+    return consoleQueries.findSession(this.pool, hash, now);
+  }
+
+  deleteSession(id: string, accountId: string): Promise<boolean> {
+    return consoleQueries.deleteSession(this.pool, id, accountId);
+  }
+
+  listSessions(accountId: string, kind: SessionKind): Promise<SessionRecord[]> {
+    return consoleQueries.listSessions(this.pool, accountId, kind);
+  }
+
+  deleteExpiredSessions(now: Date): Promise<number> {
+    return consoleQueries.deleteExpiredSessions(this.pool, now);
   }
 
   holdFunds(hold: Hold): Promise<HoldResult> {
@@ -262,6 +318,10 @@ export class PostgresStore implements Store {
 
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return this.ledger.listCharges(filter);
+  }
+
+  dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {
+    return consoleQueries.dailyUsage(this.pool, accountId, since);
   }
 
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {

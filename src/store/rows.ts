@@ -8,7 +8,20 @@
  * Money columns always arrive as strings (CAST(… AS TEXT) in SQLite, BIGINT in pg) and are turned
  * into bigints here, so no amount ever passes through a JS number.
  */
-import type { Account, AccountRole, ApiKeyRecord, ChargeRecord, CreditRecord, KeyIdentity, LedgerTotals, RedemptionCodeRecord } from './store';
+import type {
+  Account,
+  AccountRole,
+  AccountSummary,
+  ApiKeyRecord,
+  ChargeRecord,
+  CreditRecord,
+  KeyIdentity,
+  KeyRateLimits,
+  LedgerTotals,
+  RedemptionCodeRecord,
+  SessionKind,
+  SessionRecord,
+} from './store';
 
 /** The driver types of the columns whose representation differs between the backends. */
 export interface ColumnTypes {
@@ -40,6 +53,7 @@ export interface ColumnCodec<T extends ColumnTypes> {
 export interface AccountRow<T extends ColumnTypes> {
   id: string;
   name: string;
+  email: string | null;
   role: AccountRole;
   disabled: T['flag'];
   created_at: T['date'];
@@ -52,6 +66,8 @@ export interface KeyRow<T extends ColumnTypes> {
   spend_limit: string | null;
   spent: string;
   models: T['models'] | null;
+  /** JSON text of `KeyRateLimits` in both stores. */
+  rate_limits: string | null;
   prefix: string;
   last4: string;
   created_at: T['date'];
@@ -63,6 +79,7 @@ export interface KeyRow<T extends ColumnTypes> {
 export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T> {
   hash: Buffer;
   account_name: string;
+  account_email: string | null;
   account_role: AccountRole;
   account_disabled: T['flag'];
   account_created_at: T['date'];
@@ -100,6 +117,21 @@ export interface CreditRow<T extends ColumnTypes> {
   created_at: T['date'];
 }
 
+/** An account row with its stored balance, money read as text. */
+export interface AccountSummaryRow<T extends ColumnTypes> extends AccountRow<T> {
+  balance: string;
+  held: string;
+}
+
+export interface SessionRow<T extends ColumnTypes> {
+  id: string;
+  account_id: string;
+  kind: SessionKind;
+  name: string | null;
+  created_at: T['date'];
+  expires_at: T['date'] | null;
+}
+
 export interface CodeRow<T extends ColumnTypes> {
   id: string;
   amount: string;
@@ -127,7 +159,29 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
 
   const mappers = {
     toAccount(row: AccountRow<T>): Account {
-      return { id: row.id, name: row.name, role: row.role, disabled: codec.flag(row.disabled), createdAt: codec.date(row.created_at) };
+      return {
+        id: row.id,
+        name: row.name,
+        email: row.email,
+        role: row.role,
+        disabled: codec.flag(row.disabled),
+        createdAt: codec.date(row.created_at),
+      };
+    },
+
+    toAccountSummary(row: AccountSummaryRow<T>): AccountSummary {
+      return { ...mappers.toAccount(row), balance: BigInt(row.balance), held: BigInt(row.held) };
+    },
+
+    toSession(row: SessionRow<T>): SessionRecord {
+      return {
+        id: row.id,
+        accountId: row.account_id,
+        kind: row.kind,
+        name: row.name,
+        createdAt: codec.date(row.created_at),
+        expiresAt: optionalDate(row.expires_at),
+      };
     },
 
     toKeyRecord(row: KeyRow<T>): ApiKeyRecord {
@@ -143,6 +197,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit),
         spent: BigInt(row.spent),
         models: row.models === null ? null : codec.models(row.models),
+        rateLimits: row.rate_limits === null ? null : (JSON.parse(row.rate_limits) as KeyRateLimits),
       };
     },
 
@@ -150,6 +205,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
       const account = mappers.toAccount({
         id: row.account_id,
         name: row.account_name,
+        email: row.account_email,
         role: row.account_role,
         disabled: row.account_disabled,
         created_at: row.account_created_at,

@@ -13,6 +13,7 @@ import type {
   ChargeFilter,
   ChargeRecord,
   CreditRecord,
+  DailyUsage,
   Hold,
   HoldResult,
   LedgerTotals,
@@ -70,6 +71,11 @@ function prepare(db: Database.Database) {
     creditAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance + ? WHERE id = ?'),
     balance: db.prepare<[string], { balance: string; held: string }>(
       'SELECT CAST(balance AS TEXT) AS balance, CAST(held AS TEXT) AS held FROM accounts WHERE id = ?',
+    ),
+    dailyUsage: db.prepare<[{ account: string | null; since: number }], { day: string; requests: number; cost: string }>(
+      `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, count(*) AS requests, CAST(sum(cost) AS TEXT) AS cost
+         FROM charges WHERE (@account IS NULL OR account_id = @account) AND created_at >= @since
+        GROUP BY day ORDER BY day`,
     ),
     creditsOf: db.prepare<[string, number], CreditRow<SqliteColumns>>(`SELECT ${CREDIT_COLUMNS} FROM credits WHERE account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`),
     totals: db.prepare<[], TotalsRow>(
@@ -175,6 +181,10 @@ export class SqliteLedger {
     const sql = `SELECT ${CHARGE_COLUMNS} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
                  ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
     return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);
+  }
+
+  dailyUsage(accountId: string | null, since: Date): DailyUsage[] {
+    return this.sql.dailyUsage.all({ account: accountId, since: since.getTime() }).map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
   }
 
   listCredits(accountId: string, limit = 100): CreditRecord[] {

@@ -8,25 +8,33 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { ACCOUNT_COLUMNS, SqliteConsole } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
 import {
   AccountExistsError,
   type Account,
   type AccountBalance,
+  type AccountLogin,
   type AccountRole,
+  type AccountSummary,
   type ApiKeyRecord,
   type ChargeFilter,
   type ChargeRecord,
   type CreditRecord,
+  type DailyUsage,
   type Hold,
   type HoldResult,
+  type KeyLimits,
   type KeySpend,
   type KeyIdentity,
   type LedgerTotals,
   type NewCredit,
   type NewKey,
+  type NewSession,
   type RedeemResult,
   type RedemptionCodeRecord,
+  type SessionKind,
+  type SessionRecord,
   type Store,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
@@ -37,26 +45,30 @@ export const SQLITE_MEMORY = ':memory:';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models`;
+  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits`;
 
 /** Every statement the store runs, prepared once after the schema exists. */
 function prepareStatements(db: Database.Database) {
   return {
-    insertAccount: db.prepare<[AccountRow<SqliteColumns>]>(
-      'INSERT INTO accounts (id, name, role, disabled, created_at) VALUES (@id, @name, @role, @disabled, @created_at)',
+    insertAccount: db.prepare<[AccountRow<SqliteColumns> & { password_hash: string | null }]>(
+      `INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash)
+       VALUES (@id, @name, @email, @role, @disabled, @created_at, @password_hash)`,
     ),
-    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>('SELECT id, name, role, disabled, created_at FROM accounts WHERE name = ?'),
+    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
     accountById: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models)
-       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models)`,
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits)
+       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits)`,
     ),
     keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
       'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
     ),
-    accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>('SELECT id, name, role, disabled, created_at FROM accounts WHERE id = ?'),
-    setKeyLimits: db.prepare<[bigint | null, string | null, string]>('UPDATE api_keys SET spend_limit = ?, models = ? WHERE id = ?'),
+    accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
+    keyExists: db.prepare<[string], number>('SELECT 1 FROM api_keys WHERE id = ?').pluck(),
+    setKeySpendLimit: db.prepare<[bigint | null, string]>('UPDATE api_keys SET spend_limit = ? WHERE id = ?'),
+    setKeyModels: db.prepare<[string | null, string]>('UPDATE api_keys SET models = ? WHERE id = ?'),
+    setKeyRateLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET rate_limits = ? WHERE id = ?'),
     allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
     keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
@@ -65,7 +77,7 @@ function prepareStatements(db: Database.Database) {
     revokeKey: db.prepare<[number, string]>('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
     keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
-              a.name AS account_name, a.role AS account_role,
+              a.name AS account_name, a.email AS account_email, a.role AS account_role,
               a.disabled AS account_disabled, a.created_at AS account_created_at
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = ?`,
@@ -82,6 +94,10 @@ function newId(prefix: 'acc_' | 'key_'): string {
 
 const { toAccount, toKeyIdentity, toKeyRecord } = rowMappers(SQLITE_CODEC);
 
+function jsonOrNull(value: object | null): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
 function isConstraintError(error: unknown, code: string): boolean {
   return error instanceof Database.SqliteError && error.code === code;
 }
@@ -94,6 +110,7 @@ export class SqliteStore implements Store {
   private readonly selectOne: Database.Statement<[], number>;
   private statements: Statements | null = null;
   private ledgerPart: SqliteLedger | null = null;
+  private consolePart: SqliteConsole | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
 
@@ -125,6 +142,11 @@ export class SqliteStore implements Store {
     return this.ledgerPart;
   }
 
+  private get console(): SqliteConsole {
+    this.consolePart ??= new SqliteConsole(this.db);
+    return this.consolePart;
+  }
+
   async migrate(): Promise<void> {
     applySqliteMigrations(this.db);
   }
@@ -139,11 +161,60 @@ export class SqliteStore implements Store {
     return row === undefined ? null : { spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit), spent: BigInt(row.spent) };
   }
 
-  async setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean> {
-    const models = limits.models === null ? null : JSON.stringify(limits.models);
-    const { changes } = this.sql.setKeyLimits.run(limits.spendLimit, models, id);
-    if (changes > 0) this.localRevision += 1;
-    return changes > 0;
+  async setKeyLimits(id: string, limits: KeyLimits): Promise<boolean> {
+    const update = this.db.transaction(() => {
+      if (this.sql.keyExists.get(id) === undefined) return false;
+      if (limits.spendLimit !== undefined) this.sql.setKeySpendLimit.run(limits.spendLimit, id);
+      if (limits.models !== undefined) this.sql.setKeyModels.run(jsonOrNull(limits.models), id);
+      if (limits.rateLimits !== undefined) this.sql.setKeyRateLimits.run(jsonOrNull(limits.rateLimits), id);
+      return true;
+    });
+    const found = update.immediate();
+    if (found) this.localRevision += 1;
+    return found;
+  }
+
+  async listAccounts(): Promise<AccountSummary[]> {
+    return this.console.listAccounts();
+  }
+
+  async findLogin(login: string): Promise<AccountLogin | null> {
+    return this.console.findLogin(login);
+  }
+
+  async setPassword(accountId: string, passwordHash: string): Promise<boolean> {
+    return this.console.setPassword(accountId, passwordHash);
+  }
+
+  async setAccountDisabled(accountId: string, disabled: boolean): Promise<boolean> {
+    const changed = this.console.setAccountDisabled(accountId, disabled);
+    // Cached keys carry their account's flag: the auth cache must look again.
+    if (changed) this.localRevision += 1;
+    return changed;
+  }
+
+  async createSession(input: NewSession): Promise<SessionRecord> {
+    return this.console.createSession(input);
+  }
+
+  async findSession(hash: Buffer, now: Date): Promise<{ session: SessionRecord; account: Account } | null> {
+    return this.console.findSession(hash, now);
+  }
+
+  async deleteSession(id: string, accountId: string): Promise<boolean> {
+    return this.console.deleteSession(id, accountId);
+  }
+
+  async listSessions(accountId: string, kind: SessionKind): Promise<SessionRecord[]> {
+    return this.console.listSessions(accountId, kind);
+  }
+
+  async deleteExpiredSessions(now: Date): Promise<number> {
+    return this.console.deleteExpiredSessions(now);
+  }
+
+  async dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {
+    return this.ledger.dailyUsage(accountId, since);
   }
 
   async holdFunds(hold: Hold): Promise<HoldResult> {
@@ -194,12 +265,22 @@ export class SqliteStore implements Store {
     return this.ledger.listRedemptionCodes(limit);
   }
 
-  async createAccount(input: { name: string; role: AccountRole }): Promise<Account> {
-    const row: AccountRow<SqliteColumns> = { id: newId('acc_'), name: input.name, role: input.role, disabled: 0, created_at: Date.now() };
+  async createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account> {
+    const row: AccountRow<SqliteColumns> = {
+      id: newId('acc_'),
+      name: input.name,
+      email: input.email?.toLowerCase() ?? null,
+      role: input.role,
+      disabled: 0,
+      created_at: Date.now(),
+    };
     try {
-      this.sql.insertAccount.run(row);
+      this.sql.insertAccount.run({ ...row, password_hash: input.passwordHash ?? null });
     } catch (error) {
-      if (isConstraintError(error, 'SQLITE_CONSTRAINT_UNIQUE')) throw new AccountExistsError(input.name);
+      if (isConstraintError(error, 'SQLITE_CONSTRAINT_UNIQUE')) {
+        const onEmail = (error as Error).message.includes('accounts.email');
+        throw onEmail ? new AccountExistsError(row.email ?? '', 'email') : new AccountExistsError(input.name);
+      }
       throw error;
     }
     this.localRevision += 1;
@@ -231,7 +312,8 @@ export class SqliteStore implements Store {
       expires_at: input.expiresAt?.getTime() ?? null,
       spend_limit: input.spendLimit === undefined || input.spendLimit === null ? null : String(input.spendLimit),
       spent: '0',
-      models: input.models === undefined || input.models === null ? null : JSON.stringify(input.models),
+      models: jsonOrNull(input.models ?? null),
+      rate_limits: jsonOrNull(input.rateLimits ?? null),
     };
     this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null });
     this.localRevision += 1;

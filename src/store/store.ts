@@ -8,6 +8,8 @@ export type AccountRole = 'admin' | 'user';
 export interface Account {
   readonly id: string;
   readonly name: string;
+  /** Lower-cased; an account logs in to the console by name or by e-mail. */
+  readonly email: string | null;
   readonly role: AccountRole;
   readonly disabled: boolean;
   readonly createdAt: Date;
@@ -23,6 +25,8 @@ export interface ApiKeyRecord {
   readonly spent: bigint;
   /** Models the key may use; null for every model. */
   readonly models: readonly string[] | null;
+  /** Limits the key's owner set on it; each applies on top of the operator's (the lower wins). */
+  readonly rateLimits: KeyRateLimits | null;
   /** The first characters of the key (`sk-AbCd`), safe to show. */
   readonly prefix: string;
   /** The last four characters of the key, safe to show. */
@@ -30,6 +34,13 @@ export interface ApiKeyRecord {
   readonly createdAt: Date;
   readonly revokedAt: Date | null;
   readonly expiresAt: Date | null;
+}
+
+/** Per-key rate limits an account holder sets in the console; an absent field sets no limit. */
+export interface KeyRateLimits {
+  readonly rpm?: number;
+  readonly tpm?: number;
+  readonly concurrency?: number;
 }
 
 /** What authentication needs about a key, in one lookup. */
@@ -49,13 +60,70 @@ export interface NewKey {
   readonly expiresAt?: Date | null;
   readonly spendLimit?: bigint | null;
   readonly models?: readonly string[] | null;
+  readonly rateLimits?: KeyRateLimits | null;
+}
+
+/** What a key's owner may change after creating it; an absent field is left as it is, null clears it. */
+export interface KeyLimits {
+  readonly spendLimit?: bigint | null;
+  readonly models?: readonly string[] | null;
+  readonly rateLimits?: KeyRateLimits | null;
+}
+
+/** An account with its stored balance, for the operator's list. */
+export interface AccountSummary extends Account {
+  readonly balance: bigint;
+  readonly held: bigint;
+}
+
+/** An account as the console's login finds it: with its password hash (null: it cannot log in). */
+export interface AccountLogin {
+  readonly account: Account;
+  readonly passwordHash: string | null;
+}
+
+/**
+ * `session`: a console login, carried by an HttpOnly cookie. `token`: a management token for scripts
+ * (`Authorization: Bearer tgm_…`). Both reach only `/api`; neither is an API key.
+ */
+export type SessionKind = 'session' | 'token';
+
+export interface NewSession {
+  readonly accountId: string;
+  /** SHA-256 of the secret; the secret itself is never stored. */
+  readonly hash: Buffer;
+  readonly kind: SessionKind;
+  readonly name: string | null;
+  /** Null: never expires (management tokens). */
+  readonly expiresAt: Date | null;
+}
+
+export interface SessionRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly kind: SessionKind;
+  readonly name: string | null;
+  readonly createdAt: Date;
+  readonly expiresAt: Date | null;
+}
+
+/** One UTC day of an account's (or everyone's) charges. */
+export interface DailyUsage {
+  /** `YYYY-MM-DD`, UTC. */
+  readonly day: string;
+  readonly requests: number;
+  readonly cost: bigint;
 }
 
 /** Thrown by `createAccount` when the name is taken; every store implementation throws this one. */
 export class AccountExistsError extends Error {
   override readonly name = 'AccountExistsError';
-  constructor(readonly accountName: string) {
-    super(`an account named "${accountName}" already exists`);
+  constructor(
+    /** The name, or the e-mail when `field` is 'email'. */
+    readonly accountName: string,
+    readonly field: 'name' | 'email' = 'name',
+  ) {
+    super(field === 'name' ? `an account named "${accountName}" already exists` : `an account with the e-mail "${accountName}" already exists`);
   }
 }
 
@@ -179,9 +247,17 @@ export interface Store {
   /** Creates or upgrades the schema; safe to run at every start. */
   migrate(): Promise<void>;
 
-  createAccount(input: { name: string; role: AccountRole }): Promise<Account>;
+  /** Throws AccountExistsError when the name (or the e-mail) is taken. */
+  createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account>;
   findAccountByName(name: string): Promise<Account | null>;
   countAccounts(): Promise<number>;
+  /** Every account with its stored balance, oldest first. */
+  listAccounts(): Promise<AccountSummary[]>;
+  /** The account whose name, or e-mail (case-insensitive), is `login`, with its password hash. */
+  findLogin(login: string): Promise<AccountLogin | null>;
+  setPassword(accountId: string, passwordHash: string): Promise<boolean>;
+  /** Disables or re-enables an account: a disabled account's keys and sessions stop working. */
+  setAccountDisabled(accountId: string, disabled: boolean): Promise<boolean>;
 
   createKey(input: NewKey): Promise<ApiKeyRecord>;
   listKeys(filter?: { accountId?: string }): Promise<ApiKeyRecord[]>;
@@ -198,8 +274,19 @@ export interface Store {
   findAccountById(id: string): Promise<Account | null>;
   /** A key's spend limit and settled spend; null when no such key exists. */
   keySpend(keyId: string): Promise<KeySpend | null>;
-  /** Sets a key's spend limit and model allow-list (null clears each). */
-  setKeyLimits(id: string, limits: { spendLimit: bigint | null; models: readonly string[] | null }): Promise<boolean>;
+  /** Changes a key's limits: the fields given are set (null clears one), the others are kept. */
+  setKeyLimits(id: string, limits: KeyLimits): Promise<boolean>;
+
+  // Console sessions and management tokens, looked up by the SHA-256 of their secret.
+  createSession(input: NewSession): Promise<SessionRecord>;
+  /** The session and its account; null when unknown or expired at `now`. */
+  findSession(hash: Buffer, now: Date): Promise<{ session: SessionRecord; account: Account } | null>;
+  /** Ends one session or token of an account (logout, token revocation); false when not found. */
+  deleteSession(id: string, accountId: string): Promise<boolean>;
+  /** An account's sessions or tokens, newest first. */
+  listSessions(accountId: string, kind: SessionKind): Promise<SessionRecord[]>;
+  /** Removes sessions that expired before `now`; returns how many. */
+  deleteExpiredSessions(now: Date): Promise<number>;
 
   // The ledger. Balance = credits − charges, kept in the account row by the same transaction that
   // appends to the ledger, so it can be checked against the ledger at any time (`ledgerTotals`).
@@ -222,6 +309,8 @@ export interface Store {
   credit(input: NewCredit): Promise<CreditRecord>;
   balance(accountId: string): Promise<AccountBalance>;
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]>;
+  /** Requests and cost per UTC day from `since` on, of one account (or every account when null); days without charges are left out. */
+  dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]>;
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]>;
   ledgerTotals(): Promise<LedgerTotals[]>;
 

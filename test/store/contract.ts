@@ -571,6 +571,259 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
       });
     });
 
+    describe('console: accounts, logins, key limits, sessions and daily usage', () => {
+      const secretHash = () => generateApiKey().hash;
+
+      it('creates an account with a lower-cased e-mail and finds it again with it', async () => {
+        const carol = await store.createAccount({ name: 'carol', role: 'user', email: 'Carol@Example.COM', passwordHash: 'hash-1' });
+        expect(carol).to.include({ name: 'carol', email: 'carol@example.com', role: 'user', disabled: false });
+        expect(await store.findAccountByName('carol')).to.deep.equal(carol);
+        expect(await store.findAccountById(carol.id)).to.deep.equal(carol);
+        // Accounts without an e-mail do not collide with one another.
+        const dave = await store.createAccount({ name: 'dave', role: 'user' });
+        const erin = await store.createAccount({ name: 'erin', role: 'admin', email: null });
+        expect([dave.email, erin.email]).to.deep.equal([null, null]);
+        expect(await store.countAccounts()).to.equal(3);
+      });
+
+      it('rejects a taken name or a taken e-mail in another case with AccountExistsError', async () => {
+        await store.createAccount({ name: 'carol', role: 'user', email: 'carol@example.com' });
+        const sameName = await rejection(store.createAccount({ name: 'carol', role: 'user', email: 'other@example.com' }));
+        expect(sameName).to.be.instanceOf(AccountExistsError);
+        expect((sameName as AccountExistsError).accountName).to.equal('carol');
+        expect((sameName as AccountExistsError).field).to.equal('name');
+        const sameEmail = await rejection(store.createAccount({ name: 'caroline', role: 'user', email: 'CAROL@example.com' }));
+        expect(sameEmail).to.be.instanceOf(AccountExistsError);
+        expect((sameEmail as AccountExistsError).field).to.equal('email');
+        expect((sameEmail as AccountExistsError).accountName).to.equal('carol@example.com');
+        expect(await store.countAccounts()).to.equal(1);
+        expect(await store.findAccountByName('caroline')).to.equal(null);
+      });
+
+      it('finds a login by exact name or by e-mail in any case, with its password hash', async () => {
+        const carol = await store.createAccount({ name: 'carol', role: 'user', email: 'carol@example.com', passwordHash: 'hash-1' });
+        const dave = await store.createAccount({ name: 'dave', role: 'admin' });
+        expect(await store.findLogin('carol')).to.deep.equal({ account: carol, passwordHash: 'hash-1' });
+        expect(await store.findLogin('CaRoL@ExAmPlE.cOm')).to.deep.equal({ account: carol, passwordHash: 'hash-1' });
+        expect(await store.findLogin('dave')).to.deep.equal({ account: dave, passwordHash: null });
+        // The name must match exactly; only e-mails are compared case-insensitively.
+        expect(await store.findLogin('CAROL')).to.equal(null);
+        expect(await store.findLogin('nobody')).to.equal(null);
+        expect(await store.findLogin('nobody@example.com')).to.equal(null);
+      });
+
+      it('sets a password on one account only, and reports unknown accounts', async () => {
+        const carol = await store.createAccount({ name: 'carol', role: 'user', passwordHash: 'hash-1' });
+        const dave = await store.createAccount({ name: 'dave', role: 'user' });
+        expect(await store.setPassword(dave.id, 'hash-2')).to.equal(true);
+        expect((await store.findLogin('dave'))!.passwordHash).to.equal('hash-2');
+        expect((await store.findLogin('carol'))!.passwordHash).to.equal('hash-1');
+        expect(await store.setPassword(carol.id, 'hash-3')).to.equal(true);
+        expect((await store.findLogin('carol'))!.passwordHash).to.equal('hash-3');
+        expect(await store.setPassword('acc_0000000000000000', 'hash-4')).to.equal(false);
+      });
+
+      it('lists every account oldest first with its balance and held amount', async () => {
+        expect(await store.listAccounts()).to.deep.equal([]);
+        const alice = await store.createAccount({ name: 'alice', role: 'admin', email: 'alice@example.com', passwordHash: 'secret' });
+        const bob = await store.createAccount({ name: 'bob', role: 'user' });
+        await store.credit({ accountId: bob.id, amount: BEYOND_DOUBLE, kind: 'admin', actor: 'test', note: null });
+        const key = await store.createKey(newKey(bob));
+        expect(await store.holdFunds(holdOf(key, 7n))).to.deep.equal({ ok: true });
+        expect(await store.listAccounts()).to.deep.equal([
+          { ...alice, balance: 0n, held: 0n },
+          { ...bob, balance: BEYOND_DOUBLE, held: 7n },
+        ]);
+      });
+
+      it('disables and re-enables an account, seen through its keys and its login, and moves keysRevision', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const other = await store.createAccount({ name: 'other', role: 'user' });
+        const input = newKey(alice);
+        await store.createKey(input);
+        const before = store.keysRevision();
+        expect(await store.setAccountDisabled(alice.id, true)).to.equal(true);
+        expect(store.keysRevision()).not.to.equal(before);
+        expect((await store.findAccountById(alice.id))!.disabled).to.equal(true);
+        expect((await store.findKeyByHash(input.hash))!.account).to.deep.equal({ ...alice, disabled: true });
+        expect((await store.findLogin('alice'))!.account.disabled).to.equal(true);
+        expect((await store.findAccountById(other.id))!.disabled).to.equal(false);
+        expect(await store.setAccountDisabled(alice.id, false)).to.equal(true);
+        expect((await store.findKeyByHash(input.hash))!.account).to.deep.equal(alice);
+        expect(await store.setAccountDisabled('acc_0000000000000000', true)).to.equal(false);
+      });
+
+      it('keeps a key\'s rate limits, and null for a key without any', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user', email: 'alice@example.com' });
+        const input = newKey(alice, { rateLimits: { rpm: 60, tpm: 100_000, concurrency: 4 } });
+        const limited = await store.createKey(input);
+        const plain = await store.createKey(newKey(alice));
+        expect(limited.rateLimits).to.deep.equal({ rpm: 60, tpm: 100_000, concurrency: 4 });
+        expect(plain.rateLimits).to.equal(null);
+        expect(await store.listKeys({ accountId: alice.id })).to.deep.equal([limited, plain]);
+        const identity = await store.findKeyByHash(input.hash);
+        expect(identity!.key).to.deep.equal(limited);
+        expect(identity!.account).to.deep.equal(alice);
+      });
+
+      it('changes only the key limits given, clears one given as null, and reports unknown keys', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const input = newKey(alice, { spendLimit: 100n, models: ['a'], rateLimits: { rpm: 60 } });
+        const key = await store.createKey(input);
+        const limitsOf = async () => {
+          const found = (await store.findKeyByHash(input.hash))!.key;
+          return { spendLimit: found.spendLimit, models: found.models, rateLimits: found.rateLimits };
+        };
+
+        let revision = store.keysRevision();
+        expect(await store.setKeyLimits(key.id, { rateLimits: { concurrency: 2 } })).to.equal(true);
+        expect(store.keysRevision(), 'a rate-limit change moves keysRevision').not.to.equal(revision);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: 100n, models: ['a'], rateLimits: { concurrency: 2 } });
+
+        expect(await store.setKeyLimits(key.id, { spendLimit: BEYOND_DOUBLE })).to.equal(true);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: BEYOND_DOUBLE, models: ['a'], rateLimits: { concurrency: 2 } });
+
+        expect(await store.setKeyLimits(key.id, { models: null })).to.equal(true);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: BEYOND_DOUBLE, models: null, rateLimits: { concurrency: 2 } });
+
+        revision = store.keysRevision();
+        expect(await store.setKeyLimits(key.id, { rateLimits: null, models: ['b', 'c'] })).to.equal(true);
+        expect(store.keysRevision()).not.to.equal(revision);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: BEYOND_DOUBLE, models: ['b', 'c'], rateLimits: null });
+
+        expect(await store.setKeyLimits(key.id, {})).to.equal(true);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: BEYOND_DOUBLE, models: ['b', 'c'], rateLimits: null });
+        expect(await store.setKeyLimits(key.id, { spendLimit: null })).to.equal(true);
+        expect(await limitsOf()).to.deep.equal({ spendLimit: null, models: ['b', 'c'], rateLimits: null });
+
+        expect(await store.setKeyLimits('key_doesnotexist00', { rateLimits: { rpm: 1 } })).to.equal(false);
+        expect(await store.setKeyLimits('key_doesnotexist00', {})).to.equal(false);
+      });
+
+      it('creates a session and finds it with its account until it expires', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user', email: 'alice@example.com' });
+        const now = Date.now();
+        const hash = secretHash();
+        const expiresAt = new Date(now + HOUR_MS);
+        const session = await store.createSession({ accountId: alice.id, hash, kind: 'session', name: null, expiresAt });
+        expect(session.id).to.match(/^ses_[0-9a-f]{16}$/);
+        expect(session).to.include({ accountId: alice.id, kind: 'session', name: null });
+        expect(session.createdAt).to.be.instanceOf(Date);
+        expect(session.expiresAt!.getTime()).to.equal(expiresAt.getTime());
+
+        expect(await store.findSession(hash, new Date(now))).to.deep.equal({ session, account: alice });
+        expect(await store.findSession(hash, new Date(now + HOUR_MS - 1))).not.to.equal(null);
+        // Expired from its expiry time on.
+        expect(await store.findSession(hash, new Date(now + HOUR_MS))).to.equal(null);
+        expect(await store.findSession(hash, new Date(now + 2 * HOUR_MS))).to.equal(null);
+        expect(await store.findSession(secretHash(), new Date(now))).to.equal(null);
+
+        // A management token without an expiry never expires; the account comes with its current state.
+        const tokenHash = secretHash();
+        const token = await store.createSession({ accountId: alice.id, hash: tokenHash, kind: 'token', name: 'ci', expiresAt: null });
+        expect(token).to.include({ kind: 'token', name: 'ci', expiresAt: null });
+        await store.setAccountDisabled(alice.id, true);
+        expect(await store.findSession(tokenHash, new Date(now + 1_000 * 24 * HOUR_MS))).to.deep.equal({
+          session: token,
+          account: { ...alice, disabled: true },
+        });
+      });
+
+      it('rejects a session whose hash is not 32 bytes or is already used', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const hash = secretHash();
+        await rejection(store.createSession({ accountId: alice.id, hash: Buffer.alloc(16), kind: 'session', name: null, expiresAt: null }));
+        await store.createSession({ accountId: alice.id, hash, kind: 'session', name: null, expiresAt: null });
+        await rejection(store.createSession({ accountId: alice.id, hash, kind: 'token', name: null, expiresAt: null }));
+        expect(await store.listSessions(alice.id, 'session')).to.have.length(1);
+        expect(await store.listSessions(alice.id, 'token')).to.deep.equal([]);
+      });
+
+      it('lists an account\'s sessions or tokens newest first, and deletes one only for its own account', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const bob = await store.createAccount({ name: 'bob', role: 'user' });
+        const later = new Date(Date.now() + HOUR_MS);
+        const hashes = [secretHash(), secretHash(), secretHash(), secretHash()];
+        const first = await store.createSession({ accountId: alice.id, hash: hashes[0], kind: 'session', name: null, expiresAt: later });
+        await sleep(5);
+        const token = await store.createSession({ accountId: alice.id, hash: hashes[1], kind: 'token', name: 'deploy', expiresAt: null });
+        await sleep(5);
+        const second = await store.createSession({ accountId: alice.id, hash: hashes[2], kind: 'session', name: null, expiresAt: later });
+        const bobs = await store.createSession({ accountId: bob.id, hash: hashes[3], kind: 'session', name: null, expiresAt: later });
+
+        expect(await store.listSessions(alice.id, 'session')).to.deep.equal([second, first]);
+        expect(await store.listSessions(alice.id, 'token')).to.deep.equal([token]);
+        expect(await store.listSessions(bob.id, 'session')).to.deep.equal([bobs]);
+        expect(await store.listSessions(bob.id, 'token')).to.deep.equal([]);
+
+        expect(await store.deleteSession(first.id, bob.id), 'another account cannot end it').to.equal(false);
+        expect(await store.findSession(hashes[0], new Date())).not.to.equal(null);
+        expect(await store.deleteSession(first.id, alice.id)).to.equal(true);
+        expect(await store.deleteSession(first.id, alice.id)).to.equal(false);
+        expect(await store.findSession(hashes[0], new Date())).to.equal(null);
+        expect(await store.listSessions(alice.id, 'session')).to.deep.equal([second]);
+        expect(await store.deleteSession(token.id, alice.id)).to.equal(true);
+        expect(await store.listSessions(alice.id, 'token')).to.deep.equal([]);
+        expect(await store.listSessions(bob.id, 'session')).to.deep.equal([bobs]);
+      });
+
+      it('deletes the sessions expired at `now`, keeps live ones and those that never expire, and counts them', async () => {
+        const alice = await store.createAccount({ name: 'alice', role: 'user' });
+        const bob = await store.createAccount({ name: 'bob', role: 'user' });
+        const now = Date.now();
+        const make = (accountId: string, kind: 'session' | 'token', expiresAt: Date | null) =>
+          store.createSession({ accountId, hash: secretHash(), kind, name: null, expiresAt });
+        await make(alice.id, 'session', new Date(now - 2_000));
+        await make(bob.id, 'session', new Date(now - 1_000));
+        await make(bob.id, 'token', new Date(now - 1));
+        const live = await make(alice.id, 'session', new Date(now + HOUR_MS));
+        const forever = await make(bob.id, 'token', null);
+
+        expect(await store.deleteExpiredSessions(new Date(now))).to.equal(3);
+        expect(await store.deleteExpiredSessions(new Date(now))).to.equal(0);
+        expect(await store.listSessions(alice.id, 'session')).to.deep.equal([live]);
+        expect(await store.listSessions(bob.id, 'session')).to.deep.equal([]);
+        expect(await store.listSessions(bob.id, 'token')).to.deep.equal([forever]);
+      });
+
+      it('sums charges per UTC day from `since` on, oldest first, for one account or all, leaving out days without any', async () => {
+        const a = await funded(1_000_000n);
+        const b = await funded(BEYOND_DOUBLE + 1_000n);
+        const at = (day: number, hours: number, minutes = 0, seconds = 0) => new Date(Date.UTC(2030, 0, day, hours, minutes, seconds));
+        const charges = [
+          chargeOf(a.key, 'u0', 1n, { createdAt: at(1, 0, 0, -1) }), // 2029-12-31 23:59:59, before `since`
+          chargeOf(a.key, 'u1', 5n, { createdAt: at(1, 0) }), // exactly `since`: counted
+          chargeOf(a.key, 'u2', 10n, { createdAt: at(1, 23, 59, 59) }),
+          chargeOf(a.key, 'u3', 0n, { createdAt: at(2, 0), outcome: 'failed', status: 502, usageSource: 'none' }),
+          chargeOf(a.key, 'u4', 7n, { createdAt: at(2, 0, 0, 1) }),
+          chargeOf(b.key, 'u5', BEYOND_DOUBLE, { createdAt: at(2, 12) }),
+          chargeOf(a.key, 'u6', 3n, { createdAt: at(4, 9) }),
+        ];
+        expect(await store.recordCharges(charges)).to.equal(charges.length);
+        const since = at(1, 0);
+
+        expect(await store.dailyUsage(a.account.id, since)).to.deep.equal([
+          { day: '2030-01-01', requests: 2, cost: 15n },
+          { day: '2030-01-02', requests: 2, cost: 7n },
+          { day: '2030-01-04', requests: 1, cost: 3n },
+        ]);
+        expect(await store.dailyUsage(b.account.id, since)).to.deep.equal([{ day: '2030-01-02', requests: 1, cost: BEYOND_DOUBLE }]);
+        expect(await store.dailyUsage(null, since)).to.deep.equal([
+          { day: '2030-01-01', requests: 2, cost: 15n },
+          { day: '2030-01-02', requests: 3, cost: BEYOND_DOUBLE + 7n },
+          { day: '2030-01-04', requests: 1, cost: 3n },
+        ]);
+        expect(await store.dailyUsage(null, at(0, 0))).to.deep.equal([
+          { day: '2029-12-31', requests: 1, cost: 1n },
+          { day: '2030-01-01', requests: 2, cost: 15n },
+          { day: '2030-01-02', requests: 3, cost: BEYOND_DOUBLE + 7n },
+          { day: '2030-01-04', requests: 1, cost: 3n },
+        ]);
+        expect(await store.dailyUsage(a.account.id, at(5, 0))).to.deep.equal([]);
+        expect(await store.dailyUsage('acc_0000000000000000', since)).to.deep.equal([]);
+      });
+    });
+
     describe('ping and close', () => {
       it('answers ping until closed, and closing twice is fine', async () => {
         expect(await store.ping()).to.equal(true);

@@ -17,7 +17,7 @@ import { describeStoreContract } from './contract';
 const ADMIN_URL = process.env.TOLLGATE_TEST_PG_URL ?? `postgres://${encodeURIComponent(os.userInfo().username)}@127.0.0.1:5432/test`;
 const REACH_TIMEOUT_MS = 1_000;
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
-const TABLES = 'redemption_codes, credits, charges, holds, api_keys, accounts';
+const TABLES = 'sessions, redemption_codes, credits, charges, holds, api_keys, accounts';
 
 /** Where the admin URL points, without user or password. */
 function hostOf(url: string): string {
@@ -205,6 +205,33 @@ describe('store/postgres', function () {
       const before = a.keysRevision();
       await db!.query('UPDATE accounts SET disabled = true WHERE id = $1', [account.id]);
       expect(await eventually(() => a.keysRevision() !== before), 'after an UPDATE in psql').to.equal(true);
+    });
+
+    it('moves keysRevision when another instance disables an account or changes a key\'s rate limits, not for a password', async () => {
+      const account = await b.createAccount({ name: 'carol', role: 'user', email: 'carol@example.com' });
+      const key = await b.createKey({ accountId: account.id, name: null, ...generateApiKey() });
+      const settled = async () => {
+        await sleep(200);
+        return a.keysRevision();
+      };
+
+      let before = await settled();
+      await b.setAccountDisabled(account.id, true);
+      expect(await eventually(() => a.keysRevision() !== before), 'after disabling the account elsewhere').to.equal(true);
+
+      before = await settled();
+      await b.setKeyLimits(key.id, { rateLimits: { rpm: 5 } });
+      expect(await eventually(() => a.keysRevision() !== before), 'after a rate-limit change elsewhere').to.equal(true);
+
+      before = await settled();
+      await db!.query("UPDATE accounts SET email = 'carol@example.org' WHERE id = $1", [account.id]);
+      expect(await eventually(() => a.keysRevision() !== before), 'after an e-mail change in psql').to.equal(true);
+
+      before = await settled();
+      await b.setPassword(account.id, 'hash');
+      await b.createSession({ accountId: account.id, hash: generateApiKey().hash, kind: 'session', name: null, expiresAt: null });
+      await sleep(300);
+      expect(a.keysRevision(), 'a password or a session is not a key change').to.equal(before);
     });
 
     it('moves keysRevision when its listener connection drops, and listens again afterwards', async () => {

@@ -182,6 +182,46 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       END $$;
     `,
   },
+  {
+    version: 5,
+    description: 'console: account e-mails and passwords, per-key rate limits, sessions and management tokens',
+    // E-mails are stored lower-cased (the CHECK keeps hand-made SQL to that too), so the plain UNIQUE
+    // index makes them unique case-insensitively and a login looks them up with lower($1).
+    // The key-change triggers are re-created to cover the new columns authentication reads: the
+    // account's e-mail (part of the cached identity) and the key's rate limits. A password is not
+    // read by key authentication, so changing one does not flush every instance's auth cache.
+    sql: `
+      ALTER TABLE accounts ADD COLUMN email TEXT CHECK (email = lower(email));
+      ALTER TABLE accounts ADD COLUMN password_hash TEXT;
+      CREATE UNIQUE INDEX accounts_email ON accounts (email);
+
+      -- JSON text of the key's own rate limits ({"rpm":…,"tpm":…,"concurrency":…}), or NULL for none.
+      ALTER TABLE api_keys ADD COLUMN rate_limits TEXT;
+
+      -- Console logins (kind 'session') and management tokens (kind 'token'), by the SHA-256 of their secret.
+      CREATE TABLE sessions (
+        id         TEXT PRIMARY KEY,
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY,
+        hash       BYTEA NOT NULL UNIQUE CHECK (octet_length(hash) = 32),
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        kind       TEXT NOT NULL CHECK (kind IN ('session', 'token')),
+        name       TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ
+      );
+      CREATE INDEX sessions_account_kind ON sessions (account_id, kind);
+      CREATE INDEX sessions_expiry ON sessions (expires_at);
+
+      DROP TRIGGER accounts_changed ON accounts;
+      CREATE TRIGGER accounts_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, name, email, role, disabled ON accounts
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+    `,
+  },
 ];
 
 /**

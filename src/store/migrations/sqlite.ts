@@ -118,6 +118,33 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 3,
+    description: 'console: e-mail and password of accounts, per-key rate limits, sessions and management tokens',
+    sql: `
+      -- Stored lower-cased; an account logs in by name or e-mail.
+      ALTER TABLE accounts ADD COLUMN email TEXT;
+      CREATE UNIQUE INDEX accounts_email ON accounts (email);
+      -- scrypt, in the self-describing form written by src/admin/passwords.ts; NULL: no console login.
+      ALTER TABLE accounts ADD COLUMN password_hash TEXT;
+
+      -- JSON object {rpm?, tpm?, concurrency?} set by the key's owner, or NULL.
+      ALTER TABLE api_keys ADD COLUMN rate_limits TEXT;
+
+      -- Console sessions (cookie) and management tokens (bearer), by the SHA-256 of their secret.
+      CREATE TABLE sessions (
+        id         TEXT PRIMARY KEY,
+        hash       BLOB NOT NULL UNIQUE CHECK (length(hash) = 32),
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        kind       TEXT NOT NULL CHECK (kind IN ('session', 'token')),
+        name       TEXT,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER
+      ) STRICT;
+      CREATE INDEX sessions_account ON sessions (account_id, kind);
+      CREATE INDEX sessions_expiry ON sessions (expires_at);
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `

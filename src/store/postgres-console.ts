@@ -1,0 +1,161 @@
+/**
+ * What the web console needs from the PostgreSQL store: the operator's account list, logins and
+ * passwords, disabling accounts, a key's limits, console sessions and management tokens, and usage
+ * per UTC day. Each function is one statement; the store bumps the key revision after the writes that
+ * change what authentication reads (disabling an account, a key's limits), the trigger tells the
+ * other instances.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Pool } from 'pg';
+import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SessionKind, SessionRecord } from './store';
+import { rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionRow } from './rows';
+
+/** The columns of an `AccountRow`; never the password hash. */
+export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at';
+const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
+
+const { toAccount, toAccountSummary, toSession } = rowMappers(POSTGRES_CODEC);
+
+/** E-mails are stored and compared lower-cased, so they are unique whatever their case. */
+export function normalizeEmail(email: string | null | undefined): string | null {
+  return email === undefined || email === null ? null : email.toLowerCase();
+}
+
+/** How a key's limits are stored: money as text, models as TEXT[], rate limits as JSON text. */
+export const spendLimitParam = (value: bigint | null | undefined): string | null => (value === undefined || value === null ? null : String(value));
+export const modelsParam = (value: readonly string[] | null | undefined): string[] | null => (value === undefined || value === null ? null : [...value]);
+export const rateLimitsParam = (value: KeyRateLimits | null | undefined): string | null =>
+  value === undefined || value === null ? null : JSON.stringify(value);
+
+/**
+ * Sets only the limits given (an absent field keeps its value, null clears it). `unchanged`: the key
+ * exists but nothing was given, so there is no change to announce.
+ */
+export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): Promise<'changed' | 'unchanged' | 'unknown'> {
+  const params: unknown[] = [id];
+  const set: string[] = [];
+  const assign = (column: string, value: unknown) => {
+    params.push(value);
+    set.push(`${column} = $${params.length}`);
+  };
+  if (limits.spendLimit !== undefined) assign('spend_limit', spendLimitParam(limits.spendLimit));
+  if (limits.models !== undefined) assign('models', modelsParam(limits.models));
+  if (limits.rateLimits !== undefined) assign('rate_limits', rateLimitsParam(limits.rateLimits));
+  if (set.length === 0) {
+    const { rowCount } = await pool.query('SELECT 1 FROM api_keys WHERE id = $1', params);
+    return rowCount === 0 ? 'unknown' : 'unchanged';
+  }
+  const { rowCount } = await pool.query(`UPDATE api_keys SET ${set.join(', ')} WHERE id = $1`, params);
+  return rowCount === 0 ? 'unknown' : 'changed';
+}
+
+export async function listAccounts(pool: Pool): Promise<AccountSummary[]> {
+  const { rows } = await pool.query<AccountSummaryRow<PostgresColumns>>(
+    `SELECT ${ACCOUNT_COLUMNS}, balance::text AS balance, held::text AS held FROM accounts ORDER BY created_at, seq`,
+  );
+  return rows.map(toAccountSummary);
+}
+
+export async function findLogin(pool: Pool, login: string): Promise<AccountLogin | null> {
+  // One account's name may be another's e-mail; the exact name wins.
+  const { rows } = await pool.query<AccountRow<PostgresColumns> & { password_hash: string | null }>(
+    `SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts
+      WHERE name = $1 OR email = lower($1)
+      ORDER BY (name = $1) DESC LIMIT 1`,
+    [login],
+  );
+  const row = rows[0];
+  if (row === undefined) return null;
+  return { account: toAccount(row), passwordHash: row.password_hash };
+}
+
+export async function setPassword(pool: Pool, accountId: string, passwordHash: string): Promise<boolean> {
+  const { rowCount } = await pool.query('UPDATE accounts SET password_hash = $1 WHERE id = $2', [passwordHash, accountId]);
+  return rowCount !== 0;
+}
+
+export async function setAccountDisabled(pool: Pool, accountId: string, disabled: boolean): Promise<boolean> {
+  const { rowCount } = await pool.query('UPDATE accounts SET disabled = $1 WHERE id = $2', [disabled, accountId]);
+  return rowCount !== 0;
+}
+
+export async function createSession(pool: Pool, input: NewSession): Promise<SessionRecord> {
+  const row: SessionRow<PostgresColumns> = {
+    id: 'ses_' + randomBytes(8).toString('hex'),
+    account_id: input.accountId,
+    kind: input.kind,
+    name: input.name,
+    created_at: new Date(),
+    expires_at: input.expiresAt,
+  };
+  await pool.query('INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
+    row.id, input.hash, row.account_id, row.kind, row.name, row.created_at, row.expires_at,
+  ]);
+  return toSession(row);
+}
+
+/** A session row joined with its account, the account's columns prefixed as in the key identity join. */
+interface SessionAccountRow extends SessionRow<PostgresColumns> {
+  account_name: string;
+  account_email: string | null;
+  account_role: Account['role'];
+  account_disabled: boolean;
+  account_created_at: Date;
+}
+
+export async function findSession(pool: Pool, hash: Buffer, now: Date): Promise<{ session: SessionRecord; account: Account } | null> {
+  const { rows } = await pool.query<SessionAccountRow>(
+    `SELECT ${SESSION_COLUMNS},
+            a.name AS account_name, a.email AS account_email, a.role AS account_role,
+            a.disabled AS account_disabled, a.created_at AS account_created_at
+       FROM sessions s JOIN accounts a ON a.id = s.account_id
+      WHERE s.hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
+    [hash, now],
+  );
+  const row = rows[0];
+  if (row === undefined) return null;
+  const account = toAccount({
+    id: row.account_id,
+    name: row.account_name,
+    email: row.account_email,
+    role: row.account_role,
+    disabled: row.account_disabled,
+    created_at: row.account_created_at,
+  });
+  return { session: toSession(row), account };
+}
+
+export async function deleteSession(pool: Pool, id: string, accountId: string): Promise<boolean> {
+  const { rowCount } = await pool.query('DELETE FROM sessions WHERE id = $1 AND account_id = $2', [id, accountId]);
+  return rowCount !== 0;
+}
+
+export async function listSessions(pool: Pool, accountId: string, kind: SessionKind): Promise<SessionRecord[]> {
+  const { rows } = await pool.query<SessionRow<PostgresColumns>>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.account_id = $1 AND s.kind = $2 ORDER BY s.created_at DESC, s.seq DESC`,
+    [accountId, kind],
+  );
+  return rows.map(toSession);
+}
+
+/** Sessions expired at `now` (as `findSession` sees them); never those without an expiry. */
+export async function deleteExpiredSessions(pool: Pool, now: Date): Promise<number> {
+  const { rowCount } = await pool.query('DELETE FROM sessions WHERE expires_at <= $1', [now]);
+  return rowCount ?? 0;
+}
+
+export async function dailyUsage(pool: Pool, accountId: string | null, since: Date): Promise<DailyUsage[]> {
+  const params: unknown[] = [since];
+  let where = 'created_at >= $1';
+  if (accountId !== null) {
+    params.push(accountId);
+    where += ' AND account_id = $2';
+  }
+  const { rows } = await pool.query<{ day: string; requests: number; cost: string }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS requests, sum(cost)::text AS cost
+       FROM charges WHERE ${where}
+      GROUP BY 1 ORDER BY 1`,
+    params,
+  );
+  return rows.map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
+}
