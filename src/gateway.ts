@@ -8,11 +8,14 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
+import { liveFunds } from './admin/funds';
+import { LoginLimiter } from './admin/login-limiter';
 import { createApp } from './kernel/app';
 import { buildChain } from './kernel/chain';
 import { liveView } from './metrics/live';
 import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
+import { PACKAGE_VERSION } from './paths';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
 
@@ -107,10 +110,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.watch(liveView(() => reloader.runtime.current.chain));
   let stopping: Promise<void> | null = null;
   let draining = false;
-  const app = createApp(reloader.runtime, logger, {
-    metrics,
-    readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining },
-  });
+  const app = createApp(
+    reloader.runtime,
+    logger,
+    { metrics, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
+    {
+      store,
+      runtime: reloader.runtime,
+      logger,
+      funds: liveFunds(reloader.runtime, store),
+      loginLimiter: new LoginLimiter(config.console.login_failures_per_window),
+      version: PACKAGE_VERSION,
+    },
+  );
 
   const server = createServer(
     {
@@ -145,6 +157,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function reload(): Promise<ReloadResult> {
     const result = await reloader.reload();
     applyServerTimeouts(server, reloader.runtime.current.config.server);
+    app.proxy = reloader.runtime.current.config.server.trust_proxy;
     return result;
   }
 

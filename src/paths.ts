@@ -1,5 +1,5 @@
 /** Locations inside the installed package, valid from both `src/` (ts) and `dist/src/` (compiled). */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 
 function findPackageRoot(start: string): string {
@@ -15,3 +15,6 @@ function findPackageRoot(start: string): string {
 /** The folder holding package.json, schemas/ and the default gateway.yaml. */
 export const PACKAGE_ROOT = findPackageRoot(__dirname);
 export const SCHEMAS_DIR = path.join(PACKAGE_ROOT, 'schemas');
+
+/** The version in package.json, as `GET /api/meta` reports it. */
+export const PACKAGE_VERSION: string = (JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version;

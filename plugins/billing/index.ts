@@ -131,6 +131,8 @@ export const billingPlugin: PluginDefinition<'billing'> = {
     }
 
     return {
+      /** The console's balances and credits go through this same book (src/admin/funds.ts). */
+      book,
       async handle(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
         if (!endpoint.generates) return next();

@@ -27,6 +27,23 @@ function limits(base: RateLimits, overrides: Readonly<Record<string, Partial<Rat
   return Object.hasOwn(overrides, id) ? { ...base, ...overrides[id] } : base;
 }
 
+/** The lower of two limits, 0 meaning none. */
+function lower(operator: number, owner: number | undefined): number {
+  if (owner === undefined || owner <= 0) return operator;
+  return operator === 0 ? owner : Math.min(operator, owner);
+}
+
+/**
+ * A key's limits: the operator's (gateway.yaml), tightened by what the key's owner set in the console.
+ * An owner can only lower a limit, never lift the operator's.
+ */
+function keyLimits(config: RateLimitPluginConfig, key: AuthState['key']): RateLimits {
+  const operator = limits(config.per_key, config.keys, key.id);
+  const owner = key.rateLimits;
+  if (owner === null) return operator;
+  return { rpm: lower(operator.rpm, owner.rpm), tpm: lower(operator.tpm, owner.tpm), concurrency: lower(operator.concurrency, owner.concurrency) };
+}
+
 function limitsSomething({ rpm, tpm, concurrency }: RateLimits): boolean {
   return rpm > 0 || tpm > 0 || concurrency > 0;
 }
@@ -40,7 +57,7 @@ function limitsAnyone(config: RateLimitPluginConfig): boolean {
 /** The request's limited subjects, key first. */
 function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState): Subject[] {
   const subjects: Subject[] = [
-    { id: `key:${key.id}`, limits: limits(config.per_key, config.keys, key.id) },
+    { id: `key:${key.id}`, limits: keyLimits(config, key) },
     { id: `account:${account.id}`, limits: limits(config.per_account, config.accounts, account.id) },
   ];
   return subjects.filter((subject) => limitsSomething(subject.limits));
@@ -90,14 +107,18 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
   name: 'rate-limit',
   priority: PRIORITY['rate-limit'],
   async setup(config, kit): Promise<RateLimitInstance> {
-    if (!config.enabled || !limitsAnyone(config)) {
-      return { degraded: false, handle: (_ctx: GatewayContext, next: Next) => next() };
-    }
-    const limiter: Limiter = await openLimiter(
-      kit.config.redis,
-      { leaseMs: config.concurrency_lease_ms, fallbackInstances: config.fallback_instances },
-      kit.logger,
-    );
+    if (!config.enabled) return { degraded: false, handle: (_ctx: GatewayContext, next: Next) => next() };
+    // Opened at setup when gateway.yaml limits anyone; otherwise on the first request of a key whose
+    // owner set limits in the console, so a gateway that limits nobody never connects for it.
+    let limiter: Limiter | null = null;
+    let opening: Promise<Limiter> | null = null;
+    const openedLimiter = (): Promise<Limiter> =>
+      (opening ??= openLimiter(
+        kit.config.redis,
+        { leaseMs: config.concurrency_lease_ms, fallbackInstances: config.fallback_instances },
+        kit.logger,
+      ).then((opened) => (limiter = opened)));
+    if (limitsAnyone(config)) await openedLimiter();
     const releasing = new Set<Promise<void>>();
 
     function track(work: Promise<void>): void {
@@ -106,7 +127,7 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
     }
 
     /** Gives the slot back once the exchange has ended, however it ends, and corrects the tokens. */
-    function releaseAfter(ctx: GatewayContext, admission: Admission): void {
+    function releaseAfter(ctx: GatewayContext, limiter: Limiter, admission: Admission): void {
       const exchange = ctx.state.exchange;
       // Nothing was sent upstream (refused further in, e.g. 402): nothing was used.
       if (exchange === undefined) return track(limiter.release(admission, 0));
@@ -126,7 +147,8 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
         if (subjects.length === 0) return next();
 
         const tokens = reservation(ctx);
-        const decision = await limiter.acquire({ requestId: ctx.state.requestId, subjects, tokens });
+        const active = limiter ?? (await openedLimiter());
+        const decision = await active.acquire({ requestId: ctx.state.requestId, subjects, tokens });
         ctx.set(rateLimitHeaders(ctx.state.endpoint.family, { requests: viewOf(decision.usage, 'requests'), tokens: viewOf(decision.usage, 'tokens') }));
         if (!decision.ok) {
           ctx.state.rateLimit = { backend: decision.backend, refused: decision.refused, reservedTokens: 0 };
@@ -137,14 +159,14 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
         try {
           await next();
         } catch (error) {
-          releaseAfter(ctx, admission);
+          releaseAfter(ctx, active, admission);
           throw error;
         }
-        releaseAfter(ctx, admission);
+        releaseAfter(ctx, active, admission);
       },
       async close() {
         await Promise.all(releasing);
-        await limiter.close();
+        if (opening !== null) await (await opening).close();
       },
     };
   },

@@ -10,7 +10,7 @@ import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
 import type { Target } from '../../src/routing/resolve';
 import type { Translator } from '../../src/translators/types';
-import { ProviderBreakers, type BreakerState } from '../../src/upstream/breakers';
+import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
 import { RetryBudget } from '../../src/upstream/retry-budget';
@@ -19,6 +19,8 @@ import { RetryBudget } from '../../src/upstream/retry-budget';
 export interface UpstreamInstance extends PluginInstance {
   /** The breaker state of every configured provider (closed for one not yet called). */
   breakerStates(): ReadonlyMap<string, BreakerState>;
+  /** Breaker state and recent attempts of every configured provider, for the console. */
+  providerHealth(): ReadonlyMap<string, ProviderHealth>;
 }
 
 const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
@@ -56,6 +58,7 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
     return {
       handle: (ctx: GatewayContext) => dispatch(ctx, deps),
       breakerStates: () => new Map([...clients.keys()].map((provider) => [provider, breakers.state(provider)])),
+      providerHealth: () => new Map([...clients.keys()].map((provider) => [provider, breakers.health(provider)])),
       async close() {
         breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));

@@ -10,6 +10,7 @@ import type {
   ProviderProtocol,
   ProviderTimeouts,
   ServerConfig,
+  ConsoleConfig,
   RedisConfig,
   StoreConfig,
   ThinkingStyle,
@@ -48,6 +49,7 @@ interface ValidatedModel {
 export interface ValidatedGatewayData {
   readonly version: number;
   readonly server: ServerConfig;
+  readonly console: ConsoleConfig;
   readonly store: StoreConfig;
   readonly redis: RedisConfig;
   readonly providers: Record<string, ValidatedProvider>;
@@ -61,6 +63,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     source,
     version: data.version,
     server: data.server,
+    console: data.console,
     store: data.store,
     redis: data.redis,
     providers: mapValues(data.providers, deriveProvider),

@@ -77,6 +77,15 @@ export interface ServerConfig {
   readonly headers_timeout_ms: number;
   readonly request_timeout_ms: number;
   readonly keep_alive_timeout_ms: number;
+  /** Trust X-Forwarded-Proto/-For from the one proxy in front (Koa's `app.proxy`). */
+  readonly trust_proxy: boolean;
+}
+
+export interface ConsoleConfig {
+  readonly enabled: boolean;
+  readonly signup: boolean;
+  readonly session_ttl_hours: number;
+  readonly login_failures_per_window: number;
 }
 
 export interface StoreConfig {
@@ -201,6 +210,7 @@ export interface GatewayConfig {
   readonly source: string;
   readonly version: number;
   readonly server: ServerConfig;
+  readonly console: ConsoleConfig;
   readonly store: StoreConfig;
   readonly redis: RedisConfig;
   readonly providers: Readonly<Record<string, ProviderConfig>>;

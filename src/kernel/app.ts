@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
+import { consolePages } from '../admin/console-pages';
+import type { AdminDeps } from '../admin/context';
+import { managementApi } from '../admin/index';
 import type { GatewayConfig } from '../config/types';
 import { requestLogLine } from '../metrics/request-log';
 import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
@@ -71,10 +74,11 @@ function logRequest(ctx: BaseContext, logger: Logger, startedAt: number, error: 
   );
 }
 
-/** Builds the Koa app over a runtime reference. */
-export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps, 'runtime'>): Koa<BaseState> {
+/** Builds the Koa app over a runtime reference; `admin` adds the console and its API. */
+export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps, 'runtime'>, admin?: AdminDeps): Koa<BaseState> {
   const app = new Koa<BaseState>();
   app.silent = true;
+  app.proxy = runtime.current.config.server.trust_proxy;
 
   app.use(async function requestBoundary(ctx, next) {
     const startedAt = performance.now();
@@ -94,6 +98,10 @@ export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps
   });
 
   app.use(opsRouter<BaseState>({ ...ops, runtime }).routes());
+  if (admin !== undefined) {
+    app.use(managementApi(admin) as Koa.Middleware<BaseState>);
+    app.use(consolePages({ enabled: () => runtime.current.config.console.enabled }));
+  }
 
   const router = new Router<BaseState>();
   for (const endpoint of Object.values(ENDPOINTS)) {

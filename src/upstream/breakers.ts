@@ -23,6 +23,14 @@ export class BreakerOpenError extends Error {
 
 export type BreakerState = 'closed' | 'open' | 'half_open';
 
+export interface ProviderHealth {
+  readonly state: BreakerState;
+  /** The rolling window the counts cover. */
+  readonly windowMs: number;
+  readonly attempts: number;
+  readonly failures: number;
+}
+
 type Attempt = () => Promise<unknown>;
 
 interface Entry {
@@ -70,6 +78,18 @@ export class ProviderBreakers {
     const breaker = this.entries.get(provider)?.breaker;
     if (breaker === undefined || breaker.closed) return 'closed';
     return breaker.halfOpen ? 'half_open' : 'open';
+  }
+
+  /**
+   * What the breaker saw of `provider` over its rolling window: attempts judged (successes plus
+   * failures; client-caused errors count as successes) and failures, rejected calls not included.
+   */
+  health(provider: string): ProviderHealth {
+    const breaker = this.entries.get(provider)?.breaker;
+    const windowMs = this.config.rolling_window_ms;
+    if (breaker === undefined) return { state: 'closed', windowMs, attempts: 0, failures: 0 };
+    const { successes, failures } = breaker.stats;
+    return { state: this.state(provider), windowMs, attempts: successes + failures, failures };
   }
 
   /** Stops every breaker's timers. */

@@ -28,7 +28,9 @@ describe('the default gateway.yaml', () => {
       headers_timeout_ms: 10000,
       request_timeout_ms: 60000,
       keep_alive_timeout_ms: 65000,
+      trust_proxy: false,
     });
+    expect(config.console).to.deep.equal({ enabled: true, signup: false, session_ttl_hours: 168, login_failures_per_window: 10 });
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
     expect(config.plugins).to.deep.equal(DEFAULT_PLUGIN_CONFIG);
   });

@@ -11,7 +11,7 @@ import type { ExchangeOutcome, GatewayContext } from '../../../src/kernel/contex
 import { GatewayError } from '../../../src/kernel/errors';
 import { GatewayMetrics } from '../../../src/metrics/metrics';
 import { ENDPOINTS, type EndpointId, type Usage } from '../../../src/protocols/types';
-import type { Store } from '../../../src/store/store';
+import type { KeyRateLimits, Store } from '../../../src/store/store';
 
 function configWith(rateLimit: string): GatewayConfig {
   const yaml = `
@@ -33,7 +33,10 @@ interface FakeContext {
 }
 
 let counter = 0;
-function fakeContext(config: GatewayConfig, options: { keyId?: string; endpoint?: EndpointId; maxTokens?: number } = {}): FakeContext {
+function fakeContext(
+  config: GatewayConfig,
+  options: { keyId?: string; keyRateLimits?: KeyRateLimits; endpoint?: EndpointId; maxTokens?: number } = {},
+): FakeContext {
   counter += 1;
   const endpoint = ENDPOINTS[options.endpoint ?? 'chat'];
   const body = { model: 'gpt-test', max_tokens: options.maxTokens ?? 100, messages: [{ role: 'user', content: 'hi' }] };
@@ -45,7 +48,7 @@ function fakeContext(config: GatewayConfig, options: { keyId?: string; endpoint?
       config,
       endpoint,
       request: { raw, body, model: config.models['gpt-test'], stream: false, modelSpan: [0, 0] },
-      auth: { key: { id: options.keyId ?? 'key_a' }, account: { id: 'acc_1' } },
+      auth: { key: { id: options.keyId ?? 'key_a', rateLimits: options.keyRateLimits ?? null }, account: { id: 'acc_1' } },
     },
     status: 200,
     set(field: string | Record<string, string>, value?: string) {

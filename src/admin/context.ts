@@ -1,0 +1,40 @@
+/** What every management route is handed: the services it works with and who is calling. */
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import type { RuntimeRef } from '../kernel/app';
+import type { Account, SessionRecord, Store } from '../store/store';
+import type { Funds } from './funds';
+import type { LoginLimiter } from './login-limiter';
+
+export interface Caller {
+  readonly account: Account;
+  readonly session: SessionRecord;
+  /** `cookie`: a console login (state changes need the CSRF token); `token`: a management token. */
+  readonly via: 'cookie' | 'token';
+  /** The session's secret, from which its CSRF token is derived. */
+  readonly secret: string;
+}
+
+export interface ApiState {
+  requestId: string;
+  caller?: Caller;
+}
+
+export type ApiContext = Koa.ParameterizedContext<ApiState>;
+
+export interface AdminDeps {
+  readonly store: Store;
+  readonly runtime: RuntimeRef;
+  readonly logger: Logger;
+  readonly funds: Funds;
+  readonly loginLimiter: LoginLimiter;
+  /** `GET /api/meta`'s version. */
+  readonly version: string;
+}
+
+/** The caller of a route behind `signedIn`; a programming error if the route forgot it. */
+export function callerOf(ctx: ApiContext): Caller {
+  const caller = ctx.state.caller;
+  if (caller === undefined) throw new Error(`route ${ctx.path} reads the caller without requiring a sign-in`);
+  return caller;
+}

@@ -1,0 +1,39 @@
+/**
+ * Balances, credits and redemptions as the console sees them. They must go through the billing
+ * plugin's balance book, not the store alone: the book is what holds funds for requests (in process,
+ * or in Redis across instances), so a credit the console makes must reach it, and the balance the
+ * console shows must be the one requests are admitted against. With billing off there is no book and
+ * the store's own numbers are the truth.
+ */
+import type { BalanceBook } from '../billing/book';
+import { hashRedemptionCode } from '../billing/redemption';
+import type { RuntimeRef } from '../kernel/app';
+import type { AccountBalance, CreditRecord, NewCredit, RedeemResult, Store } from '../store/store';
+
+export interface Funds {
+  balance(accountId: string): Promise<AccountBalance>;
+  credit(input: NewCredit): Promise<CreditRecord>;
+  redeem(code: string, accountId: string, actor: string | null): Promise<RedeemResult>;
+}
+
+interface BookSource {
+  readonly book: BalanceBook;
+}
+
+function bookOf(runtime: RuntimeRef): BalanceBook | null {
+  const instance = runtime.current.chain.instance('billing') as Partial<BookSource> | undefined;
+  return instance?.book ?? null;
+}
+
+/** Funds through whichever book serves requests at the moment of each call (a reload may swap it). */
+export function liveFunds(runtime: RuntimeRef, store: Store): Funds {
+  return {
+    balance: (accountId) => (bookOf(runtime) ?? store).balance(accountId),
+    credit: (input) => (bookOf(runtime) ?? store).credit(input),
+    redeem(code, accountId, actor) {
+      const hash = hashRedemptionCode(code);
+      const book = bookOf(runtime);
+      return book === null ? store.redeemCode(hash, accountId, actor) : book.redeem(hash, accountId, actor);
+    },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The management API under `/api`: the console's only way in, and what an operator scripts with a
+ * management token. JSON in, JSON out, one error shape (api-error.ts), no caching, no framing.
+ */
+import Router from '@koa/router';
+import type { Middleware, Next } from 'koa';
+import { ApiError } from './api-error';
+import type { AdminDeps, ApiContext, ApiState } from './context';
+import { accountRoutes } from './routes/account';
+import { adminAccountRoutes } from './routes/admin-accounts';
+import { adminCodeRoutes } from './routes/admin-codes';
+import { adminProviderRoutes } from './routes/admin-providers';
+import { keyRoutes } from './routes/keys';
+import { publicRoutes } from './routes/public';
+import { sessionRoutes } from './routes/session';
+import { tokenRoutes } from './routes/tokens';
+import { topupRoutes } from './routes/topup';
+import { usageRoutes } from './routes/usage';
+
+export const API_PREFIX = '/api';
+
+/** Headers of every `/api` answer: nothing cached, nothing sniffed, nothing framed or run. */
+export function setApiSecurityHeaders(ctx: ApiContext): void {
+  ctx.set({
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+  });
+  if (ctx.secure) ctx.set('strict-transport-security', 'max-age=31536000; includeSubDomains');
+}
+
+function renderErrors(deps: AdminDeps) {
+  return async function apiErrors(ctx: ApiContext, next: Next): Promise<void> {
+    try {
+      await next();
+    } catch (thrown) {
+      const error =
+        thrown instanceof ApiError
+          ? thrown
+          : new ApiError('unavailable', `The request failed inside the gateway; its log has the details under request id ${ctx.state.requestId}.`);
+      if (!(thrown instanceof ApiError)) deps.logger.error({ err: thrown, requestId: ctx.state.requestId }, `management API: ${ctx.method} ${ctx.path} failed`);
+      ctx.status = error.status;
+      ctx.set(error.headers);
+      ctx.body = error.toJSON();
+    }
+  };
+}
+
+export function managementApi(deps: AdminDeps): Middleware<ApiState> {
+  const router = new Router<ApiState>({ prefix: API_PREFIX });
+  publicRoutes(router, deps);
+  sessionRoutes(router, deps);
+  accountRoutes(router, deps);
+  keyRoutes(router, deps);
+  topupRoutes(router, deps);
+  usageRoutes(router, deps);
+  tokenRoutes(router, deps);
+  adminAccountRoutes(router, deps);
+  adminCodeRoutes(router, deps);
+  adminProviderRoutes(router, deps);
+  const routes = router.routes();
+  const methods = router.allowedMethods({
+    throw: true,
+    methodNotAllowed: () => new ApiError('method_not_allowed', 'This method is not supported on this path.'),
+    notImplemented: () => new ApiError('method_not_allowed', 'This method is not supported.'),
+  });
+  const errors = renderErrors(deps);
+
+  return async function handleApi(ctx, next) {
+    if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) return next();
+    setApiSecurityHeaders(ctx);
+    await errors(ctx, async () => {
+      if (!deps.runtime.current.config.console.enabled) throw new ApiError('not_found', 'The management API is turned off (console.enabled: false).');
+      // The router's context type adds its own fields (params, router) to ours; it is the same object.
+      const routed = ctx as Parameters<typeof routes>[0];
+      await routes(routed, async () => {
+        await methods(routed as Parameters<typeof methods>[0], async () => undefined);
+        if (ctx.body === undefined && ctx.status === 404) throw new ApiError('not_found', `No management route ${ctx.method} ${ctx.path}.`);
+      });
+    });
+  };
+}

@@ -1,0 +1,67 @@
+/** Administrators: every account, creating and disabling accounts, crediting them with a note. */
+import type Router from '@koa/router';
+import { formatUnits } from '../../billing/money';
+import { AccountExistsError, type Account } from '../../store/store';
+import { ApiError, invalid, notFound } from '../api-error';
+import { adminOnly, signedIn } from '../authenticate';
+import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
+import { accountName, amount, boolean, newPassword, optionalEmail, requiredString } from '../fields';
+import { readJsonObject } from '../json-body';
+import { hashPassword } from '../passwords';
+import { accountSummaryView, accountView, creditView } from '../views';
+
+export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
+  const admin = [signedIn(deps), adminOnly] as const;
+
+  async function accountParam(ctx: ApiContext): Promise<Account> {
+    const account = await deps.store.findAccountById(ctx.params.id);
+    if (account === null) throw notFound('This account');
+    return account;
+  }
+
+  router.get('/admin/accounts', ...admin, async (ctx) => {
+    ctx.body = { accounts: (await deps.store.listAccounts()).map(accountSummaryView) };
+  });
+
+  router.post('/admin/accounts', ...admin, async (ctx) => {
+    const body = await readJsonObject(ctx);
+    const name = accountName(body);
+    const email = optionalEmail(body);
+    const password = newPassword(body);
+    const role = body.role ?? 'user';
+    if (role !== 'user' && role !== 'admin') throw invalid('role', 'The role is "user" or "admin".');
+    try {
+      const account = await deps.store.createAccount({ name, email, role, passwordHash: await hashPassword(password) });
+      deps.logger.info({ account: name, role, by: callerOf(ctx).account.name }, 'console: account created');
+      ctx.status = 201;
+      ctx.body = { account: accountView(account) };
+    } catch (error) {
+      if (error instanceof AccountExistsError) {
+        throw new ApiError('conflict', error.field === 'email' ? 'This e-mail address is already in use.' : 'This name is taken.', error.field);
+      }
+      throw error;
+    }
+  });
+
+  router.patch('/admin/accounts/:id', ...admin, async (ctx) => {
+    const account = await accountParam(ctx);
+    const body = await readJsonObject(ctx);
+    const disabled = boolean(body, 'disabled', 'disabled');
+    if (disabled && account.id === callerOf(ctx).account.id) throw invalid('disabled', 'You cannot disable your own account.');
+    await deps.store.setAccountDisabled(account.id, disabled);
+    deps.logger.info({ account: account.name, disabled, by: callerOf(ctx).account.name }, 'console: account updated');
+    ctx.body = { account: accountView((await deps.store.findAccountById(account.id)) ?? account) };
+  });
+
+  router.post('/admin/accounts/:id/credits', ...admin, async (ctx) => {
+    const account = await accountParam(ctx);
+    const body = await readJsonObject(ctx);
+    const credited = amount(body, 'amount');
+    const note = requiredString(body, 'note', 'A note (why this credit)', 500);
+    const credit = await deps.funds.credit({ accountId: account.id, amount: credited, kind: 'admin', actor: callerOf(ctx).account.name, note });
+    deps.logger.info({ account: account.name, credit: credit.id, by: callerOf(ctx).account.name }, 'console: account credited');
+    const balance = await deps.funds.balance(account.id);
+    ctx.status = 201;
+    ctx.body = { credit: creditView(credit), balance: formatUnits(balance.balance) };
+  });
+}

@@ -1,0 +1,41 @@
+/**
+ * Administrators: each provider's circuit breaker and its recent failure rate, as this instance sees
+ * them (breakers are per instance). Provider keys are never part of the answer.
+ */
+import type Router from '@koa/router';
+import type { PluginInstance } from '../../kernel/plugin';
+import type { ProviderHealth } from '../../upstream/breakers';
+import { adminOnly, signedIn } from '../authenticate';
+import type { AdminDeps, ApiState } from '../context';
+
+interface HealthSource {
+  providerHealth(): ReadonlyMap<string, ProviderHealth>;
+}
+
+function hasHealth(instance: PluginInstance | undefined): instance is PluginInstance & HealthSource {
+  return instance !== undefined && typeof (instance as Partial<HealthSource>).providerHealth === 'function';
+}
+
+export function adminProviderRoutes(router: Router<ApiState>, deps: AdminDeps): void {
+  router.get('/admin/providers', signedIn(deps), adminOnly, (ctx) => {
+    const { config, chain } = deps.runtime.current;
+    const upstream = chain.instance('upstream');
+    const health = hasHealth(upstream) ? upstream.providerHealth() : new Map<string, ProviderHealth>();
+    ctx.body = {
+      providers: Object.values(config.providers).map((provider) => {
+        const seen = health.get(provider.id);
+        const attempts = seen?.attempts ?? 0;
+        const failures = seen?.failures ?? 0;
+        return {
+          name: provider.id,
+          protocol: provider.protocol,
+          breaker: seen?.state ?? 'closed',
+          window_seconds: Math.round((seen?.windowMs ?? 0) / 1000),
+          requests: attempts,
+          failures,
+          error_rate: attempts === 0 ? 0 : Math.round((failures / attempts) * 1000) / 1000,
+        };
+      }),
+    };
+  });
+}

@@ -1,0 +1,66 @@
+/** The signed-in account's API keys: list, Add Token, change limits, revoke. Only ever its own. */
+import type Router from '@koa/router';
+import { issueApiKey } from '../../auth/issue-key';
+import type { ApiKeyRecord } from '../../store/store';
+import { ApiError, notFound } from '../api-error';
+import { signedIn } from '../authenticate';
+import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
+import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
+import { readJsonObject } from '../json-body';
+import { keyView } from '../views';
+
+/** Active keys an account may hold; far more than a person uses, few enough to list on one page. */
+const MAX_ACTIVE_KEYS = 200;
+
+export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
+  const knownModels = () => new Set(Object.keys(deps.runtime.current.config.models));
+
+  /** The caller's key by id; another account's key is "not found", so ids of others reveal nothing. */
+  async function ownKey(ctx: ApiContext): Promise<ApiKeyRecord> {
+    const { account } = callerOf(ctx);
+    const key = (await deps.store.listKeys({ accountId: account.id })).find((candidate) => candidate.id === ctx.params.id);
+    if (key === undefined) throw notFound('This key');
+    return key;
+  }
+
+  router.get('/keys', signedIn(deps), async (ctx) => {
+    const { account } = callerOf(ctx);
+    const keys = await deps.store.listKeys({ accountId: account.id });
+    ctx.body = { keys: keys.reverse().map((key) => keyView(key)) };
+  });
+
+  router.post('/keys', signedIn(deps), async (ctx) => {
+    const { account } = callerOf(ctx);
+    const body = await readJsonObject(ctx);
+    const name = optionalString(body, 'name', 'A name', 60);
+    const expiresAt = optionalFutureDate(body, 'expires_at', 'The expiry');
+    const spendLimit = optionalAmount(body, 'spend_limit', 'The spend limit') ?? null;
+    const models = optionalModelList(body, 'models', knownModels()) ?? null;
+    const rateLimits = optionalRateLimits(body, 'rate_limits') ?? null;
+    const active = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null);
+    if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
+    const issued = await issueApiKey(deps.store, { accountId: account.id, name, expiresAt, spendLimit, models, rateLimits });
+    deps.logger.info({ account: account.name, key: issued.record.id }, 'console: key created');
+    ctx.status = 201;
+    ctx.body = { key: keyView(issued.record), secret: issued.key };
+  });
+
+  router.patch('/keys/:id', signedIn(deps), async (ctx) => {
+    const key = await ownKey(ctx);
+    const body = await readJsonObject(ctx);
+    const limits = {
+      spendLimit: optionalAmount(body, 'spend_limit', 'The spend limit'),
+      models: optionalModelList(body, 'models', knownModels()),
+      rateLimits: optionalRateLimits(body, 'rate_limits'),
+    };
+    await deps.store.setKeyLimits(key.id, limits);
+    ctx.body = { key: keyView(await ownKey(ctx)) };
+  });
+
+  router.delete('/keys/:id', signedIn(deps), async (ctx) => {
+    const key = await ownKey(ctx);
+    await deps.store.revokeKey(key.id);
+    deps.logger.info({ account: callerOf(ctx).account.name, key: key.id }, 'console: key revoked');
+    ctx.body = { key: keyView(await ownKey(ctx)) };
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * The JSON shapes of the management API (schemas/management-api.yaml): snake_case fields, money as
+ * decimal strings of balance units (never JSON numbers, which would round), times as ISO strings.
+ */
+import { keyStatus } from '../auth/issue-key';
+import { formatUnits } from '../billing/money';
+import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../store/store';
+
+const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
+
+export function accountView(account: Account) {
+  return {
+    id: account.id,
+    name: account.name,
+    email: account.email,
+    role: account.role,
+    disabled: account.disabled,
+    created_at: iso(account.createdAt),
+  };
+}
+
+export function accountSummaryView(account: AccountSummary) {
+  return { ...accountView(account), balance: formatUnits(account.balance), held: formatUnits(account.held) };
+}
+
+export function keyView(key: ApiKeyRecord, now = Date.now()) {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    last4: key.last4,
+    status: keyStatus(key, now),
+    created_at: iso(key.createdAt),
+    expires_at: iso(key.expiresAt),
+    revoked_at: iso(key.revokedAt),
+    spend_limit: key.spendLimit === null ? null : formatUnits(key.spendLimit),
+    spent: formatUnits(key.spent),
+    models: key.models,
+    rate_limits: key.rateLimits,
+  };
+}
+
+export function creditView(credit: CreditRecord) {
+  return {
+    id: credit.id,
+    amount: formatUnits(credit.amount),
+    kind: credit.kind,
+    actor: credit.actor,
+    note: credit.note,
+    created_at: iso(credit.createdAt),
+  };
+}
+
+/** Fields of a usage row, in the order of the CSV export's columns. */
+export const USAGE_FIELDS = [
+  'created_at',
+  'request_id',
+  'account_id',
+  'key_id',
+  'key_name',
+  'model',
+  'provider',
+  'endpoint',
+  'input_tokens',
+  'cache_write_tokens',
+  'cache_read_tokens',
+  'output_tokens',
+  'cost',
+  'usage_source',
+  'status',
+  'outcome',
+  'latency_ms',
+] as const;
+
+export type UsageView = Record<(typeof USAGE_FIELDS)[number], string | number | null>;
+
+export function usageView(charge: ChargeRecord, keyNames: ReadonlyMap<string, string | null>): UsageView {
+  return {
+    created_at: iso(charge.createdAt),
+    request_id: charge.requestId,
+    account_id: charge.accountId,
+    key_id: charge.keyId,
+    key_name: keyNames.get(charge.keyId) ?? null,
+    model: charge.model,
+    provider: charge.provider,
+    endpoint: charge.endpoint,
+    input_tokens: charge.inputTokens,
+    cache_write_tokens: charge.cacheWriteTokens,
+    cache_read_tokens: charge.cacheReadTokens,
+    output_tokens: charge.outputTokens,
+    cost: formatUnits(charge.cost),
+    usage_source: charge.usageSource,
+    status: charge.status,
+    outcome: charge.outcome,
+    latency_ms: charge.latencyMs,
+  };
+}
+
+export type CodeStatus = 'unused' | 'redeemed' | 'expired';
+
+export function codeStatus(code: RedemptionCodeRecord, now = Date.now()): CodeStatus {
+  if (code.redeemedAt !== null) return 'redeemed';
+  if (code.expiresAt !== null && code.expiresAt.getTime() <= now) return 'expired';
+  return 'unused';
+}
+
+export const CODE_FIELDS = ['id', 'amount', 'status', 'created_at', 'created_by', 'expires_at', 'redeemed_by', 'redeemed_at'] as const;
+
+export function codeView(code: RedemptionCodeRecord, now = Date.now()): Record<(typeof CODE_FIELDS)[number], string | null> {
+  return {
+    id: code.id,
+    amount: formatUnits(code.amount),
+    status: codeStatus(code, now),
+    created_at: iso(code.createdAt),
+    created_by: code.createdBy,
+    expires_at: iso(code.expiresAt),
+    redeemed_by: code.redeemedBy,
+    redeemed_at: iso(code.redeemedAt),
+  };
+}
+
+export function tokenView(token: SessionRecord) {
+  return { id: token.id, name: token.name, created_at: iso(token.createdAt) };
+}
