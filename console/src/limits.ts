@@ -1,0 +1,85 @@
+// The spending and rate limits of an API key: one set of fields used both when a
+// key is created and when its limits are edited, and the code that reads them back.
+import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, valueOf } from './forms.js';
+import { h, type Child } from './dom.js';
+import { AMOUNT_PATTERN, isDecimal } from './money.js';
+import type { ApiKey, RateLimits } from './types.js';
+
+export interface KeyLimits {
+  spend_limit: string | null;
+  models: string[] | null;
+  rate_limits: RateLimits | null;
+}
+
+const RATE_FIELDS: ReadonlyArray<{ name: keyof RateLimits; label: string }> = [
+  { name: 'rpm', label: 'Requests per minute' },
+  { name: 'tpm', label: 'Tokens per minute' },
+  { name: 'concurrency', label: 'Concurrent requests' },
+];
+
+/** `availableModels` comes from the price list; a key's own models are kept even if no longer priced. */
+export function limitFields(availableModels: readonly string[] | null, key?: ApiKey): Child[] {
+  const chosen = key?.models ?? [];
+  const models = [...new Set([...(availableModels ?? []), ...chosen])];
+  return [
+    inputField({
+      name: 'spend_limit',
+      label: 'Spend limit',
+      value: key?.spend_limit ?? '',
+      hint: 'Most this token may spend in total, in balance units. Leave empty for no limit.',
+      attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, autocomplete: 'off', placeholder: 'e.g. 5' },
+    }),
+    models.length
+      ? checkboxGroup({
+        name: 'models',
+        legend: 'Allowed models',
+        hint: 'Leave all unchecked to allow every model.',
+        itemName: 'model',
+        items: models,
+        checked: chosen,
+      })
+      : fieldGroup({ name: 'models', legend: 'Allowed models' },
+        h('p', { class: 'hint' }, availableModels === null
+          ? 'The model list could not be loaded; the token will allow every model.'
+          : 'No models are configured; the token will allow every model.')),
+    fieldGroup({ name: 'rate_limits', legend: 'Rate limits', hint: 'Leave a box empty for no limit.', className: 'inline-fields' },
+      RATE_FIELDS.map((field) => inputField({
+        name: `rate_limits.${field.name}`,
+        label: field.label,
+        type: 'number',
+        value: key?.rate_limits?.[field.name] ?? '',
+        attrs: { min: 1, step: 1, inputmode: 'numeric' },
+      }))),
+  ];
+}
+
+/** Reads the limit fields; empty means "no limit" (null). */
+export function readLimits(form: HTMLFormElement): KeyLimits {
+  const spendLimit = valueOf(form, 'spend_limit');
+  if (spendLimit && !isDecimal(spendLimit)) throw new FieldError('spend_limit', 'Enter an amount such as 5 or 2.50.');
+  const models = checkedValues(form, 'model');
+  return {
+    spend_limit: spendLimit || null,
+    models: models.length ? models : null,
+    rate_limits: readRateLimits(form),
+  };
+}
+
+function readRateLimits(form: HTMLFormElement): RateLimits | null {
+  const limits: RateLimits = {};
+  for (const field of RATE_FIELDS) {
+    const text = valueOf(form, `rate_limits.${field.name}`);
+    if (text) limits[field.name] = Number.parseInt(text, 10);
+  }
+  return Object.keys(limits).length ? limits : null;
+}
+
+export function describeRateLimits(limits: RateLimits | null): string {
+  if (!limits) return 'None';
+  const parts = [
+    limits.rpm !== undefined ? `${limits.rpm} rpm` : null,
+    limits.tpm !== undefined ? `${limits.tpm} tpm` : null,
+    limits.concurrency !== undefined ? `${limits.concurrency} concurrent` : null,
+  ].filter((part): part is string => part !== null);
+  return parts.length ? parts.join(' · ') : 'None';
+}

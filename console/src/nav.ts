@@ -1,0 +1,94 @@
+// The header: main navigation and the signed-in account with its Log out button.
+// Admin links sit in a collapsed "Admin" menu so the main bar stays short on phones.
+import { h, replace, uniqueId } from './dom.js';
+import type { Account } from './types.js';
+
+interface NavLink {
+  href: string;
+  text: string;
+}
+
+const MAIN_LINKS: readonly NavLink[] = [
+  { href: '/console', text: 'Dashboard' },
+  { href: '/console/token', text: 'Tokens' },
+  { href: '/console/topup', text: 'Top Up' },
+  { href: '/console/usage', text: 'Usage' },
+  { href: '/console/prices', text: 'Prices' },
+  { href: '/console/account', text: 'Account' },
+];
+
+const ADMIN_LINKS: readonly NavLink[] = [
+  { href: '/console/admin/accounts', text: 'Accounts' },
+  { href: '/console/admin/codes', text: 'Codes' },
+  { href: '/console/admin/providers', text: 'Providers' },
+];
+
+const PRICES_LINK: NavLink = { href: '/console/prices', text: 'Prices' };
+const LOGIN_LINK: NavLink = { href: '/console', text: 'Log in' };
+
+export interface ShellState {
+  account: Account | null;
+  path: string;
+  /** True while the log-in form is the page, so the bar does not offer it twice. */
+  onLoginPage: boolean;
+  onLogout(): void;
+}
+
+export function renderShell(state: ShellState): void {
+  const nav = document.getElementById('site-nav');
+  const accountArea = document.getElementById('account-area');
+  if (nav) replace(nav, navList(state));
+  if (accountArea) replace(accountArea, state.account ? accountBox(state.account, state.onLogout) : null);
+}
+
+function navList(state: ShellState): HTMLElement {
+  if (!state.account) {
+    const links = state.onLoginPage ? [PRICES_LINK] : [PRICES_LINK, LOGIN_LINK];
+    return h('ul', { class: 'nav-list' }, links.map((link) => navItem(link, state.path)));
+  }
+  return h('ul', { class: 'nav-list' },
+    MAIN_LINKS.map((link) => navItem(link, state.path)),
+    state.account.role === 'admin' ? adminMenu(state.path) : null);
+}
+
+function navItem(link: NavLink, path: string): HTMLElement {
+  const current = link.href === path;
+  return h('li', null, h('a', { href: link.href, class: 'nav-link', 'aria-current': current ? 'page' : null }, link.text));
+}
+
+/** A disclosure button: Escape or a click elsewhere closes it. */
+function adminMenu(path: string): HTMLElement {
+  const listId = uniqueId('admin-menu');
+  const list = h('ul', { id: listId, class: 'admin-menu', hidden: true }, ADMIN_LINKS.map((link) => navItem(link, path)));
+  const inAdmin = ADMIN_LINKS.some((link) => link.href === path);
+  const button = h('button', {
+    type: 'button',
+    class: `nav-link nav-menu-button${inAdmin ? ' is-current' : ''}`,
+    'aria-expanded': 'false',
+    'aria-controls': listId,
+  }, 'Admin');
+  const setOpen = (open: boolean) => {
+    list.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+  };
+  button.addEventListener('click', () => setOpen(list.hidden));
+  const item = h('li', { class: 'nav-menu' }, button, list);
+  item.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape' && !list.hidden) {
+      setOpen(false);
+      button.focus();
+    }
+  });
+  item.addEventListener('focusout', (event) => {
+    if (!(event.relatedTarget instanceof Node) || !item.contains(event.relatedTarget)) setOpen(false);
+  });
+  return item;
+}
+
+function accountBox(account: Account, onLogout: () => void): HTMLElement {
+  return h('div', { class: 'account-box' },
+    h('span', { class: 'account-name' },
+      h('span', { class: 'visually-hidden' }, 'Signed in as '), account.name,
+      account.role === 'admin' ? h('span', { class: 'badge badge-neutral' }, 'admin') : null),
+    h('button', { type: 'button', class: 'button button-small', onclick: onLogout }, 'Log out'));
+}

@@ -1,0 +1,153 @@
+// /console/admin/accounts — every account with its balance; create, disable/enable, credit.
+import { apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
+import { confirmAction } from '../confirm.js';
+import { h } from '../dom.js';
+import { createForm, inputField, selectField, valueOf } from '../forms.js';
+import { loadInto } from '../load.js';
+import { AMOUNT_PATTERN, formatMoney } from '../money.js';
+import type { Page, PageContext } from '../page.js';
+import { inlinePanel, type Panel } from '../panel.js';
+import { currentAccount } from '../session.js';
+import { statusLine, type StatusLine } from '../status.js';
+import { dataTable } from '../table.js';
+import type { Account, AdminAccount, Credit } from '../types.js';
+import { badge, buttonRow, money, pageHeading, timeEl } from '../ui.js';
+
+interface AccountsView {
+  context: PageContext;
+  panel: Panel;
+  status: StatusLine;
+  list: HTMLElement;
+}
+
+export const adminAccountsPage: Page = {
+  title: 'Accounts',
+  admin: true,
+  render(context: PageContext) {
+    const view: AccountsView = { context, panel: inlinePanel(), status: statusLine(), list: h('div') };
+    const newButton = h('button', {
+      type: 'button', class: 'button button-primary', 'aria-expanded': 'false',
+      onclick: () => openCreateForm(view, newButton),
+    }, 'New account');
+    context.root.append(
+      pageHeading('Accounts', 'All accounts on this gateway, with their balances.'),
+      buttonRow(newButton),
+      view.status.element,
+      view.panel.element,
+      view.list);
+    void refresh(view);
+  },
+};
+
+function refresh(view: AccountsView): Promise<boolean> {
+  return loadInto(view.list,
+    () => apiGet<{ accounts: AdminAccount[] }>('/api/admin/accounts', { signal: view.context.signal }),
+    (data) => accountTable(view, data.accounts));
+}
+
+function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HTMLElement {
+  return dataTable({
+    caption: 'Accounts',
+    hideCaption: true,
+    rows: accounts,
+    emptyText: 'No accounts.',
+    testId: 'accounts-table',
+    columns: [
+      { label: 'Name', cell: (account) => account.name },
+      { label: 'E-mail', cell: (account) => account.email ?? '—' },
+      { label: 'Role', cell: (account) => account.role },
+      { label: 'Status', cell: (account) => (account.disabled ? badge('disabled', 'bad') : badge('active', 'good')) },
+      { label: 'Balance', cell: (account) => money(account.balance), numeric: true },
+      { label: 'Held', cell: (account) => money(account.held), numeric: true },
+      { label: 'Created', cell: (account) => timeEl(account.created_at, true) },
+      { label: 'Actions', cell: (account) => accountActions(view, account) },
+    ],
+  });
+}
+
+function accountActions(view: AccountsView, account: AdminAccount): HTMLElement {
+  const credit = h('button', {
+    type: 'button', class: 'button button-small', 'aria-label': `Add credit to ${account.name}`,
+    onclick: () => openCreditForm(view, account, credit),
+  }, 'Add credit');
+  // An administrator cannot lock themselves out from here.
+  const isSelf = currentAccount()?.id === account.id;
+  const toggle = isSelf ? null : h('button', {
+    type: 'button',
+    class: `button button-small ${account.disabled ? '' : 'button-danger'}`.trim(),
+    'aria-label': `${account.disabled ? 'Enable' : 'Disable'} ${account.name}`,
+    onclick: () => void setDisabled(view, account, !account.disabled),
+  }, account.disabled ? 'Enable' : 'Disable');
+  return h('div', { class: 'row-actions' }, credit, toggle);
+}
+
+async function setDisabled(view: AccountsView, account: AdminAccount, disabled: boolean): Promise<void> {
+  if (disabled) {
+    const confirmed = await confirmAction({
+      title: `Disable “${account.name}”?`,
+      message: 'They will be signed out and their tokens refused until the account is enabled again.',
+      confirmLabel: 'Disable account',
+    });
+    if (!confirmed) return;
+  }
+  try {
+    await apiPatch<{ account: Account }>(`/api/admin/accounts/${encodeURIComponent(account.id)}`, { disabled });
+    view.status.show(`Account “${account.name}” ${disabled ? 'disabled' : 'enabled'}.`, 'success');
+  } catch (error) {
+    view.status.show(`Could not update “${account.name}”: ${errorMessage(error)}`, 'error');
+  }
+  void refresh(view);
+}
+
+function openCreateForm(view: AccountsView, opener: HTMLElement): void {
+  const form = createForm({
+    submitLabel: 'Create account',
+    secondary: [cancelButton(view.panel)],
+    fields: [
+      inputField({ name: 'name', label: 'Name', required: true, hint: '3–40 characters: letters, digits, dot, dash and underscore.', attrs: { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' } }),
+      inputField({ name: 'email', label: 'E-mail (optional)', type: 'email', attrs: { autocomplete: 'off' } }),
+      inputField({ name: 'password', label: 'Password', type: 'password', required: true, hint: 'At least 10 characters.', attrs: { autocomplete: 'new-password', minlength: 10 } }),
+      selectField({ name: 'role', label: 'Role', value: 'user', options: [{ value: 'user', label: 'User' }, { value: 'admin', label: 'Administrator' }] }),
+    ],
+    async onSubmit(form) {
+      const email = valueOf(form, 'email');
+      const passwordInput = form.elements.namedItem('password');
+      const body = {
+        name: valueOf(form, 'name'),
+        ...(email ? { email } : {}),
+        password: passwordInput instanceof HTMLInputElement ? passwordInput.value : '',
+        role: valueOf(form, 'role'),
+      };
+      const created = await apiPost<{ account: Account }>('/api/admin/accounts', body);
+      view.panel.close();
+      view.status.show(`Account “${created.account.name}” created.`, 'success');
+      void refresh(view);
+    },
+  });
+  view.panel.open('New account', form, opener);
+}
+
+function openCreditForm(view: AccountsView, account: AdminAccount, opener: HTMLElement): void {
+  const form = createForm({
+    submitLabel: 'Add credit',
+    secondary: [cancelButton(view.panel)],
+    fields: [
+      inputField({ name: 'amount', label: 'Amount', required: true, hint: `Current balance: ${formatMoney(account.balance)}.`, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, autocomplete: 'off' } }),
+      inputField({ name: 'note', label: 'Note', hint: 'Optional, e.g. an invoice number. Shown in the account’s credit history.', attrs: { maxlength: 200, autocomplete: 'off' } }),
+    ],
+    async onSubmit(form) {
+      const note = valueOf(form, 'note');
+      const result = await apiPost<{ credit: Credit; balance: string }>(
+        `/api/admin/accounts/${encodeURIComponent(account.id)}/credits`,
+        { amount: valueOf(form, 'amount'), ...(note ? { note } : {}) });
+      view.panel.close();
+      view.status.show(`Added ${formatMoney(result.credit.amount)} to “${account.name}”. Balance now ${formatMoney(result.balance)}.`, 'success');
+      void refresh(view);
+    },
+  });
+  view.panel.open(`Add credit to ${account.name}`, form, opener);
+}
+
+function cancelButton(panel: Panel): HTMLButtonElement {
+  return h('button', { type: 'button', class: 'button', onclick: () => panel.close() }, 'Cancel');
+}

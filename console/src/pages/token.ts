@@ -1,0 +1,191 @@
+// /console/token — the account's API keys: list, add (secret shown once), edit limits, revoke.
+import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
+import { confirmAction } from '../confirm.js';
+import { h, type Child } from '../dom.js';
+import { createForm, inputField, valueOf } from '../forms.js';
+import { describeRateLimits, limitFields, readLimits } from '../limits.js';
+import { loadInto } from '../load.js';
+import { formatMoney } from '../money.js';
+import type { Page, PageContext } from '../page.js';
+import { inlinePanel, type Panel } from '../panel.js';
+import { secretReveal } from '../secret.js';
+import { statusLine, type StatusLine } from '../status.js';
+import { dataTable } from '../table.js';
+import { endOfDayIso, todayInputValue } from '../time.js';
+import type { ApiKey, KeyStatus, PricedModel } from '../types.js';
+import { badge, buttonRow, pageHeading, timeEl, type BadgeTone } from '../ui.js';
+
+interface TokensView {
+  context: PageContext;
+  panel: Panel;
+  status: StatusLine;
+  list: HTMLElement;
+  /** The price list's model names, fetched once per visit; null when it failed. */
+  models(): Promise<string[] | null>;
+}
+
+export const tokensPage: Page = {
+  title: 'Tokens',
+  render(context: PageContext) {
+    let models: Promise<string[] | null> | undefined;
+    const view: TokensView = {
+      context,
+      panel: inlinePanel(),
+      status: statusLine(),
+      list: h('div'),
+      models: () => (models ??= loadModelNames(context.signal)),
+    };
+    const addButton = h('button', {
+      type: 'button',
+      class: 'button button-primary',
+      'aria-expanded': 'false',
+      onclick: () => void openCreateForm(view, addButton),
+    }, 'Add Token');
+    context.root.append(
+      pageHeading('Tokens', 'API keys let programs call the gateway on this account. Each key can have its own limits.'),
+      buttonRow(addButton),
+      view.status.element,
+      view.panel.element,
+      view.list);
+    void refreshList(view);
+  },
+};
+
+async function loadModelNames(signal: AbortSignal): Promise<string[] | null> {
+  try {
+    const data = await apiGet<{ models: PricedModel[] }>('/api/prices', { signal });
+    return data.models.map((model) => model.model);
+  } catch {
+    return null;
+  }
+}
+
+function refreshList(view: TokensView): Promise<boolean> {
+  return loadInto(view.list,
+    () => apiGet<{ keys: ApiKey[] }>('/api/keys', { signal: view.context.signal }),
+    (data) => keyTable(view, data.keys));
+}
+
+function keyLabel(key: ApiKey): string {
+  return key.name ?? `${key.prefix}…${key.last4}`;
+}
+
+const STATUS_TONES: Record<KeyStatus, BadgeTone> = { active: 'good', revoked: 'bad', expired: 'neutral' };
+
+function keyTable(view: TokensView, keys: readonly ApiKey[]): HTMLElement {
+  return dataTable({
+    caption: 'Your API keys',
+    hideCaption: true,
+    rows: keys,
+    emptyText: 'No tokens yet. Use “Add Token” to create one.',
+    testId: 'key-table',
+    columns: [
+      { label: 'Name', cell: (key) => key.name ?? h('span', { class: 'muted' }, 'Unnamed') },
+      // Only the prefix and last four characters are ever known after creation.
+      { label: 'Key', cell: (key) => h('code', { class: 'key-mask' }, `${key.prefix}…${key.last4}`) },
+      { label: 'Status', cell: (key) => badge(key.status, STATUS_TONES[key.status]) },
+      { label: 'Spent / limit', cell: spentCell, numeric: true },
+      { label: 'Models', cell: (key) => (key.models ? key.models.join(', ') : 'All') },
+      { label: 'Rate limits', cell: (key) => describeRateLimits(key.rate_limits) },
+      { label: 'Expires', cell: (key) => (key.expires_at ? timeEl(key.expires_at) : 'Never') },
+      { label: 'Created', cell: (key) => timeEl(key.created_at) },
+      { label: 'Actions', cell: (key) => keyActions(view, key) },
+    ],
+  });
+}
+
+function spentCell(key: ApiKey): string {
+  return `${formatMoney(key.spent)} / ${key.spend_limit === null ? 'no limit' : formatMoney(key.spend_limit)}`;
+}
+
+function keyActions(view: TokensView, key: ApiKey): Child {
+  if (key.status !== 'active') return null;
+  const label = keyLabel(key);
+  const edit = h('button', {
+    type: 'button',
+    class: 'button button-small',
+    'aria-label': `Edit limits for ${label}`,
+    onclick: () => void openEditForm(view, key, edit),
+  }, 'Edit limits');
+  const revoke = h('button', {
+    type: 'button',
+    class: 'button button-small button-danger',
+    'aria-label': `Revoke ${label}`,
+    onclick: () => void revokeKey(view, key),
+  }, 'Revoke');
+  return h('div', { class: 'row-actions' }, edit, revoke);
+}
+
+async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<void> {
+  const models = await view.models();
+  const form = createForm({
+    submitLabel: 'Create token',
+    secondary: [cancelButton(view.panel)],
+    fields: [
+      inputField({ name: 'name', label: 'Name', required: true, hint: 'Something to recognise it by, e.g. “laptop”.', attrs: { maxlength: 100, autocomplete: 'off' } }),
+      inputField({ name: 'expires_at', label: 'Expiry date', type: 'date', hint: 'Optional. The token works through the end of this day (UTC).', attrs: { min: todayInputValue() } }),
+      ...limitFields(models),
+    ],
+    async onSubmit(form) {
+      const expiry = valueOf(form, 'expires_at');
+      const limits = readLimits(form);
+      const body = {
+        name: valueOf(form, 'name'),
+        ...(expiry ? { expires_at: endOfDayIso(expiry) } : {}),
+        ...(limits.spend_limit !== null ? { spend_limit: limits.spend_limit } : {}),
+        ...(limits.models !== null ? { models: limits.models } : {}),
+        ...(limits.rate_limits !== null ? { rate_limits: limits.rate_limits } : {}),
+      };
+      const created = await apiPost<{ key: ApiKey; secret: string }>('/api/keys', body);
+      showNewSecret(view, created.key, created.secret, opener);
+      void refreshList(view);
+    },
+  });
+  view.panel.open('Add a token', form, opener);
+}
+
+function showNewSecret(view: TokensView, key: ApiKey, secret: string, opener: HTMLElement): void {
+  view.panel.open(`Token “${keyLabel(key)}” created`, h('div', null,
+    secretReveal({ label: 'Secret key', secret, testId: 'new-key-secret' }),
+    buttonRow(h('button', { type: 'button', class: 'button', onclick: () => view.panel.close() }, 'Done'))), opener);
+  // Focus (and so select) the secret: ready to copy, and read out with its warning.
+  view.panel.element.querySelector<HTMLInputElement>('[data-testid="new-key-secret"]')?.focus();
+}
+
+async function openEditForm(view: TokensView, key: ApiKey, opener: HTMLElement): Promise<void> {
+  const models = await view.models();
+  const form = createForm({
+    submitLabel: 'Save limits',
+    secondary: [cancelButton(view.panel)],
+    fields: limitFields(models, key),
+    async onSubmit(form) {
+      // Every limit is sent, so emptied fields clear (null) what was set before.
+      const updated = await apiPatch<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`, readLimits(form));
+      view.panel.close();
+      view.status.show(`Limits of “${keyLabel(updated.key)}” saved.`, 'success');
+      void refreshList(view);
+    },
+  });
+  view.panel.open(`Edit limits: ${keyLabel(key)}`, form, opener);
+}
+
+async function revokeKey(view: TokensView, key: ApiKey): Promise<void> {
+  const label = keyLabel(key);
+  const confirmed = await confirmAction({
+    title: `Revoke “${label}”?`,
+    message: 'Programs using this token will be refused from now on. This cannot be undone.',
+    confirmLabel: 'Revoke token',
+  });
+  if (!confirmed) return;
+  try {
+    await apiDelete<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`);
+    view.status.show(`Token “${label}” revoked.`, 'success');
+  } catch (error) {
+    view.status.show(`Could not revoke “${label}”: ${errorMessage(error)}`, 'error');
+  }
+  void refreshList(view);
+}
+
+function cancelButton(panel: Panel): HTMLButtonElement {
+  return h('button', { type: 'button', class: 'button', onclick: () => panel.close() }, 'Cancel');
+}

@@ -1,0 +1,51 @@
+// /console/topup — redeem a code, and the history of credits to the account.
+import { apiGet, apiPost } from '../api.js';
+import { creditTable } from '../credits.js';
+import { h } from '../dom.js';
+import { createForm, inputField, valueOf } from '../forms.js';
+import { loadInto } from '../load.js';
+import { formatMoney } from '../money.js';
+import type { Page, PageContext } from '../page.js';
+import { statusLine } from '../status.js';
+import type { Credit } from '../types.js';
+import { pageHeading, section } from '../ui.js';
+
+const HISTORY_LIMIT = 50;
+
+export const topupPage: Page = {
+  title: 'Top Up',
+  render(context: PageContext) {
+    const history = h('div');
+    const status = statusLine();
+    const refreshHistory = () => loadInto(history,
+      () => apiGet<{ credits: Credit[] }>(`/api/credits?limit=${HISTORY_LIMIT}`, { signal: context.signal }),
+      (data) => creditTable(data.credits));
+
+    const form = createForm({
+      label: 'Redeem a code',
+      submitLabel: 'Redeem',
+      // Unknown, used and expired codes come back without a field: they are still about the code.
+      fallbackField: 'code',
+      fields: [inputField({
+        name: 'code',
+        label: 'Redemption code',
+        required: true,
+        hint: 'Codes look like tg-… and can be used once.',
+        attrs: { autocomplete: 'off', autocapitalize: 'none', spellcheck: 'false' },
+      })],
+      async onSubmit(form) {
+        status.clear();
+        const result = await apiPost<{ credit: Credit; balance: string }>('/api/topup/redeem', { code: valueOf(form, 'code') });
+        form.reset();
+        status.show(`Redeemed ${formatMoney(result.credit.amount)}. Your balance is now ${formatMoney(result.balance)}.`, 'success');
+        void refreshHistory();
+      },
+    });
+
+    context.root.append(
+      pageHeading('Top Up', 'Add credit to your balance with a redemption code.'),
+      section('Redeem a code', form, status.element),
+      section('Credit history', history));
+    void refreshHistory();
+  },
+};

@@ -1,0 +1,27 @@
+// Which page each console path shows.
+import type { Page } from './page.js';
+import { accountPage } from './pages/account.js';
+import { adminAccountsPage } from './pages/admin-accounts.js';
+import { adminCodesPage } from './pages/admin-codes.js';
+import { adminProvidersPage } from './pages/admin-providers.js';
+import { dashboardPage } from './pages/dashboard.js';
+import { pricesPage } from './pages/prices.js';
+import { tokensPage } from './pages/token.js';
+import { topupPage } from './pages/topup.js';
+import { usagePage } from './pages/usage.js';
+
+const ROUTES: ReadonlyMap<string, Page> = new Map([
+  ['/console', dashboardPage],
+  ['/console/token', tokensPage],
+  ['/console/topup', topupPage],
+  ['/console/usage', usagePage],
+  ['/console/prices', pricesPage],
+  ['/console/account', accountPage],
+  ['/console/admin/accounts', adminAccountsPage],
+  ['/console/admin/codes', adminCodesPage],
+  ['/console/admin/providers', adminProvidersPage],
+]);
+
+export function findPage(path: string): Page | undefined {
+  return ROUTES.get(path);
+}

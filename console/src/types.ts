@@ -1,0 +1,144 @@
+// Shapes of the management API (/api), as fixed by the API contract.
+// Money is always a decimal string; times are ISO-8601 strings or null.
+
+export type Role = 'admin' | 'user';
+
+export interface Account {
+  id: string;
+  name: string;
+  email: string | null;
+  role: Role;
+  disabled: boolean;
+  created_at: string;
+}
+
+export interface AdminAccount extends Account {
+  balance: string;
+  held: string;
+}
+
+export interface SessionResponse {
+  account: Account;
+  csrf_token: string;
+}
+
+export interface Meta {
+  signup: boolean;
+  version: string;
+}
+
+export interface ModelPrice {
+  input: string;
+  cache_write: string;
+  cache_hit: string;
+  output: string;
+}
+
+export interface PricedModel {
+  model: string;
+  family: 'anthropic' | 'openai';
+  free: boolean;
+  price: ModelPrice | null;
+  max_output_tokens: number;
+  description: string | null;
+}
+
+export interface AccountSummary {
+  account: Account;
+  balance: string;
+  held: string;
+  available: string;
+  today: { requests: number; cost: string };
+}
+
+export interface DailyUsage {
+  day: string;
+  requests: number;
+  cost: string;
+}
+
+export interface RateLimits {
+  rpm?: number;
+  tpm?: number;
+  concurrency?: number;
+}
+
+export type KeyStatus = 'active' | 'revoked' | 'expired';
+
+export interface ApiKey {
+  id: string;
+  name: string | null;
+  prefix: string;
+  last4: string;
+  status: KeyStatus;
+  created_at: string;
+  expires_at: string | null;
+  revoked_at: string | null;
+  spend_limit: string | null;
+  spent: string;
+  models: string[] | null;
+  rate_limits: RateLimits | null;
+}
+
+export interface Credit {
+  id: string;
+  amount: string;
+  kind: 'topup' | 'redemption' | 'admin';
+  actor: string | null;
+  note: string | null;
+  created_at: string;
+}
+
+export interface Usage {
+  request_id: string;
+  created_at: string;
+  key_id: string;
+  key_name: string | null;
+  model: string;
+  provider: string | null;
+  endpoint: string;
+  input_tokens: number;
+  cache_write_tokens: number;
+  cache_read_tokens: number;
+  output_tokens: number;
+  cost: string;
+  usage_source: 'upstream' | 'estimated' | 'partial' | 'none';
+  status: number;
+  outcome: 'delivered' | 'aborted' | 'failed';
+  latency_ms: number;
+}
+
+export interface ManagementToken {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface RedemptionCode {
+  id: string;
+  amount: string;
+  status: 'unused' | 'redeemed' | 'expired';
+  created_at: string;
+  created_by: string | null;
+  expires_at: string | null;
+  redeemed_by: string | null;
+  redeemed_at: string | null;
+}
+
+/** A freshly generated code: the only time its text is ever returned. */
+export interface NewRedemptionCode {
+  id: string;
+  code: string;
+  amount: string;
+  expires_at: string | null;
+}
+
+export interface ProviderHealth {
+  name: string;
+  protocol: string;
+  breaker: 'closed' | 'open' | 'half_open';
+  window_seconds: number;
+  requests: number;
+  failures: number;
+  error_rate: number;
+}
