@@ -28,7 +28,12 @@ Commands:
                                               print every problem and signal nothing
   config check [FILE]                         check a gateway.yaml and print every problem
   config reference                            print every gateway.yaml field (Markdown table)
-  account create NAME [--admin]               create an account (role user, or admin with --admin)
+  account create NAME [--admin] [--email ADDRESS] [--password-stdin]
+                                              create an account (role user, or admin with --admin) and
+                                              print its console password (generated, shown once),
+                                              or take the password from standard input
+  account password NAME [--password-stdin]    set a new console password (generated unless given)
+  account token NAME [--name LABEL]           print a management token (tgm_…) for scripts calling /api
   account credit NAME AMOUNT --note TEXT      add AMOUNT units to the account (up to 9 decimals);
                                               prints the new balance
   account show NAME                           the account, its balance, keys, last 10 requests
@@ -121,5 +126,10 @@ export async function main(argv: string[]): Promise<void> {
     err: (line) => process.stderr.write(`${line}\n`),
     env: process.env,
     cwd: process.cwd(),
+    readStdin: async () => {
+      let text = '';
+      for await (const chunk of process.stdin) text += String(chunk);
+      return text;
+    },
   });
 }

@@ -3,7 +3,7 @@
  * stop on SIGTERM or SIGINT.
  */
 import pino from 'pino';
-import { ensureFirstAdmin } from './auth/bootstrap';
+import { applyAdminPassword, checkAdminPassword, ensureFirstAdmin, FIRST_ADMIN_NAME, type FirstAdmin } from './auth/bootstrap';
 import { removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
 import { createLogger, startGateway } from './gateway';
@@ -17,12 +17,16 @@ export interface ServeOptions {
   readonly pidFile: string;
 }
 
-function firstRunBanner(url: string, key: string): string {
+function firstRunBanner(url: string, { key, generatedPassword }: FirstAdmin): string {
+  const password = generatedPassword ?? '(the one in TOLLGATE_ADMIN_PASSWORD)';
   return [
     '',
     '  Tollgate created the account "admin" and this API key. It is shown once; copy it now:',
     '',
     `    ${key}`,
+    '',
+    `  Console:  ${url}/console   log in as "admin" with the password ${password}`,
+    ...(generatedPassword === null ? [] : ['            (shown once; change it under Account, or set TOLLGATE_ADMIN_PASSWORD)']),
     '',
     `  Try it:  curl ${url}/v1/chat/completions -H "Authorization: Bearer ${key}" \\`,
     `             -H "content-type: application/json" \\`,
@@ -49,14 +53,20 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exit(0);
   }
   process.off('SIGTERM', stopWaiting).off('SIGINT', stopWaiting);
-  const firstAdmin = await ensureFirstAdmin(store);
+  const adminPassword = process.env.TOLLGATE_ADMIN_PASSWORD || undefined;
+  if (adminPassword !== undefined) checkAdminPassword(adminPassword);
+  const firstAdmin = await ensureFirstAdmin(store, { password: adminPassword });
+  if (firstAdmin === null && adminPassword !== undefined) {
+    const outcome = await applyAdminPassword(store, adminPassword);
+    if (outcome !== 'unchanged') logger.info({ account: FIRST_ADMIN_NAME, outcome }, 'console: admin password set from TOLLGATE_ADMIN_PASSWORD');
+  }
 
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
   logger.info({ url: gateway.url, config: options.configFile }, 'tollgate is listening');
   if (firstAdmin !== null) {
     // Log lines are written asynchronously: let them out first so the banner is not split by one.
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(`${firstRunBanner(gateway.url, firstAdmin.key)}\n`);
+    process.stdout.write(`${firstRunBanner(gateway.url, firstAdmin)}\n`);
   }
 
   const shutdown = (signal: string) => {

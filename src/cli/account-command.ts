@@ -1,5 +1,6 @@
 /** `tollgate account create|credit|show`: argument handling; the work is in accounts.ts, account-*.ts. */
 import { parseArgs } from 'node:util';
+import { createTokenCommand, passwordFromStdin, setPasswordCommand } from './account-console';
 import { creditAccountCommand } from './account-credit';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
@@ -7,20 +8,46 @@ import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
 import { cliActor, EXIT_OK, withBook, withStore } from './context';
 
+/** With `--password-stdin`, the password read from standard input; otherwise undefined (generate one). */
+async function stdinPassword(wanted: boolean | undefined, io: CliIo): Promise<string | undefined> {
+  if (wanted !== true) return undefined;
+  if (io.readStdin === undefined) throw new UsageError('--password-stdin needs standard input');
+  return passwordFromStdin(await io.readStdin());
+}
+
 export async function accountCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
     parseArgs({
       args,
       allowPositionals: true,
-      options: { config: { type: 'string' }, admin: { type: 'boolean' }, note: { type: 'string' } },
+      options: {
+        config: { type: 'string' },
+        admin: { type: 'boolean' },
+        note: { type: 'string' },
+        email: { type: 'string' },
+        name: { type: 'string' },
+        'password-stdin': { type: 'boolean' },
+      },
     }),
   );
   const [action, ...rest] = positionals;
   switch (action) {
     case 'create': {
-      expectPositionals(rest, 1, 'account create NAME [--admin]');
-      const name = rest[0];
-      await withStore(values.config, io, (store) => createAccountCommand(store, { name, admin: values.admin === true }, io.out));
+      expectPositionals(rest, 1, 'account create NAME [--admin] [--email ADDRESS] [--password-stdin]');
+      const input = { name: rest[0], admin: values.admin === true, email: values.email, password: await stdinPassword(values['password-stdin'], io) };
+      await withStore(values.config, io, (store) => createAccountCommand(store, input, io.out));
+      return EXIT_OK;
+    }
+    case 'password': {
+      expectPositionals(rest, 1, 'account password NAME [--password-stdin]');
+      const input = { name: rest[0], password: await stdinPassword(values['password-stdin'], io) };
+      await withStore(values.config, io, (store) => setPasswordCommand(store, input, io.out));
+      return EXIT_OK;
+    }
+    case 'token': {
+      expectPositionals(rest, 1, 'account token NAME [--name LABEL]');
+      const input = { name: rest[0], label: values.name ?? null };
+      await withStore(values.config, io, (store) => createTokenCommand(store, input, io.out));
       return EXIT_OK;
     }
     case 'credit': {
@@ -36,6 +63,6 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate account create|credit|show …; run "tollgate help"');
+      throw new UsageError('usage: tollgate account create|credit|show|password|token …; run "tollgate help"');
   }
 }

@@ -1,5 +1,6 @@
 /** `tollgate account …`: account commands, written against `Store` so tests call them without a process. */
 import type { Account, Store } from '../store/store';
+import { passwordHashFor } from './account-console';
 
 /**
  * What an account name may be: a letter or digit, then letters, digits and `._@-`, at most 64 in all.
@@ -14,10 +15,13 @@ export function checkAccountName(name: string): void {
   }
 }
 
-/** `account create NAME [--admin]`: creates the account and prints one line describing it. */
+/**
+ * `account create NAME [--admin] [--email ADDRESS]`: creates the account with a console password (the
+ * one given, else a generated one printed once) and prints a line describing it.
+ */
 export async function createAccountCommand(
   store: Store,
-  input: { name: string; admin: boolean },
+  input: { name: string; admin: boolean; email?: string; password?: string },
   out: (line: string) => void,
 ): Promise<Account> {
   checkAccountName(input.name);
@@ -25,7 +29,10 @@ export async function createAccountCommand(
   if ((await store.findAccountByName(input.name)) !== null) {
     throw new Error(`an account named "${input.name}" already exists`);
   }
-  const account = await store.createAccount({ name: input.name, role: input.admin ? 'admin' : 'user' });
+  const email = input.email?.trim().toLowerCase() || null;
+  if (email !== null && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw new Error(`"${input.email}" is not an e-mail address`);
+  const passwordHash = await passwordHashFor(input.password, out);
+  const account = await store.createAccount({ name: input.name, role: input.admin ? 'admin' : 'user', email, passwordHash });
   out(`created account ${account.name} (${account.id}, role ${account.role})`);
   return account;
 }

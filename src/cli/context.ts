@@ -16,6 +16,8 @@ export interface CliIo {
   readonly err: (line: string) => void;
   readonly env: NodeJS.ProcessEnv;
   readonly cwd: string;
+  /** All of standard input (`--password-stdin`); absent when there is none to read. */
+  readonly readStdin?: () => Promise<string>;
 }
 
 export const EXIT_OK = 0;

@@ -16,21 +16,13 @@ import { createRedemptionCodesCommand, listRedemptionCodesCommand } from '../../
 import { SqliteStore } from '../../src/store/sqlite';
 import type { Account, ChargeRecord, CreditRecord, RedeemResult, Store } from '../../src/store/store';
 import { useMemoryStore } from '../helpers/memory-store';
+import { rejection } from '../helpers/async';
 
 const CODE_LINE = /^tg-[A-Z2-7]{24}$/;
 
 function capture(): { lines: string[]; out: (line: string) => void } {
   const lines: string[] = [];
   return { lines, out: (line) => lines.push(line) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 /** A book that remembers every credit its redemptions produced, as a live balance kept elsewhere would. */

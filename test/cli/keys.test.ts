@@ -11,6 +11,7 @@ import { PACKAGE_ROOT } from '../../src/paths';
 import { SqliteStore } from '../../src/store/sqlite';
 import { useMemoryStore } from '../helpers/memory-store';
 import type { ApiKeyRecord } from '../../src/store/store';
+import { rejection } from '../helpers/async';
 
 const KEY_LINE = /^sk-[A-Za-z0-9]{48}$/;
 
@@ -18,15 +19,6 @@ const KEY_LINE = /^sk-[A-Za-z0-9]{48}$/;
 function capture(): { lines: string[]; out: (line: string) => void } {
   const lines: string[] = [];
   return { lines, out: (line) => lines.push(line) };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('cli/keys', () => {
@@ -40,7 +32,9 @@ describe('cli/keys', () => {
     const { lines, out } = capture();
     const account = await createAccountCommand(store, { name: 'alice', admin: true }, out);
     expect(account.role).to.equal('admin');
-    expect(lines).to.deep.equal([`created account alice (${account.id}, role admin)`]);
+    expect(lines).to.have.length(2);
+    expect(lines[0]).to.match(/^console password: \S{20} {3}\(shown once\)$/);
+    expect(lines[1]).to.equal(`created account alice (${account.id}, role admin)`);
     expect((await rejection(createAccountCommand(store, { name: 'alice', admin: false }, out))).message).to.match(
       /already exists/,
     );

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
+import { rejection } from '../helpers/async';
 
 /** 2^53 + 1: the smallest integer a JS number cannot hold. */
 const BEYOND_DOUBLE = 9_007_199_254_740_993n;
@@ -42,16 +43,6 @@ function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Par
     createdAt: new Date(Math.floor(Date.now() / 1000) * 1000),
     ...extra,
   };
-}
-
-/** The error `promise` rejects with; fails the test when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection, but the promise resolved');
 }
 
 function sleep(ms: number): Promise<void> {
