@@ -48,7 +48,8 @@ function renderErrors(deps: AdminDeps) {
   };
 }
 
-export function managementApi(deps: AdminDeps): Middleware<ApiState> {
+/** Every `/api` route. Routes read `deps` only when a request arrives, never while being registered. */
+function buildRouter(deps: AdminDeps): Router<ApiState> {
   const router = new Router<ApiState>({ prefix: API_PREFIX });
   publicRoutes(router, deps);
   sessionRoutes(router, deps);
@@ -60,6 +61,29 @@ export function managementApi(deps: AdminDeps): Middleware<ApiState> {
   adminAccountRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);
+  return router;
+}
+
+export interface ManagementRoute {
+  /** `GET`, `POST`, … (the HEAD the router adds to each GET is left out). */
+  readonly method: string;
+  /** With the `/api` prefix and `:param` placeholders: `/api/keys/:id`. */
+  readonly path: string;
+}
+
+/**
+ * The routes the management API serves, read from the same router the middleware uses, so
+ * schemas/management-api.yaml can be checked against it. Needs no gateway: the routes are only
+ * registered, never run, so they are handed no services.
+ */
+export function managementRoutes(): ManagementRoute[] {
+  return buildRouter({} as AdminDeps).stack.flatMap((layer) =>
+    layer.methods.filter((method) => method !== 'HEAD').map((method) => ({ method, path: String(layer.path) })),
+  );
+}
+
+export function managementApi(deps: AdminDeps): Middleware<ApiState> {
+  const router = buildRouter(deps);
   const routes = router.routes();
   const methods = router.allowedMethods({
     throw: true,
