@@ -202,7 +202,9 @@ function showConstraintErrors(form: HTMLFormElement): boolean {
   for (const element of form.elements) {
     if (!(element instanceof HTMLInputElement || element instanceof HTMLSelectElement || element instanceof HTMLTextAreaElement)) continue;
     if (element.willValidate && !element.checkValidity()) {
-      showFieldError(form, element, element.validationMessage);
+      // The browser's text for a pattern mismatch ("Please match the requested format.") names no format; a field may give its own.
+      const message = element.validity.patternMismatch && element.dataset.patternMessage ? element.dataset.patternMessage : element.validationMessage;
+      showFieldError(form, element, message);
       element.focus();
       return false;
     }

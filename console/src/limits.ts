@@ -2,7 +2,7 @@
 // key is created and when its limits are edited, and the code that reads them back.
 import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, valueOf } from './forms.js';
 import { h, type Child } from './dom.js';
-import { AMOUNT_PATTERN, isDecimal } from './money.js';
+import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, isDecimal } from './money.js';
 import type { ApiKey, RateLimits } from './types.js';
 
 export interface KeyLimits {
@@ -27,7 +27,7 @@ export function limitFields(availableModels: readonly string[] | null, key?: Api
       label: 'Spend limit',
       value: key?.spend_limit ?? '',
       hint: 'Most this token may spend in total, in balance units. Leave empty for no limit.',
-      attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, autocomplete: 'off', placeholder: 'e.g. 5' },
+      attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off', placeholder: 'e.g. 5' },
     }),
     models.length
       ? checkboxGroup({
@@ -56,7 +56,7 @@ export function limitFields(availableModels: readonly string[] | null, key?: Api
 /** Reads the limit fields; empty means "no limit" (null). */
 export function readLimits(form: HTMLFormElement): KeyLimits {
   const spendLimit = valueOf(form, 'spend_limit');
-  if (spendLimit && !isDecimal(spendLimit)) throw new FieldError('spend_limit', 'Enter an amount such as 5 or 2.50.');
+  if (spendLimit && !isDecimal(spendLimit)) throw new FieldError('spend_limit', AMOUNT_PATTERN_MESSAGE);
   const models = checkedValues(form, 'model');
   return {
     spend_limit: spendLimit || null,

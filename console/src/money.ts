@@ -6,6 +6,8 @@ const DECIMAL = /^(-)?(\d+)(?:\.(\d+))?$/;
 
 /** Decimal strings a person may type for an amount: "5", "0.25". */
 export const AMOUNT_PATTERN = '\\d+(\\.\\d+)?';
+/** What to show when an amount does not match AMOUNT_PATTERN (the browser's own text names no format). */
+export const AMOUNT_PATTERN_MESSAGE = 'Enter an amount such as 5 or 2.50.';
 
 interface ParsedDecimal {
   negative: boolean;

@@ -55,7 +55,15 @@ export async function identify(deps: AdminDeps, ctx: ApiContext): Promise<Caller
  */
 export function checkSameOrigin(ctx: ApiContext): void {
   const origin = ctx.get('origin');
-  if (origin !== '' && origin !== ctx.origin) throw new ApiError('csrf_failed', 'Cross-site requests are refused.');
+  // Our own origin, built here: Koa 3's `ctx.origin` is the request's Origin header, not ours.
+  const own = `${ctx.protocol}://${ctx.host}`;
+  if (origin !== '' && origin !== own) {
+    const behindTls = origin === `https://${ctx.host}` && ctx.protocol === 'http';
+    throw new ApiError(
+      'csrf_failed',
+      behindTls ? 'Cross-site requests are refused. Behind a TLS proxy, set server.trust_proxy: true.' : 'Cross-site requests are refused.',
+    );
+  }
   if (ctx.get('sec-fetch-site') === 'cross-site') throw new ApiError('csrf_failed', 'Cross-site requests are refused.');
 }
 

@@ -4,7 +4,7 @@ import { confirmAction } from '../confirm.js';
 import { h } from '../dom.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
-import { AMOUNT_PATTERN, formatMoney } from '../money.js';
+import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { inlinePanel, type Panel } from '../panel.js';
 import { currentAccount } from '../session.js';
@@ -132,7 +132,7 @@ function openCreditForm(view: AccountsView, account: AdminAccount, opener: HTMLE
     submitLabel: 'Add credit',
     secondary: [cancelButton(view.panel)],
     fields: [
-      inputField({ name: 'amount', label: 'Amount', required: true, hint: `Current balance: ${formatMoney(account.balance)}.`, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, autocomplete: 'off' } }),
+      inputField({ name: 'amount', label: 'Amount', required: true, hint: `Current balance: ${formatMoney(account.balance)}.`, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off' } }),
       inputField({ name: 'note', label: 'Note', hint: 'Optional, e.g. an invoice number. Shown in the account’s credit history.', attrs: { maxlength: 200, autocomplete: 'off' } }),
     ],
     async onSubmit(form) {

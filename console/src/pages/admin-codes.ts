@@ -5,7 +5,7 @@ import { h, replace } from '../dom.js';
 import { downloadText, toCsv } from '../download.js';
 import { createForm, inputField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
-import { AMOUNT_PATTERN, formatMoney } from '../money.js';
+import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { announce } from '../status.js';
 import { dataTable } from '../table.js';
@@ -46,7 +46,7 @@ function generateForm(onGenerated: (codes: NewRedemptionCode[]) => void): HTMLFo
     submitLabel: 'Generate codes',
     fields: [
       inputField({ name: 'count', label: 'Number of codes', type: 'number', required: true, value: 10, attrs: { min: 1, max: MAX_BATCH, step: 1, inputmode: 'numeric' } }),
-      inputField({ name: 'amount', label: 'Amount per code', required: true, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, autocomplete: 'off', placeholder: 'e.g. 5' } }),
+      inputField({ name: 'amount', label: 'Amount per code', required: true, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off', placeholder: 'e.g. 5' } }),
       inputField({ name: 'expires_at', label: 'Expiry date', type: 'date', hint: 'Optional. Codes can be redeemed through the end of this day (UTC).', attrs: { min: todayInputValue() } }),
     ],
     async onSubmit(form) {

@@ -1,6 +1,6 @@
 // Signed-out view: log in, or sign up at /console/signup when the operator allows it.
 // Shown in place of any console page (except Prices) until a session exists.
-import { apiGet, apiPost } from '../api.js';
+import { ApiError, apiGet, apiPost } from '../api.js';
 import { h } from '../dom.js';
 import { FieldError, createForm, inputField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
@@ -41,7 +41,13 @@ function loginView(signupEnabled: boolean, options: LoginOptions): HTMLElement {
     ],
     async onSubmit(form) {
       const body = { login: valueOf(form, 'login'), password: passwordOf(form, 'password') };
-      startSession(await apiPost<SessionResponse>('/api/session', body));
+      try {
+        startSession(await apiPost<SessionResponse>('/api/session', body));
+      } catch (error) {
+        // The API names no field for a wrong name or password; show it at the password, marked invalid.
+        if (error instanceof ApiError && error.code === 'invalid_credentials') throw new FieldError('password', error.message);
+        throw error;
+      }
       options.onSignedIn();
     },
   });

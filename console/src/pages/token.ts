@@ -122,7 +122,7 @@ async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<vo
     submitLabel: 'Create token',
     secondary: [cancelButton(view.panel)],
     fields: [
-      inputField({ name: 'name', label: 'Name', required: true, hint: 'Something to recognise it by, e.g. “laptop”.', attrs: { maxlength: 100, autocomplete: 'off' } }),
+      inputField({ name: 'name', label: 'Name', required: true, hint: 'Something to recognise it by, e.g. “laptop”.', attrs: { maxlength: 60, autocomplete: 'off' } }),
       inputField({ name: 'expires_at', label: 'Expiry date', type: 'date', hint: 'Optional. The token works through the end of this day (UTC).', attrs: { min: todayInputValue() } }),
       ...limitFields(models),
     ],

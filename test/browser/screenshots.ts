@@ -1,0 +1,121 @@
+/**
+ * The README's console screenshots, made in Debian's Chromium at 1280×800 from a gateway with an
+ * in-memory store:
+ *   docs/console-dashboard.png  the dashboard of a user with a balance and eleven days of spend
+ *   docs/console-token.png      the Tokens page right after Add Token, the new secret shown once
+ *
+ *   npm run build && node dist/test/browser/screenshots.js
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { unitsToNano } from '../../src/billing/money';
+import { hashRedemptionCode } from '../../src/billing/redemption';
+import type { ChargeRecord } from '../../src/store/store';
+import { startTestGateway } from '../helpers/test-gateway';
+import { chromiumProblem, consoleYaml, createLoginAccount, createRedemptionCode, launchChromium } from './browser-helpers';
+
+const DOCS_DIR = path.resolve(__dirname, '..', '..', '..', 'docs');
+const VIEWPORT = { width: 1280, height: 800 };
+const DAY_MS = 86_400_000;
+const PASSWORD = 'screenshot-password';
+
+/** Spend per day, oldest first, ending today: a believable fortnight with quiet days. */
+const DAILY_SPEND: readonly (readonly [daysAgo: number, requests: number, cost: string])[] = [
+  [12, 14, '0.42'],
+  [11, 22, '0.61'],
+  [10, 9, '0.18'],
+  [8, 31, '0.95'],
+  [7, 40, '1.27'],
+  [6, 26, '0.74'],
+  [5, 12, '0.33'],
+  [3, 35, '1.08'],
+  [2, 48, '1.46'],
+  [1, 29, '0.88'],
+  [0, 7, '0.21'],
+];
+
+/** `requests` charges on the day `daysAgo` days back (at noon UTC; today, within the last hour) adding up to `cost`. */
+function chargesOfDay(accountId: string, keyId: string, daysAgo: number, requests: number, cost: string): ChargeRecord[] {
+  const now = Date.now();
+  const today = Math.floor(now / DAY_MS) * DAY_MS;
+  const at = daysAgo === 0 ? Math.max(today, now - 3_600_000) : today - daysAgo * DAY_MS + DAY_MS / 2;
+  const total = unitsToNano(cost);
+  const each = total / BigInt(requests);
+  return Array.from({ length: requests }, (_, index) => ({
+    requestId: `req_screenshot_${daysAgo}_${index}`,
+    accountId,
+    keyId,
+    model: index % 3 === 0 ? 'claude-priced' : 'gpt-priced',
+    provider: index % 3 === 0 ? 'anthropic' : 'openai',
+    endpoint: index % 3 === 0 ? '/v1/messages' : '/v1/chat/completions',
+    inputTokens: 1800 + index * 37,
+    cacheWriteTokens: 0,
+    cacheReadTokens: 0,
+    outputTokens: 420 + index * 11,
+    // The last charge of the day takes the remainder, so the day adds up exactly.
+    cost: index === requests - 1 ? total - each * BigInt(requests - 1) : each,
+    usageSource: 'upstream',
+    status: 200,
+    outcome: 'delivered',
+    latencyMs: 900 + index * 13,
+    createdAt: new Date(at + index * 1000),
+  }));
+}
+
+async function logIn(page: Page, origin: string, name: string): Promise<void> {
+  await page.goto(`${origin}/console`);
+  await page.getByLabel('Name or e-mail').fill(name);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in', exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: 'Dashboard' }).waitFor();
+}
+
+async function main(): Promise<void> {
+  const problem = chromiumProblem();
+  if (problem !== null) throw new Error(problem);
+  mkdirSync(DOCS_DIR, { recursive: true });
+
+  const tg = await startTestGateway({ yaml: consoleYaml('http://127.0.0.1:9') });
+  const browser = await launchChromium();
+  try {
+    const user = await createLoginAccount(tg.store, 'alice', PASSWORD);
+    const key = await tg.createKey({ accountId: user.id, name: 'laptop' });
+    await tg.createKey({ accountId: user.id, name: 'ci-runner' });
+    const redeemed = await tg.store.redeemCode(hashRedemptionCode(await createRedemptionCode(tg.store, '25')), user.id, null);
+    if (!redeemed.ok) throw new Error(`the screenshot account's code did not redeem: ${redeemed.reason}`);
+    await tg.store.recordCharges(DAILY_SPEND.flatMap(([daysAgo, requests, cost]) => chargesOfDay(user.id, key.id, daysAgo, requests, cost)));
+
+    const context = await browser.newContext({ viewport: VIEWPORT, colorScheme: 'light' });
+    const page = await context.newPage();
+    await logIn(page, tg.url, user.name);
+
+    await page.getByTestId('balance').waitFor();
+    await page.locator('.chart-block svg.chart').waitFor();
+    const dashboard = path.join(DOCS_DIR, 'console-dashboard.png');
+    await page.screenshot({ path: dashboard });
+    console.log(`wrote ${path.relative(process.cwd(), dashboard)} (balance ${await page.getByTestId('balance').textContent()})`);
+
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tokens', exact: true }).click();
+    await page.getByTestId('key-table').waitFor();
+    await page.getByRole('button', { name: 'Add Token' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('notebook');
+    await page.getByLabel('Spend limit').fill('10');
+    await page.getByRole('button', { name: 'Create token' }).click();
+    await page.getByTestId('new-key-secret').waitFor();
+    // The list below refreshes after the panel opens; the shot waits for the new key in it.
+    await page.getByTestId('key-table').getByText('notebook', { exact: true }).waitFor();
+    const token = path.join(DOCS_DIR, 'console-token.png');
+    await page.screenshot({ path: token });
+    console.log(`wrote ${path.relative(process.cwd(), token)}`);
+    await context.close();
+  } finally {
+    await browser.close();
+    await tg.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});
