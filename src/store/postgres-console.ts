@@ -8,13 +8,13 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SessionKind, SessionRecord } from './store';
-import { rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionRow } from './rows';
+import { rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
 /** The columns of an `AccountRow`; never the password hash. */
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
 
-const { toAccount, toAccountSummary, toSession } = rowMappers(POSTGRES_CODEC);
+const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(POSTGRES_CODEC);
 
 /** E-mails are stored and compared lower-cased, so they are unique whatever their case. */
 export function normalizeEmail(email: string | null | undefined): string | null {
@@ -94,17 +94,8 @@ export async function createSession(pool: Pool, input: NewSession): Promise<Sess
   return toSession(row);
 }
 
-/** A session row joined with its account, the account's columns prefixed as in the key identity join. */
-interface SessionAccountRow extends SessionRow<PostgresColumns> {
-  account_name: string;
-  account_email: string | null;
-  account_role: Account['role'];
-  account_disabled: boolean;
-  account_created_at: Date;
-}
-
 export async function findSession(pool: Pool, hash: Buffer, now: Date): Promise<{ session: SessionRecord; account: Account } | null> {
-  const { rows } = await pool.query<SessionAccountRow>(
+  const { rows } = await pool.query<SessionAccountRow<PostgresColumns>>(
     `SELECT ${SESSION_COLUMNS},
             a.name AS account_name, a.email AS account_email, a.role AS account_role,
             a.disabled AS account_disabled, a.created_at AS account_created_at
@@ -114,15 +105,7 @@ export async function findSession(pool: Pool, hash: Buffer, now: Date): Promise<
   );
   const row = rows[0];
   if (row === undefined) return null;
-  const account = toAccount({
-    id: row.account_id,
-    name: row.account_name,
-    email: row.account_email,
-    role: row.account_role,
-    disabled: row.account_disabled,
-    created_at: row.account_created_at,
-  });
-  return { session: toSession(row), account };
+  return toSessionWithAccount(row);
 }
 
 export async function deleteSession(pool: Pool, id: string, accountId: string): Promise<boolean> {

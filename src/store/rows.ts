@@ -75,14 +75,19 @@ export interface KeyRow<T extends ColumnTypes> {
   expires_at: T['date'] | null;
 }
 
-/** One row of the key + account join that authentication reads. */
-export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T> {
-  hash: Buffer;
+/** An account's columns in a join, each prefixed `account_` (its id is the joined row's `account_id`). */
+export interface JoinedAccountColumns<T extends ColumnTypes> {
+  account_id: string;
   account_name: string;
   account_email: string | null;
   account_role: AccountRole;
   account_disabled: T['flag'];
   account_created_at: T['date'];
+}
+
+/** One row of the key + account join that authentication reads. */
+export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T>, JoinedAccountColumns<T> {
+  hash: Buffer;
 }
 
 export interface ChargeRow<T extends ColumnTypes> {
@@ -131,6 +136,9 @@ export interface SessionRow<T extends ColumnTypes> {
   created_at: T['date'];
   expires_at: T['date'] | null;
 }
+
+/** One row of the session + account join that the console's authentication reads. */
+export interface SessionAccountRow<T extends ColumnTypes> extends SessionRow<T>, JoinedAccountColumns<T> {}
 
 export interface CodeRow<T extends ColumnTypes> {
   id: string;
@@ -201,8 +209,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
       };
     },
 
-    toKeyIdentity(row: KeyIdentityRow<T>): KeyIdentity {
-      const account = mappers.toAccount({
+    toJoinedAccount(row: JoinedAccountColumns<T>): Account {
+      return mappers.toAccount({
         id: row.account_id,
         name: row.account_name,
         email: row.account_email,
@@ -210,7 +218,14 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         disabled: row.account_disabled,
         created_at: row.account_created_at,
       });
-      return { key: mappers.toKeyRecord(row), account, hash: row.hash };
+    },
+
+    toKeyIdentity(row: KeyIdentityRow<T>): KeyIdentity {
+      return { key: mappers.toKeyRecord(row), account: mappers.toJoinedAccount(row), hash: row.hash };
+    },
+
+    toSessionWithAccount(row: SessionAccountRow<T>): { session: SessionRecord; account: Account } {
+      return { session: mappers.toSession(row), account: mappers.toJoinedAccount(row) };
     },
 
     toCharge(row: ChargeRow<T>): ChargeRecord {

@@ -4,15 +4,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { rowMappers, SQLITE_CODEC, type AccountRow, type AccountSummaryRow, type SessionRow, type SqliteColumns } from './rows';
+import { rowMappers, SQLITE_CODEC, type AccountRow, type AccountSummaryRow, type SessionAccountRow, type SessionRow, type SqliteColumns } from './rows';
 import type { Account, AccountLogin, AccountSummary, NewSession, SessionKind, SessionRecord } from './store';
 
-const { toAccount, toAccountSummary, toSession } = rowMappers(SQLITE_CODEC);
+const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(SQLITE_CODEC);
 
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
-
-type SessionJoinRow = SessionRow<SqliteColumns> & { [K in keyof AccountRow<SqliteColumns> as `account_${K}`]: AccountRow<SqliteColumns>[K] };
 
 function prepareStatements(db: Database.Database) {
   return {
@@ -31,8 +29,8 @@ function prepareStatements(db: Database.Database) {
       `INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at)
        VALUES (@id, @hash, @account_id, @kind, @name, @created_at, @expires_at)`,
     ),
-    sessionByHash: db.prepare<[Buffer, number], SessionJoinRow>(
-      `SELECT ${SESSION_COLUMNS}, a.id AS account_id, a.name AS account_name, a.email AS account_email, a.role AS account_role,
+    sessionByHash: db.prepare<[Buffer, number], SessionAccountRow<SqliteColumns>>(
+      `SELECT ${SESSION_COLUMNS}, a.name AS account_name, a.email AS account_email, a.role AS account_role,
               a.disabled AS account_disabled, a.created_at AS account_created_at
          FROM sessions s JOIN accounts a ON a.id = s.account_id
         WHERE s.hash = ? AND (s.expires_at IS NULL OR s.expires_at > ?)`,
@@ -85,15 +83,7 @@ export class SqliteConsole {
   findSession(hash: Buffer, now: Date): { session: SessionRecord; account: Account } | null {
     const row = this.sql.sessionByHash.get(hash, now.getTime());
     if (row === undefined) return null;
-    const account = toAccount({
-      id: row.account_id,
-      name: row.account_name,
-      email: row.account_email,
-      role: row.account_role,
-      disabled: row.account_disabled,
-      created_at: row.account_created_at,
-    });
-    return { session: toSession(row), account };
+    return toSessionWithAccount(row);
   }
 
   deleteSession(id: string, accountId: string): boolean {
