@@ -1,11 +1,10 @@
 import { expect } from 'chai';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { verifyPassword } from '../../src/admin/passwords';
 import { hashSecret } from '../../src/admin/secrets';
 import { runCli } from '../../src/cli';
 import { SqliteStore } from '../../src/store/sqlite';
+import { makeCliFolder } from '../helpers/cli-config';
 
 describe('cli/account console access (create with a password, password, token)', function () {
   // Each password costs one scrypt hash (~0.3 s).
@@ -15,18 +14,8 @@ describe('cli/account console access (create with a password, password, token)',
   let store: SqliteStore;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-console-cli-'));
-    const dbFile = path.join(dir, 'tollgate.db');
-    configFile = path.join(dir, 'gateway.yaml');
-    writeFileSync(
-      configFile,
-      [
-        'providers: {echo: {protocol: echo}}',
-        'models: {tollgate-echo: {family: openai, routes: [{provider: echo}], free: true}}',
-        `store: {url: ${JSON.stringify(`sqlite:${dbFile}`)}}`,
-        '',
-      ].join('\n'),
-    );
+    let dbFile: string;
+    ({ dir, configFile, dbFile } = makeCliFolder('tollgate-console-cli-'));
     store = new SqliteStore(dbFile);
     await store.migrate();
   });

@@ -1,8 +1,6 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { unitsToNano } from '../../src/billing/money';
 import { hashRedemptionCode, redeem } from '../../src/billing/redemption';
 import { StoreBook } from '../../src/billing/store-book';
@@ -17,6 +15,7 @@ import { SqliteStore } from '../../src/store/sqlite';
 import type { Account, ChargeRecord, CreditRecord, RedeemResult, Store } from '../../src/store/store';
 import { useMemoryStore } from '../helpers/memory-store';
 import { rejection } from '../helpers/async';
+import { makeCliFolder } from '../helpers/cli-config';
 
 const CODE_LINE = /^tg-[A-Z2-7]{24}$/;
 
@@ -311,18 +310,7 @@ describe('cli/billing on a database file', () => {
   let store: SqliteStore;
 
   beforeEach(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-billing-'));
-    dbFile = path.join(dir, 'tollgate.db');
-    configFile = path.join(dir, 'gateway.yaml');
-    writeFileSync(
-      configFile,
-      [
-        'providers: {echo: {protocol: echo}}',
-        'models: {tollgate-echo: {family: openai, routes: [{provider: echo}], free: true}}',
-        `store: {url: ${JSON.stringify(`sqlite:${dbFile}`)}}`,
-        '',
-      ].join('\n'),
-    );
+    ({ dir, configFile, dbFile } = makeCliFolder('tollgate-billing-'));
     store = new SqliteStore(dbFile);
     await store.migrate();
   });

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { hashApiKey } from '../../src/auth/keys';
 import { createAccountCommand } from '../../src/cli/accounts';
@@ -12,6 +11,7 @@ import { SqliteStore } from '../../src/store/sqlite';
 import { useMemoryStore } from '../helpers/memory-store';
 import type { ApiKeyRecord } from '../../src/store/store';
 import { rejection } from '../helpers/async';
+import { makeCliFolder } from '../helpers/cli-config';
 
 const KEY_LINE = /^sk-[A-Za-z0-9]{48}$/;
 
@@ -135,18 +135,7 @@ describe('cli/keys', () => {
     }
 
     before(() => {
-      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-cli-'));
-      configFile = path.join(dir, 'gateway.yaml');
-      dbFile = path.join(dir, 'data', 'tollgate.db');
-      writeFileSync(
-        configFile,
-        [
-          'providers: {echo: {protocol: echo}}',
-          'models: {tollgate-echo: {family: openai, routes: [{provider: echo}], free: true}}',
-          `store: {url: ${JSON.stringify(`sqlite:${dbFile}`)}}`,
-          '',
-        ].join('\n'),
-      );
+      ({ dir, configFile, dbFile } = makeCliFolder('tollgate-cli-', path.join('data', 'tollgate.db')));
     });
 
     after(() => {
