@@ -8,7 +8,7 @@ import { readJsonObject } from '../json-body';
 import { decoyHash, hashPassword, verifyPassword } from '../passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret, plausibleSecret, SESSION_COOKIE } from '../secrets';
 import { accountView } from '../views';
-import type { Account } from '../../store/store';
+import type { Account, AccountLogin } from '../../store/store';
 import { AccountExistsError } from '../../store/store';
 
 const HOUR_MS = 3_600_000;
@@ -20,6 +20,13 @@ const SWEEP_INTERVAL_MS = HOUR_MS;
  * everyone), and `/v1` never sees it.
  */
 const COOKIE_PATH = '/api';
+
+/** 429 after too many of `what`, saying when to come back. */
+function tooManyAttempts(what: string, waitSeconds: number): ApiError {
+  return new ApiError('too_many_attempts', `Too many ${what}. Try again in ${Math.ceil(waitSeconds / 60)} min.`, undefined, {
+    'retry-after': String(waitSeconds),
+  });
+}
 
 export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   let lastSweep = 0;
@@ -51,14 +58,21 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const subjects = [`login:${login.toLowerCase()}`, `address:${ctx.ip}`];
     const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
     if (wait > 0) {
-      throw new ApiError('too_many_attempts', `Too many wrong passwords. Try again in ${Math.ceil(wait / 60)} min.`, undefined, { 'retry-after': String(wait) });
+      throw tooManyAttempts('wrong passwords', wait);
     }
-    const found = await deps.store.findLogin(login);
-    // Unknown names are checked against a decoy hash, so timing does not reveal which names exist.
-    const matches = await verifyPassword(password, found?.passwordHash ?? (await decoyHash()));
-    if (found === null || found.passwordHash === null || !matches) {
-      deps.loginLimiter.fail(subjects, Date.now());
-      throw new ApiError('invalid_credentials', 'The name or password is wrong.');
+    // Until this check is decided it counts against the limit, so a burst of guesses cannot all pass it.
+    deps.loginLimiter.begin(subjects);
+    let found: AccountLogin | null;
+    try {
+      found = await deps.store.findLogin(login);
+      // Unknown names are checked against a decoy hash, so timing does not reveal which names exist.
+      const matches = await verifyPassword(password, found?.passwordHash ?? (await decoyHash()));
+      if (found === null || found.passwordHash === null || !matches) {
+        deps.loginLimiter.fail(subjects, Date.now());
+        throw new ApiError('invalid_credentials', 'The name or password is wrong.');
+      }
+    } finally {
+      deps.loginLimiter.end(subjects);
     }
     deps.loginLimiter.succeed(subjects[0]);
     if (found.account.disabled) throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
@@ -70,10 +84,18 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (!deps.runtime.current.config.console.signup) {
       throw new ApiError('signup_disabled', 'Sign-up is turned off here; ask an administrator for an account.');
     }
+    // Each sign-up costs a scrypt hash and makes an account: an address gets as many per window as it
+    // gets wrong passwords.
+    const signups = [`signup:${ctx.ip}`];
+    const wait = deps.loginLimiter.retryAfter(signups, Date.now());
+    if (wait > 0) {
+      throw tooManyAttempts('sign-ups from this address', wait);
+    }
     const body = await readJsonObject(ctx);
     const name = accountName(body);
     const email = optionalEmail(body);
     const password = newPassword(body);
+    deps.loginLimiter.fail(signups, Date.now());
     let account: Account;
     try {
       account = await deps.store.createAccount({ name, email, role: 'user', passwordHash: await hashPassword(password) });
@@ -105,9 +127,21 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const body = await readJsonObject(ctx);
     const current = requiredString(body, 'current_password', 'Your current password', 1024);
     const next = newPassword(body, 'new_password');
-    const found = await deps.store.findLogin(caller.account.name);
-    if (found?.passwordHash == null || !(await verifyPassword(current, found.passwordHash))) {
-      throw invalid('current_password', 'This is not your current password.');
+    // The same limit as logins: a stolen session must not become a way to guess the password.
+    const subjects = [`login:${caller.account.name.toLowerCase()}`, `address:${ctx.ip}`];
+    const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
+    if (wait > 0) {
+      throw tooManyAttempts('wrong passwords', wait);
+    }
+    deps.loginLimiter.begin(subjects);
+    try {
+      const found = await deps.store.findLogin(caller.account.name);
+      if (found?.passwordHash == null || !(await verifyPassword(current, found.passwordHash))) {
+        deps.loginLimiter.fail(subjects, Date.now());
+        throw invalid('current_password', 'This is not your current password.');
+      }
+    } finally {
+      deps.loginLimiter.end(subjects);
     }
     await deps.store.setPassword(caller.account.id, await hashPassword(next));
     // Other logins of the account end: a changed password is often a response to a leak.
