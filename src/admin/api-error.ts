@@ -3,7 +3,8 @@
  * `field` names the request field at fault so a console form can show the message beside it.
  */
 
-const STATUS = {
+/** Every error code with its HTTP status; the OpenAPI document's Error schema lists exactly these. */
+export const API_ERROR_STATUS = {
   invalid_request: 400,
   invalid_credentials: 401,
   unauthenticated: 401,
@@ -20,7 +21,7 @@ const STATUS = {
   unavailable: 503,
 } as const;
 
-export type ApiErrorCode = keyof typeof STATUS;
+export type ApiErrorCode = keyof typeof API_ERROR_STATUS;
 
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -33,7 +34,7 @@ export class ApiError extends Error {
     readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
-    this.status = STATUS[code];
+    this.status = API_ERROR_STATUS[code];
   }
 
   toJSON(): { error: { code: string; message: string; field?: string } } {

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
 import { parse } from 'yaml';
-import { ApiError, type ApiErrorCode } from '../../src/admin/api-error';
+import { API_ERROR_STATUS, ApiError } from '../../src/admin/api-error';
 import { managementRoutes } from '../../src/admin/index';
 import {
   accountSummaryView,
@@ -28,24 +28,6 @@ const DOCUMENT_FILE = path.join(SCHEMAS_DIR, 'management-api.yaml');
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 const ERROR_REF = '#/components/schemas/Error';
 const SCHEMA_ID = 'urn:tollgate:management-api';
-
-/** Every code api-error.ts knows, with its status: a new code does not compile until it is listed here. */
-const ERROR_STATUS: Record<ApiErrorCode, number> = {
-  invalid_request: 400,
-  invalid_credentials: 401,
-  unauthenticated: 401,
-  forbidden: 403,
-  csrf_failed: 403,
-  signup_disabled: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  conflict: 409,
-  gone: 410,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  too_many_attempts: 429,
-  unavailable: 503,
-};
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -316,8 +298,7 @@ describe('schemas/management-api.yaml', () => {
     it('lists exactly the error codes api-error.ts knows', () => {
       const error = deref(document, { $ref: ERROR_REF });
       const fields = ((error.properties as JsonObject).error as JsonObject).properties as JsonObject;
-      expect([...((fields.code as JsonObject).enum as string[])].sort()).to.deep.equal(Object.keys(ERROR_STATUS).sort());
-      for (const [name, status] of Object.entries(ERROR_STATUS)) expect(new ApiError(name as ApiErrorCode, 'x').status, name).to.equal(status);
+      expect([...((fields.code as JsonObject).enum as string[])].sort()).to.deep.equal(Object.keys(API_ERROR_STATUS).sort());
     });
   });
 
