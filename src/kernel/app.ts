@@ -7,9 +7,9 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { consolePages } from '../admin/console-pages';
-import type { AdminDeps } from '../admin/context';
-import { managementApi } from '../admin/index';
+import { CONSOLE_PREFIX, consolePages } from '../admin/console-pages';
+import type { AdminDeps, ApiState } from '../admin/context';
+import { API_PREFIX, managementApi } from '../admin/index';
 import type { GatewayConfig } from '../config/types';
 import { requestLogLine } from '../metrics/request-log';
 import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
@@ -65,12 +65,38 @@ const OPS = new Set<string>(OPS_PATHS);
  * settled; never awaited on the request's path. Scrapes and probes log at debug, the rest at info.
  */
 function logRequest(ctx: BaseContext, logger: Logger, startedAt: number, error: GatewayError | null): void {
+  if (isManagementPath(ctx.path)) return logManagementRequest(ctx, logger, startedAt);
   const level = OPS.has(ctx.path) ? 'debug' : 'info';
   if (!logger.isLevelEnabled(level)) return;
   const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
   void summarize(ctx.state as Partial<GatewayState>, observed).then(
     (summary) => logger[level](requestLogLine(summary), 'request'),
     (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'writing the request log line failed'),
+  );
+}
+
+function isManagementPath(path: string): boolean {
+  return path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || path === CONSOLE_PREFIX || path.startsWith(`${CONSOLE_PREFIX}/`);
+}
+
+/**
+ * The console's and its API's log line: who did what, with no model fields (there are none). Page and
+ * asset loads log at debug, API calls at info. Bodies, cookies and tokens are never part of it.
+ */
+function logManagementRequest(ctx: BaseContext, logger: Logger, startedAt: number): void {
+  const level = ctx.path.startsWith(API_PREFIX) ? 'info' : 'debug';
+  if (!logger.isLevelEnabled(level)) return;
+  const caller = (ctx.state as ApiState).caller;
+  logger[level](
+    {
+      requestId: ctx.state.requestId,
+      method: ctx.method,
+      path: clip(ctx.path),
+      status: ctx.status,
+      accountId: caller?.account.id ?? null,
+      durationMs: Math.round((performance.now() - startedAt) * 1000) / 1000,
+    },
+    'management request',
   );
 }
 

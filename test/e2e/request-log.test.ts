@@ -3,10 +3,9 @@
  * answer is over; and nothing secret or private in any line the gateway writes (keys, authorization
  * values, cookies, provider keys, prompt and completion text), at the most verbose level.
  */
-import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { unitsToNano } from '../../src/billing/money';
-import { createLogger } from '../../src/gateway';
+import { captureLogger } from '../helpers/capture-logger';
 import { startFakeUpstream, waitUntil, type FakeUpstream } from '../helpers/fake-upstream';
 import { defaultTestYaml, PROVIDER_SENTINEL, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { anthropicError, anthropicMessage, anthropicStream } from '../helpers/upstream-replies';
@@ -21,24 +20,6 @@ interface LogLine {
   msg: string;
   requestId?: string;
   [field: string]: unknown;
-}
-
-/** A logger built like `tollgate serve`'s (same redaction, LOG_LEVEL read), writing into `lines`. */
-function captureLogger(level: string, lines: string[]) {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((line) => line !== ''));
-      done();
-    },
-  });
-  const saved = process.env.LOG_LEVEL;
-  process.env.LOG_LEVEL = level;
-  try {
-    return createLogger(sink);
-  } finally {
-    if (saved === undefined) delete process.env.LOG_LEVEL;
-    else process.env.LOG_LEVEL = saved;
-  }
 }
 
 /** The claude-sonnet-5 model of the default test YAML, priced so charges are not 0. */

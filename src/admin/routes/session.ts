@@ -69,6 +69,8 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       const matches = await verifyPassword(password, found?.passwordHash ?? (await decoyHash()));
       if (found === null || found.passwordHash === null || !matches) {
         deps.loginLimiter.fail(subjects, Date.now());
+        // The address only: what was typed as the name may be a password typed in the wrong field.
+        deps.logger.info({ address: ctx.ip }, 'console: wrong name or password');
         throw new ApiError('invalid_credentials', 'The name or password is wrong.');
       }
     } finally {
@@ -76,6 +78,7 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     }
     deps.loginLimiter.succeed(subjects[0]);
     if (found.account.disabled) throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
+    deps.logger.info({ account: found.account.name, address: ctx.ip }, 'console: logged in');
     ctx.body = await startSession(ctx, found.account);
   });
 
