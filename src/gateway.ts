@@ -120,6 +120,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
       funds: liveFunds(reloader.runtime, store),
       loginLimiter: new LoginLimiter(config.console.login_failures_per_window),
+      metrics,
       version: PACKAGE_VERSION,
     },
   );

@@ -2,6 +2,7 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import type { RuntimeRef } from '../kernel/app';
+import type { GatewayMetrics } from '../metrics/metrics';
 import type { Account, SessionRecord, Store } from '../store/store';
 import type { Funds } from './funds';
 import type { LoginLimiter } from './login-limiter';
@@ -28,6 +29,8 @@ export interface AdminDeps {
   readonly logger: Logger;
   readonly funds: Funds;
   readonly loginLimiter: LoginLimiter;
+  /** Login outcomes and credits are counted here (tollgate_console_logins_total, tollgate_credited_units_total). */
+  readonly metrics: GatewayMetrics;
   /** `GET /api/meta`'s version. */
   readonly version: string;
 }

@@ -8,6 +8,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NANO_PER_UNIT } from '../billing/money';
 import type { BreakerState } from '../upstream/breakers';
+import type { CreditKind } from '../store/store';
 import type { RequestSummary, TokenCounts } from './summary';
 
 /** What the gauges read at scrape time from the plugin chain currently serving. */
@@ -118,6 +119,18 @@ export class GatewayMetrics {
     labelNames: ['source'] as const,
     registers: [this.registry],
   });
+  private readonly consoleLogins = new Counter({
+    name: 'tollgate_console_logins_total',
+    help: 'Console log-in attempts by outcome: success, wrong_password, limited (refused by the wrong-password limit), disabled.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly credited = new Counter({
+    name: 'tollgate_credited_units_total',
+    help: 'Funds added to balances, in currency units, by kind: redemption (Top Up), admin (credited by an administrator), topup.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
   /** Moved by the metrics plugin as requests start and end. */
   readonly inFlight = new Gauge({
     name: 'tollgate_inflight_requests',
@@ -176,6 +189,16 @@ export class GatewayMetrics {
   /** The text exposition of every metric, and its content type. */
   async scrape(): Promise<{ body: string; contentType: string }> {
     return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  /** Counts one console log-in attempt. */
+  recordLogin(outcome: 'success' | 'wrong_password' | 'limited' | 'disabled'): void {
+    this.consoleLogins.inc({ outcome });
+  }
+
+  /** Counts funds added to a balance through the console or its API. */
+  recordCredit(kind: CreditKind, amount: bigint): void {
+    this.credited.inc({ kind }, units(amount));
   }
 
   /** Counts one finished request. */

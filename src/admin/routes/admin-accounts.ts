@@ -63,6 +63,7 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     const credited = amount(body, 'amount');
     const note = requiredString(body, 'note', 'A note (why this credit)', 500);
     const credit = await deps.funds.credit({ accountId: account.id, amount: credited, kind: 'admin', actor: callerOf(ctx).account.name, note });
+    deps.metrics.recordCredit(credit.kind, credit.amount);
     deps.logger.info({ account: account.name, credit: credit.id, by: callerOf(ctx).account.name }, 'console: account credited');
     const balance = await deps.funds.balance(account.id);
     ctx.status = 201;

@@ -58,6 +58,7 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const subjects = [`login:${login.toLowerCase()}`, `address:${ctx.ip}`];
     const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
     if (wait > 0) {
+      deps.metrics.recordLogin('limited');
       throw tooManyAttempts('wrong passwords', wait);
     }
     // Until this check is decided it counts against the limit, so a burst of guesses cannot all pass it.
@@ -71,13 +72,18 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
         deps.loginLimiter.fail(subjects, Date.now());
         // The address only: what was typed as the name may be a password typed in the wrong field.
         deps.logger.info({ address: ctx.ip }, 'console: wrong name or password');
+        deps.metrics.recordLogin('wrong_password');
         throw new ApiError('invalid_credentials', 'The name or password is wrong.');
       }
     } finally {
       deps.loginLimiter.end(subjects);
     }
     deps.loginLimiter.succeed(subjects[0]);
-    if (found.account.disabled) throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
+    if (found.account.disabled) {
+      deps.metrics.recordLogin('disabled');
+      throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
+    }
+    deps.metrics.recordLogin('success');
     deps.logger.info({ account: found.account.name, address: ctx.ip }, 'console: logged in');
     ctx.body = await startSession(ctx, found.account);
   });

@@ -24,6 +24,7 @@ export function topupRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (!CODE_PATTERN.test(code)) throw invalid('code', `A redemption code looks like ${REDEMPTION_CODE_PREFIX}ABCD… (24 letters and digits after "${REDEMPTION_CODE_PREFIX}").`);
     const result = await deps.funds.redeem(code, account.id, account.name);
     if (!result.ok) throw REFUSALS[result.reason]();
+    deps.metrics.recordCredit(result.credit.kind, result.credit.amount);
     deps.logger.info({ account: account.name, credit: result.credit.id }, 'console: code redeemed');
     const balance = await deps.funds.balance(account.id);
     ctx.body = { credit: creditView(result.credit), balance: formatUnits(balance.balance) };
