@@ -146,6 +146,7 @@ describe('e2e: billing', () => {
     expect(error.status).to.equal(402);
     expect(error.error).to.deep.include({ type: 'insufficient_quota', code: 'insufficient_balance' });
     expect(error.message).to.include('the account has 1 available');
+    expect(error.message, 'where to top up').to.include('/console/topup');
     expect(error.headers?.get('x-should-retry')).to.equal('false');
     expect(fake.requests).to.have.length(0);
   });
