@@ -8,14 +8,12 @@
  */
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
-import pino from 'pino';
 import { formatUnits, unitsToNano } from '../../src/billing/money';
-import { parseConfig } from '../../src/config/load';
-import { startGateway, type Gateway } from '../../src/gateway';
-import { openStore } from '../../src/store/open';
+import type { Gateway } from '../../src/gateway';
 import type { Store } from '../../src/store/store';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import { REDIS_URL } from '../helpers/services';
+import { startSharedInstances, type SharedInstances } from '../helpers/shared-instances';
 import { chatCompletion } from '../helpers/upstream-replies';
 import { ApiClient, expectError } from './api-client';
 import { addAccount, chargesOf, chat, consoleYaml, PASSWORD, passwordHash, waitFor } from './fixtures';
@@ -35,46 +33,31 @@ function sharedConsoleYaml(upstreamUrl: string, storeUrl: string, redisPrefix: s
 
 describe('management API: two instances sharing PostgreSQL and Redis', function () {
   this.timeout(30_000);
-  let database: TestDatabase;
-  let redis: ReturnType<typeof redisTestPrefix>;
+  let shared: SharedInstances | null = null;
   let fake: FakeUpstream;
-  let gateways: Gateway[] = [];
   let store: Store;
   let a: Gateway;
   let b: Gateway;
+  let redisPrefix: string;
   /** The administrator "root", logged in on A. */
   let rootOnA: ApiClient;
 
   before(async function () {
-    const problem = (await postgresProblem()) ?? (await redisProblem());
-    if (problem !== null) {
-      console.log(`      ${problem}: shared-state management API suite skipped`);
+    const started = await startSharedInstances('admin-shared', sharedConsoleYaml);
+    if ('problem' in started) {
+      console.log(`      ${started.problem}: shared-state management API suite skipped`);
       this.skip();
     }
+    shared = started;
+    ({ fake, store } = shared);
+    [a, b] = shared.gateways;
+    redisPrefix = shared.redisPrefix;
     await passwordHash();
-    database = await createTestDatabase();
-    redis = redisTestPrefix('admin-shared');
-    fake = await startFakeUpstream();
-    const config = parseConfig(sharedConsoleYaml(fake.url, database.url, redis.prefix), 'shared.yaml', {});
-    // Each instance opens its own pool and its own Redis connections, as separate processes would.
-    gateways = [
-      await startGateway({ config, port: 0, logger: pino({ level: 'silent' }) }),
-      await startGateway({ config, port: 0, logger: pino({ level: 'silent' }) }),
-    ];
-    [a, b] = gateways;
-    // A third party to the database (like the CLI), for setting up accounts and reading the ledger.
-    store = openStore(config.store);
     await addAccount(store, 'root', 'admin');
     rootOnA = await ApiClient.login(a.url, 'root', PASSWORD);
   });
 
-  after(async () => {
-    await fake?.close();
-    for (const gateway of gateways) await gateway.stop(200);
-    await store?.close();
-    await redis?.clear();
-    await database?.drop();
-  });
+  after(async () => shared?.close());
 
   /** The same login (cookie and CSRF token) used against another instance. */
   function sameLoginOn(client: ApiClient, gateway: Gateway): ApiClient {
@@ -184,7 +167,7 @@ describe('management API: two instances sharing PostgreSQL and Redis', function 
 
     const reader = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
     try {
-      expect(await reader.hget(`${redis.prefix}account:${user.id}`, 'balance'), 'the Redis balance').to.equal(String(unitsToNano('0.001')));
+      expect(await reader.hget(`${redisPrefix}account:${user.id}`, 'balance'), 'the Redis balance').to.equal(String(unitsToNano('0.001')));
     } finally {
       reader.disconnect();
     }

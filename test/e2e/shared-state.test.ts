@@ -4,14 +4,12 @@
  * no balance goes negative, and the ledger reconciles. Skipped, saying so, without the services.
  */
 import { expect } from 'chai';
-import pino from 'pino';
 import { issueApiKey } from '../../src/auth/issue-key';
-import { parseConfig } from '../../src/config/load';
-import { startGateway, type Gateway } from '../../src/gateway';
-import { openStore } from '../../src/store/open';
+import type { Gateway } from '../../src/gateway';
 import type { Store } from '../../src/store/store';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import { REDIS_URL } from '../helpers/services';
+import { startSharedInstances, type SharedInstances } from '../helpers/shared-instances';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 import { chatCompletion } from '../helpers/upstream-replies';
 
@@ -32,37 +30,22 @@ plugins:
 
 describe('e2e: two instances sharing PostgreSQL and Redis', function () {
   this.timeout(30_000);
-  let database: TestDatabase;
-  let redis: ReturnType<typeof redisTestPrefix>;
+  let shared: SharedInstances | null = null;
   let fake: FakeUpstream;
-  let gateways: Gateway[] = [];
+  let gateways: readonly Gateway[] = [];
   let store: Store;
 
   before(async function () {
-    const problem = (await postgresProblem()) ?? (await redisProblem());
-    if (problem !== null) {
-      console.log(`      ${problem}: shared-state suite skipped`);
+    const started = await startSharedInstances('shared', sharedYaml);
+    if ('problem' in started) {
+      console.log(`      ${started.problem}: shared-state suite skipped`);
       this.skip();
     }
-    database = await createTestDatabase();
-    redis = redisTestPrefix('shared');
-    fake = await startFakeUpstream();
-    const config = parseConfig(sharedYaml(fake.url, database.url, redis.prefix), 'shared.yaml', {});
-    // Each instance opens its own pool, as separate processes would.
-    gateways = [
-      await startGateway({ config, port: 0, logger: pino({ level: 'silent' }) }),
-      await startGateway({ config, port: 0, logger: pino({ level: 'silent' }) }),
-    ];
-    store = openStore(config.store);
+    shared = started;
+    ({ fake, store, gateways } = shared);
   });
 
-  after(async () => {
-    await fake?.close();
-    for (const gateway of gateways) await gateway.stop(200);
-    await store?.close();
-    await redis?.clear();
-    await database?.drop();
-  });
+  after(async () => shared?.close());
 
   it('admits exactly the three requests the balance can hold, across both instances', async () => {
     const body = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, messages: [{ role: 'user', content: 'Count to three.' }] });
