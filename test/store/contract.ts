@@ -183,6 +183,16 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await store.findKeyByHash(generateApiKey().hash)).to.equal(null);
       });
 
+      it('returns revoked and expired keys with their dates, for auth to decide', async () => {
+        const expired = newKey(alice, { expiresAt: new Date(Date.now() - 1000) });
+        await store.createKey(expired);
+        const revoked = newKey(alice);
+        const record = await store.createKey(revoked);
+        await store.revokeKey(record.id);
+        expect((await store.findKeyByHash(expired.hash))!.key.expiresAt!.getTime()).to.be.below(Date.now());
+        expect((await store.findKeyByHash(revoked.hash))!.key.revokedAt).to.be.instanceOf(Date);
+      });
+
       it('sets and clears a key\'s spend limit and models, and reports unknown ids', async () => {
         const input = newKey(alice);
         const key = await store.createKey(input);

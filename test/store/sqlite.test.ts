@@ -7,7 +7,6 @@ import { generateApiKey } from '../../src/auth/keys';
 import { SQLITE_MIGRATIONS, applySqliteMigrations } from '../../src/store/migrations/sqlite';
 import { SqliteStore } from '../../src/store/sqlite';
 import { useMemoryStore } from '../helpers/memory-store';
-import { AccountExistsError } from '../../src/store/store';
 import type { Account, NewKey } from '../../src/store/store';
 
 /** A NewKey for `account` with a fresh random key. */
@@ -83,108 +82,6 @@ describe('store/sqlite', () => {
       } finally {
         db.close();
       }
-    });
-  });
-
-  describe('accounts', () => {
-    it('creates an account with an acc_ id and finds it by name', async () => {
-      const created = await store.createAccount({ name: 'alice', role: 'admin' });
-      expect(created.id).to.match(/^acc_[0-9a-f]{16}$/);
-      expect(created).to.include({ name: 'alice', role: 'admin', disabled: false });
-      expect(await store.findAccountByName('alice')).to.deep.equal(created);
-      expect(await store.findAccountByName('bob')).to.equal(null);
-    });
-
-    it('rejects a second account with the same name', async () => {
-      await store.createAccount({ name: 'alice', role: 'user' });
-      let caught: unknown;
-      try {
-        await store.createAccount({ name: 'alice', role: 'admin' });
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).to.be.instanceOf(AccountExistsError);
-      expect(await store.countAccounts()).to.equal(1);
-    });
-
-    it('counts accounts', async () => {
-      expect(await store.countAccounts()).to.equal(0);
-      await store.createAccount({ name: 'a', role: 'user' });
-      await store.createAccount({ name: 'b', role: 'user' });
-      expect(await store.countAccounts()).to.equal(2);
-    });
-  });
-
-  describe('keys', () => {
-    let alice: Account;
-    let bob: Account;
-
-    beforeEach(async () => {
-      alice = await store.createAccount({ name: 'alice', role: 'user' });
-      bob = await store.createAccount({ name: 'bob', role: 'admin' });
-    });
-
-    it('creates a key with a key_ id and lists it, per account or all', async () => {
-      const a = await store.createKey(newKey(alice, { name: 'laptop' }));
-      const b = await store.createKey(newKey(bob, { name: null }));
-      expect(a.id).to.match(/^key_[0-9a-f]{16}$/);
-      expect(a).to.include({ accountId: alice.id, name: 'laptop', revokedAt: null, expiresAt: null });
-      expect(b.name).to.equal(null);
-      expect((await store.listKeys()).map((k) => k.id)).to.have.members([a.id, b.id]);
-      expect(await store.listKeys({ accountId: alice.id })).to.deep.equal([a]);
-    });
-
-    it('refuses a key for an unknown account', async () => {
-      let caught: unknown;
-      try {
-        await store.createKey({ ...newKey(alice), accountId: 'acc_0000000000000000' });
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).to.be.instanceOf(Error);
-      expect((caught as Error).message).to.match(/no account/);
-    });
-
-    it('revokes a key, keeps the first revocation time, and reports unknown ids', async () => {
-      const key = await store.createKey(newKey(alice));
-      expect(await store.revokeKey(key.id)).to.equal(true);
-      const [first] = await store.listKeys();
-      expect(first.revokedAt).to.be.instanceOf(Date);
-      expect(await store.revokeKey(key.id)).to.equal(true);
-      const [second] = await store.listKeys();
-      expect(second.revokedAt?.getTime()).to.equal(first.revokedAt?.getTime());
-      expect(await store.revokeKey('key_doesnotexist00')).to.equal(false);
-    });
-
-    it('finds a key by hash together with its account', async () => {
-      const input = newKey(bob, { name: 'ci' });
-      const key = await store.createKey(input);
-      const identity = await store.findKeyByHash(input.hash);
-      expect(identity).not.to.equal(null);
-      expect(identity!.key).to.deep.equal(key);
-      expect(identity!.account).to.deep.equal(bob);
-      expect(identity!.hash.equals(input.hash)).to.equal(true);
-      expect(await store.findKeyByHash(generateApiKey().hash)).to.equal(null);
-    });
-
-    it('returns revoked and expired keys with their dates, for auth to decide', async () => {
-      const expired = newKey(alice, { expiresAt: new Date(Date.now() - 1000) });
-      await store.createKey(expired);
-      const revoked = newKey(alice);
-      const record = await store.createKey(revoked);
-      await store.revokeKey(record.id);
-      expect((await store.findKeyByHash(expired.hash))!.key.expiresAt!.getTime()).to.be.below(Date.now());
-      expect((await store.findKeyByHash(revoked.hash))!.key.revokedAt).to.be.instanceOf(Date);
-    });
-
-    it('rejects a hash that is not 32 bytes', async () => {
-      let caught: unknown;
-      try {
-        await store.createKey({ ...newKey(alice), hash: Buffer.alloc(16) });
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).to.be.instanceOf(Error);
     });
   });
 
