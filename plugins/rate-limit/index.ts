@@ -118,7 +118,8 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
         { leaseMs: config.concurrency_lease_ms, fallbackInstances: config.fallback_instances },
         kit.logger,
       ).then((opened) => (limiter = opened)));
-    if (limitsAnyone(config)) await openedLimiter();
+    const operatorLimits = limitsAnyone(config);
+    if (operatorLimits) await openedLimiter();
     const releasing = new Set<Promise<void>>();
 
     function track(work: Promise<void>): void {
@@ -141,8 +142,8 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
       },
       async handle(ctx: GatewayContext, next: Next) {
         const auth = ctx.state.auth;
-        // Without auth (plugin disabled) there is no key to limit.
-        if (auth === undefined) return next();
+        // Without auth (plugin disabled) there is no key to limit; with no limits anywhere, nothing to do.
+        if (auth === undefined || (!operatorLimits && auth.key.rateLimits === null)) return next();
         const subjects = subjectsOf(config, auth);
         if (subjects.length === 0) return next();
 
