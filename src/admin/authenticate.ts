@@ -43,7 +43,7 @@ async function fromCookie(deps: AdminDeps, ctx: ApiContext): Promise<Caller | nu
 }
 
 /** The caller, or null when the request carries no valid credential. */
-export async function identify(deps: AdminDeps, ctx: ApiContext): Promise<Caller | null> {
+async function identify(deps: AdminDeps, ctx: ApiContext): Promise<Caller | null> {
   if (ctx.get('x-api-key') !== '') refuseApiKey();
   const token = bearerOf(ctx);
   return token === null ? fromCookie(deps, ctx) : fromToken(deps, token);

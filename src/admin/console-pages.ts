@@ -12,7 +12,7 @@ import { PACKAGE_ROOT } from '../paths';
 export const CONSOLE_PREFIX = '/console';
 const CONSOLE_DIR = path.join(PACKAGE_ROOT, 'dist', 'console');
 
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

@@ -20,7 +20,7 @@ import { usageRoutes } from './routes/usage';
 export const API_PREFIX = '/api';
 
 /** Headers of every `/api` answer: nothing cached, nothing sniffed, nothing framed or run. */
-export function setApiSecurityHeaders(ctx: ApiContext): void {
+function setApiSecurityHeaders(ctx: ApiContext): void {
   ctx.set({
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
