@@ -23,7 +23,7 @@ import { openStore } from '../src/store/open';
 const NEVER_REFUSE = '{ rpm: 1000000000, tpm: 1000000000000, concurrency: 1000000 }';
 
 function configText(upstreamUrl: string, billed: boolean, storeUrl: string): string {
-  const pricing = billed ? 'price: { input: 3, output: 15 }' : 'free: true';
+  const pricing = billed ? 'price: { input: 3, output: 15 }, max_output_tokens: 4096, context_window: 200000' : 'free: true';
   // BENCH_FLUSH_MS overrides how often charges are written to the ledger (plugins.billing.flush_interval_ms).
   const flush = process.env.BENCH_FLUSH_MS ? `  billing: { flush_interval_ms: ${Number(process.env.BENCH_FLUSH_MS)} }\n` : '';
   const plugins = billed ? `plugins:\n  rate-limit: { per_key: ${NEVER_REFUSE}, per_account: ${NEVER_REFUSE} }\n${flush}` : '';

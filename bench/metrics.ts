@@ -29,7 +29,7 @@ store: { url: "sqlite::memory:" }
 providers:
   up: { protocol: anthropic, base_url: "${upstream}", api_key: k }
 models:
-  claude-bench: { family: anthropic, routes: [{ provider: up }], price: { input: 3, output: 15 } }
+  claude-bench: { family: anthropic, routes: [{ provider: up }], price: { input: 3, output: 15 }, max_output_tokens: 4096, context_window: 200000 }
 plugins:
   metrics: { enabled: ${metricsEnabled} }
 `;
@@ -82,7 +82,12 @@ function recordCost(): number {
     attempts: 1,
     attemptLog: [{ provider: 'up', outcome: 'ok', durationMs: 1 }],
     upstreamRequestId: 'req_up',
-    tokens: { input: 12, cacheWrite: 0, cacheRead: 0, output: 7 },
+    tokens: { inputTokens: 12, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 7 },
+    clientRequestId: null,
+    toolCalls: {},
+    unpricedTools: [],
+    overage: 0n,
+    unbilled: 0n,
     usageSource: 'upstream',
     cost: 141_000n,
     rateLimited: null,

@@ -99,13 +99,18 @@ export interface Usage {
   endpoint: string;
   input_tokens: number;
   cache_write_tokens: number;
+  cache_write_1h_tokens: number;
   cache_read_tokens: number;
   output_tokens: number;
+  tool_calls: string;
   cost: string;
+  overage: string;
+  unbilled: string;
   usage_source: 'upstream' | 'estimated' | 'partial' | 'none';
   status: number;
   outcome: 'delivered' | 'aborted' | 'failed';
   latency_ms: number;
+  client_request_id: string | null;
 }
 
 export interface ManagementToken {

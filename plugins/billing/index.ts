@@ -6,18 +6,21 @@
  */
 import { Readable } from 'node:stream';
 import type { BalanceBook } from '../../src/billing/book';
-import { holdAmount, maxOutputTokens, type HoldEstimate } from '../../src/billing/hold-amount';
+import { holdAmount, type HoldEstimate } from '../../src/billing/hold-amount';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
-import { costOf, FREE, isFree, priceTable, type NanoPrice } from '../../src/billing/prices';
+import { costOf, FREE, isFree, priceTable, snapshotOf, type NanoPrice } from '../../src/billing/prices';
+import { openReplySizes } from '../../src/billing/reply-sizes';
+import { requestReach, type RequestReach } from '../../src/billing/request-reach';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../../src/kernel/plugin';
-import type { ChargeRecord, HoldResult } from '../../src/store/store';
+import { TOKEN_KINDS } from '../../src/protocols/types';
+import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
 /** Price tables per config snapshot: computed once, reused by every request under that snapshot. */
 const pricesByConfig = new WeakMap<GatewayConfig, ReadonlyMap<string, NanoPrice>>();
@@ -35,7 +38,7 @@ function checkModelAllowed({ key }: AuthState, modelId: string): void {
 }
 
 function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
-  const need = `this request can cost up to ${formatUnits(estimate.amount)} (about ${estimate.inputTokens} input tokens and at most ${estimate.outputTokens} output tokens)`;
+  const need = `this request can cost up to ${formatUnits(estimate.amount)} (up to ${estimate.inputTokens} input tokens and ${estimate.outputTokens} output tokens${toolsText(estimate)})`;
   if (result.reason === 'key_spend_limit') {
     return new GatewayError(
       'TOLLGATE_ERR_KEY_SPEND_LIMIT',
@@ -48,6 +51,12 @@ function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstima
   );
 }
 
+function toolsText(estimate: HoldEstimate): string {
+  return Object.entries(estimate.toolCalls)
+    .map(([tool, calls]) => `, ${calls} ${tool} calls`)
+    .join('');
+}
+
 function unavailable(cause: unknown): GatewayError {
   return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
     cause,
@@ -57,37 +66,62 @@ function unavailable(cause: unknown): GatewayError {
 
 interface Bill {
   readonly requestId: string;
+  readonly clientRequestId: string | null;
   readonly auth: AuthState;
   readonly request: ParsedRequest;
   readonly endpoint: string;
+  readonly reach: RequestReach;
   readonly price: NanoPrice;
-  /** What was held; the charge never exceeds it. Null for a free model, which holds nothing. */
+  /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
   readonly startedAt: number;
 }
 
-function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number): ChargeRecord {
+/**
+ * The request's charge: what the upstream reported (or, without readable usage, Tollgate's own count)
+ * at the model's prices, in full. The hold only decided whether to admit the request; what the upstream
+ * billed above it is charged and recorded as `overage`, or under `overage: cap` left uncharged and
+ * recorded as `unbilled`. Nothing is dropped silently.
+ */
+function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): ChargeRecord {
   const { tokens, source } = billedTokens(outcome, bill.request.body);
   const cost = costOf(tokens, bill.price);
+  const held = bill.held ?? 0n;
+  const excess = bill.held !== null && cost > held ? cost - held : 0n;
   return {
     requestId: bill.requestId,
+    clientRequestId: bill.clientRequestId,
     accountId: bill.auth.account.id,
     keyId: bill.auth.key.id,
     model: bill.request.model.id,
     provider: outcome?.provider ?? null,
     endpoint: bill.endpoint,
-    inputTokens: tokens.inputTokens,
-    cacheWriteTokens: tokens.cacheWriteTokens,
-    cacheReadTokens: tokens.cacheReadTokens,
-    outputTokens: tokens.outputTokens,
-    // An upstream that ignores max_tokens cannot make a request cost more than was held (F3).
-    cost: bill.held !== null && cost > bill.held ? bill.held : cost,
+    ...tokens,
+    cost: mode === 'cap' ? cost - excess : cost,
+    held,
+    overage: mode === 'charge' ? excess : 0n,
+    unbilled: mode === 'cap' ? excess : 0n,
+    prices: bill.held === null ? null : snapshotFor(bill.price),
     usageSource: source,
     status: outcome?.status ?? status,
     outcome: outcome?.end.kind ?? 'failed',
     latencyMs: performance.now() - bill.startedAt,
     createdAt: new Date(),
   };
+}
+
+/** Each price's snapshot, made once per price table rather than per charge. */
+const snapshots = new WeakMap<NanoPrice, ChargePrices>();
+
+function snapshotFor(price: NanoPrice): ChargePrices {
+  let snapshot = snapshots.get(price);
+  if (snapshot === undefined) snapshots.set(price, (snapshot = snapshotOf(price)));
+  return snapshot;
+}
+
+/** All the tokens a reply weighs when a later request references it: it is billed again as input. */
+function replyWeight(charge: ChargeRecord): number {
+  return TOKEN_KINDS.reduce((sum, kind) => sum + charge[kind], 0);
 }
 
 export const billingPlugin: PluginDefinition<'billing'> = {
@@ -97,6 +131,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
   async setup(config: BillingPluginConfig, kit) {
     if (!config.enabled) return { handle: (_ctx: GatewayContext, next: Next) => next() };
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
+    const replySizes = await openReplySizes(kit.config, kit.logger);
     const writer = new LedgerWriter(
       kit.store,
       { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records, onWritten: (charges) => book.written?.(charges) },
@@ -113,7 +148,14 @@ export const billingPlugin: PluginDefinition<'billing'> = {
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
-      const charge = chargeOf(bill, outcome, status);
+      const charge = chargeOf(bill, outcome, status, config.overage);
+      if (charge.overage > 0n || charge.unbilled > 0n) {
+        kit.logger.warn(
+          { requestId: bill.requestId, accountId: charge.accountId, model: charge.model, held: formatUnits(charge.held), cost: formatUnits(charge.cost), overage: formatUnits(charge.overage), unbilled: formatUnits(charge.unbilled) },
+          charge.overage > 0n ? 'billing: the upstream billed more than was held; charged in full' : 'billing: the upstream billed more than was held; capped at the hold (overage: cap)',
+        );
+      }
+      remember(bill, outcome, charge);
       try {
         await book.settle(charge);
       } catch (error) {
@@ -122,6 +164,16 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       }
       writer.enqueue(charge);
       return charge;
+    }
+
+    /** What this reply (and the conversation it continues) weighs, for requests that reference them. */
+    function remember(bill: Bill, outcome: ExchangeOutcome | null, charge: ChargeRecord): void {
+      if (outcome === null || charge.usageSource === 'none') return;
+      const weight = replyWeight(charge);
+      if (outcome.replyId !== null) replySizes.remember(outcome.replyId, weight);
+      for (const conversation of bill.reach.conversationIds) {
+        replySizes.remember(conversation, weight);
+      }
     }
 
     function track(work: Promise<unknown>): void {
@@ -141,9 +193,20 @@ export const billingPlugin: PluginDefinition<'billing'> = {
         checkModelAllowed(auth, request.model.id);
 
         const price = priceFor(ctx.state.config, request.model.id);
+        const reach = requestReach(endpoint.id, request.body, request.raw);
         let held: bigint | null = null;
         if (!isFree(price)) {
-          const estimate = holdAmount(request.raw.length, maxOutputTokens(endpoint.id, request.body, request.model), price);
+          const referenced = [...reach.responseIds, ...reach.conversationIds];
+          const estimate = holdAmount(
+            {
+              rawBytes: request.raw.length,
+              reach,
+              referencedTokens: referenced.length === 0 ? 0 : await replySizes.total(referenced),
+              defaultToolUses: config.server_tool_uses,
+            },
+            request.model,
+            price,
+          );
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
           let result: HoldResult;
           try {
@@ -162,7 +225,8 @@ export const billingPlugin: PluginDefinition<'billing'> = {
           held = estimate.amount;
         }
 
-        const bill: Bill = { requestId, auth, request, endpoint: endpoint.id, price, held, startedAt: performance.now() };
+        const { clientRequestId } = ctx.state;
+        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, price, held, startedAt: performance.now() };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
         const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));
@@ -181,7 +245,10 @@ export const billingPlugin: PluginDefinition<'billing'> = {
           return track(exchange.finished.then((outcome) => settleOnce(outcome, outcome.status)));
         }
         const charge = await settleOnce(await exchange.finished, ctx.status);
-        if (config.cost_header) ctx.set('x-tollgate-cost', formatUnits(charge.cost));
+        if (config.cost_header) {
+          ctx.set('x-tollgate-cost', formatUnits(charge.cost));
+          if (charge.overage > 0n) ctx.set('x-tollgate-overage', formatUnits(charge.overage));
+        }
       },
       // Billing fails closed: without its balance book no request can be served, so readiness asks it.
       ready: () => book.ping(),
@@ -190,6 +257,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
         await Promise.all(settling);
         await writer.close();
         await book.close();
+        await replySizes.close?.();
       },
     };
   },

@@ -5,14 +5,14 @@
  * file decides what is limited, when a request's slot and tokens are given back, and what the client
  * is told.
  */
-import { FREE } from '../../src/billing/prices';
-import { holdAmount, maxOutputTokens } from '../../src/billing/hold-amount';
+import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
+import { requestReach } from '../../src/billing/request-reach';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
-import type { Usage } from '../../src/protocols/types';
+import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
@@ -63,17 +63,17 @@ function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState):
   return subjects.filter((subject) => limitsSomething(subject.limits));
 }
 
-/** The tokens a request reserves: the estimate billing holds against (input from bytes, output limit). */
+/** The tokens a request reserves: its body's input estimate (one token per three bytes) and its output limit per answer. */
 function reservation(ctx: GatewayContext): number {
   const { endpoint } = ctx.state;
   if (!endpoint.generates) return 0;
   const request = ctx.state.request!;
-  const estimate = holdAmount(request.raw.length, maxOutputTokens(endpoint.id, request.body, request.model), FREE);
-  return estimate.inputTokens + estimate.outputTokens;
+  const reach = requestReach(endpoint.id, request.body, request.raw);
+  return Math.ceil(request.raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, request.model) * reach.choices;
 }
 
 function usedTokens(usage: Usage): number {
-  return usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens + usage.outputTokens;
+  return TOKEN_KINDS.reduce((sum, kind) => sum + usage[kind], 0);
 }
 
 function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly Subject[], tokens: number): GatewayError {

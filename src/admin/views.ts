@@ -63,13 +63,18 @@ export const USAGE_FIELDS = [
   'endpoint',
   'input_tokens',
   'cache_write_tokens',
+  'cache_write_1h_tokens',
   'cache_read_tokens',
   'output_tokens',
+  'tool_calls',
   'cost',
+  'overage',
+  'unbilled',
   'usage_source',
   'status',
   'outcome',
   'latency_ms',
+  'client_request_id',
 ] as const;
 
 export type UsageView = Record<(typeof USAGE_FIELDS)[number], string | number | null>;
@@ -86,14 +91,26 @@ export function usageView(charge: ChargeRecord, keyNames: ReadonlyMap<string, st
     endpoint: charge.endpoint,
     input_tokens: charge.inputTokens,
     cache_write_tokens: charge.cacheWriteTokens,
+    cache_write_1h_tokens: charge.cacheWrite1hTokens,
     cache_read_tokens: charge.cacheReadTokens,
     output_tokens: charge.outputTokens,
+    tool_calls: toolCallsText(charge.toolCalls),
     cost: formatUnits(charge.cost),
+    overage: formatUnits(charge.overage),
+    unbilled: formatUnits(charge.unbilled),
     usage_source: charge.usageSource,
     status: charge.status,
     outcome: charge.outcome,
     latency_ms: charge.latencyMs,
+    client_request_id: charge.clientRequestId,
   };
+}
+
+/** Server-tool calls as one cell, `web_search=2 web_fetch=1`; '' when none. */
+function toolCallsText(calls: Readonly<Record<string, number>>): string {
+  return Object.entries(calls)
+    .map(([tool, count]) => `${tool}=${count}`)
+    .join(' ');
 }
 
 export type CodeStatus = 'unused' | 'redeemed' | 'expired';

@@ -1,38 +1,57 @@
 /**
- * The most a request can cost, held before it is forwarded: its prompt at the dearest input-side
- * price plus its output limit at the output price. The prompt is sized from the body's bytes (one
- * token per three bytes, above real ratios for text), so no tokenizer runs on the hot path.
+ * The most a request can cost, held before it is forwarded (admission control, not a cap: the charge
+ * is what the upstream reports). Input: the body's bytes at one token per three bytes (above real
+ * ratios for text, so no tokenizer runs on the hot path), plus what the request references: the
+ * remembered size of replies and conversations Tollgate relayed, the model's whole context window for
+ * anything of unknown size. All at the dearest input-side price, since a prompt may be all cache
+ * writes. Output: the request's limit (never above the model's maximum; the maximum when it sets none)
+ * times the answers it asks for. Tools: each per-call-priced server tool at its allowed calls.
  */
 import type { ModelConfig } from '../config/types';
-import type { EndpointId } from '../protocols/types';
-import { costOf, type NanoPrice } from './prices';
+import { dearestInputPrice, type NanoPrice } from './prices';
+import type { RequestReach } from './request-reach';
+import { divideHalfUp } from './money';
 
-const BYTES_PER_TOKEN = 3;
-
-/** The request's own output limit, by protocol, else the model's configured maximum. */
-export function maxOutputTokens(endpoint: EndpointId, body: Readonly<Record<string, unknown>>, model: ModelConfig): number {
-  const fields =
-    endpoint === 'chat' ? ['max_completion_tokens', 'max_tokens'] : endpoint === 'responses' ? ['max_output_tokens'] : ['max_tokens'];
-  for (const field of fields) {
-    const value = body[field];
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
-  }
-  return model.max_output_tokens;
-}
+export const BYTES_PER_TOKEN = 3;
+const TOKENS_PER_PRICE_UNIT = 1_000_000n;
+const CALLS_SCALE = 1_000n;
 
 export interface HoldEstimate {
   readonly amount: bigint;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  readonly toolCalls: Readonly<Record<string, number>>;
 }
 
-export function holdAmount(rawBytes: number, maxOutput: number, price: NanoPrice): HoldEstimate {
-  const inputTokens = Math.ceil(rawBytes / BYTES_PER_TOKEN);
-  // A prompt may turn out to be all cache writes, which can cost more than plain input.
-  const inputPrice = [price.input, price.cacheWrite, price.cacheRead].reduce((a, b) => (b > a ? b : a));
-  const amount = costOf(
-    { inputTokens, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: maxOutput },
-    { ...price, input: inputPrice },
-  );
-  return { amount, inputTokens, outputTokens: maxOutput };
+export interface HoldInputs {
+  readonly rawBytes: number;
+  readonly reach: RequestReach;
+  /** Tokens of the referenced replies and conversations Tollgate remembers; null when one is unknown. */
+  readonly referencedTokens: number | null;
+  /** Calls held per tool when the request does not cap them. */
+  readonly defaultToolUses: number;
+}
+
+export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPrice): HoldEstimate {
+  const { reach } = inputs;
+  const window = model.context_window ?? Number.MAX_SAFE_INTEGER;
+  const inputTokens =
+    reach.unsizedInput || inputs.referencedTokens === null
+      ? window
+      : Math.min(window, Math.ceil(inputs.rawBytes / BYTES_PER_TOKEN) + inputs.referencedTokens);
+  const outputTokens = Math.min(reach.outputLimit ?? model.max_output_tokens, model.max_output_tokens) * reach.choices;
+  const toolCalls: Record<string, number> = {};
+  let sum = BigInt(inputTokens) * dearestInputPrice(price) + BigInt(outputTokens) * price.tokens.outputTokens;
+  for (const [tool, allowed] of Object.entries(reach.toolCalls)) {
+    const toolPrice = price.toolCalls[tool];
+    if (toolPrice === undefined) continue;
+    toolCalls[tool] = allowed ?? inputs.defaultToolUses;
+    sum += BigInt(toolCalls[tool]) * toolPrice * CALLS_SCALE;
+  }
+  return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls };
+}
+
+/** The output limit a translated request gets when it sets none, and the cap on one it sets. */
+export function maxOutputTokens(reach: RequestReach, model: ModelConfig): number {
+  return Math.min(reach.outputLimit ?? model.max_output_tokens, model.max_output_tokens);
 }

@@ -1,37 +1,43 @@
 /**
- * Prices in nano-units per million tokens, and the cost of a request. The rounding rule, stated once:
- * each token kind is multiplied by its price, the products are summed, and the sum is divided by one
- * million once per request, rounding half up. A request never pays a rounding per token kind.
+ * Prices in nano-units, and the cost of a request. The rounding rule, stated once: each token kind is
+ * multiplied by its price per million, each server-tool call by its price per thousand (scaled to the
+ * same million), the products are summed, and the sum is divided by one million once per request,
+ * rounding half up. A request never pays a rounding per token kind.
  */
 import type { GatewayConfig, ModelConfig, ModelPrice } from '../config/types';
+import { TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls, type UsageCounts } from '../protocols/types';
+import type { ChargePrices } from '../store/store';
 import { divideHalfUp, unitsToNano } from './money';
 
-/** One model's prices per 1M tokens, in nano-units. */
-export interface NanoPrice {
-  readonly input: bigint;
-  readonly cacheWrite: bigint;
-  readonly cacheRead: bigint;
-  readonly output: bigint;
-}
+/** The gateway.yaml price each token kind is billed at: a new kind does not compile until it has one. */
+export const PRICE_FIELDS = {
+  inputTokens: 'input',
+  cacheWriteTokens: 'cache_write',
+  cacheWrite1hTokens: 'cache_write_1h',
+  cacheReadTokens: 'cache_hit',
+  outputTokens: 'output',
+} as const satisfies Record<TokenKind, Exclude<keyof ModelPrice, 'tool_calls'>>;
 
-/** Token counts, each token counted once: `inputTokens` excludes the cache reads and writes. */
-export interface TokenCounts {
-  readonly inputTokens: number;
-  readonly cacheWriteTokens: number;
-  readonly cacheReadTokens: number;
-  readonly outputTokens: number;
+/** One model's prices in nano-units: per 1M tokens of each kind, and per 1,000 calls of each billed tool. */
+export interface NanoPrice {
+  readonly tokens: Readonly<Record<TokenKind, bigint>>;
+  readonly toolCalls: Readonly<Record<string, bigint>>;
 }
 
 const TOKENS_PER_PRICE_UNIT = 1_000_000n;
+/** Tool prices are per 1,000 calls; this scales a call to the per-million sum. */
+const CALLS_SCALE = TOKENS_PER_PRICE_UNIT / 1_000n;
 
-export const FREE: NanoPrice = { input: 0n, cacheWrite: 0n, cacheRead: 0n, output: 0n };
+function tokenPrices(price: (kind: TokenKind) => bigint): Record<TokenKind, bigint> {
+  return Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, price(kind)])) as Record<TokenKind, bigint>;
+}
+
+export const FREE: NanoPrice = { tokens: tokenPrices(() => 0n), toolCalls: {} };
 
 export function nanoPrice(price: ModelPrice): NanoPrice {
   return {
-    input: unitsToNano(price.input),
-    cacheWrite: unitsToNano(price.cache_write),
-    cacheRead: unitsToNano(price.cache_hit),
-    output: unitsToNano(price.output),
+    tokens: tokenPrices((kind) => unitsToNano(price[PRICE_FIELDS[kind]])),
+    toolCalls: Object.fromEntries(Object.entries(price.tool_calls).map(([tool, perThousand]) => [tool, unitsToNano(perThousand)])),
   };
 }
 
@@ -46,16 +52,40 @@ function priceOf(model: ModelConfig): NanoPrice {
   return model.free || model.price === undefined ? FREE : nanoPrice(model.price);
 }
 
-/** The cost of `tokens` at `price`, in nano-units, rounded once, half up. */
-export function costOf(tokens: TokenCounts, price: NanoPrice): bigint {
-  const sum =
-    BigInt(tokens.inputTokens) * price.input +
-    BigInt(tokens.cacheWriteTokens) * price.cacheWrite +
-    BigInt(tokens.cacheReadTokens) * price.cacheRead +
-    BigInt(tokens.outputTokens) * price.output;
+/** The cost of `usage` at `price`, in nano-units, rounded once, half up. Unpriced tool calls cost 0. */
+export function costOf(usage: TokenCounts & { readonly toolCalls?: ToolCalls }, price: NanoPrice): bigint {
+  let sum = 0n;
+  for (const kind of TOKEN_KINDS) sum += BigInt(usage[kind]) * price.tokens[kind];
+  for (const [tool, calls] of Object.entries(usage.toolCalls ?? {})) sum += BigInt(calls) * (price.toolCalls[tool] ?? 0n) * CALLS_SCALE;
   return divideHalfUp(sum, TOKENS_PER_PRICE_UNIT);
 }
 
+/** Tools called that have no price: recorded on the charge and counted, since they are not charged. */
+export function unpricedTools(usage: UsageCounts, price: NanoPrice): string[] {
+  return Object.keys(usage.toolCalls).filter((tool) => usage.toolCalls[tool] > 0 && price.toolCalls[tool] === undefined);
+}
+
+/** The dearest price per 1M input-side tokens: a prompt may turn out to be all cache writes. */
+export function dearestInputPrice(price: NanoPrice): bigint {
+  const { inputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens } = price.tokens;
+  return [inputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens].reduce((a, b) => (b > a ? b : a));
+}
+
 export function isFree(price: NanoPrice): boolean {
-  return price.input === 0n && price.cacheWrite === 0n && price.cacheRead === 0n && price.output === 0n;
+  return TOKEN_KINDS.every((kind) => price.tokens[kind] === 0n) && Object.values(price.toolCalls).every((p) => p === 0n);
+}
+
+/** The prices a charge records, so it can be recomputed from its row alone after the table changed. */
+export function snapshotOf(price: NanoPrice): ChargePrices {
+  return {
+    tokens: Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, String(price.tokens[kind])])) as Record<TokenKind, string>,
+    tool_calls: Object.fromEntries(Object.entries(price.toolCalls).map(([tool, nano]) => [tool, String(nano)])),
+  };
+}
+
+export function priceOfSnapshot(snapshot: ChargePrices): NanoPrice {
+  return {
+    tokens: tokenPrices((kind) => BigInt(snapshot.tokens[kind] ?? '0')),
+    toolCalls: Object.fromEntries(Object.entries(snapshot.tool_calls).map(([tool, nano]) => [tool, BigInt(nano)])),
+  };
 }

@@ -43,11 +43,6 @@ local function neg(a)
   return '-' .. a
 end
 
-local function min(a, b)
-  if cmp(a, b) <= 0 then return a end
-  return b
-end
-
 -- a + b, summed by Redis in a scratch field of an existing hash: exact where Lua would round.
 local function add(hash, a, b)
   redis.call('HSET', hash, '_sum', a)
@@ -108,23 +103,17 @@ local previous = redis.call('GET', marker)
 if previous then return {'repeat', previous} end
 
 local amount = redis.call('HGET', hold, 'amount')
-local accountExists = redis.call('EXISTS', account) == 1
-local taken = '0'
 if amount then
-  -- A charge never exceeds its hold; what the provider overran is not billed.
-  taken = min(cost, amount)
   unhold(account, amount)
   unhold(key, amount)
   redis.call('DEL', hold)
   redis.call('ZREM', expiries, ARGV[2])
-elseif accountExists then
-  -- The sweeper released the hold already: take what is free, never below zero.
-  local balance, held = unpack(redis.call('HMGET', account, 'balance', 'held'))
-  local free = add(account, balance, neg(held))
-  if cmp(free, '0') > 0 then taken = min(cost, free) end
 end
--- A missing account hash is seeded from the ledger later, which will hold this charge.
-if accountExists then redis.call('HINCRBY', account, 'balance', neg(taken)) end
+-- The cost is taken whole, as the ledger records it: above the hold it is the charge's recorded
+-- overage, and the balance may go below zero by that much. A missing account hash is seeded from the
+-- ledger later, which will hold this charge.
+local taken = cost
+if redis.call('EXISTS', account) == 1 then redis.call('HINCRBY', account, 'balance', neg(taken)) end
 if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', taken) end
 redis.call('SET', marker, taken, 'EX', ARGV[3])
 return {'settled', taken}

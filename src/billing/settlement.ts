@@ -1,8 +1,9 @@
 /**
  * What a finished request owes, from how its exchange ended (see the billing issue, item 3):
- * - delivered with upstream usage: those counts (`upstream`);
- * - delivered without usage: the prompt and the relayed output counted with the tokenizer
- *   (`estimated`), never zero for a non-empty answer;
+ * - delivered with readable upstream usage: those counts (`upstream`);
+ * - delivered without usage, or with usage that cannot be read (strings, negative or fractional
+ *   counts): the prompt and the relayed output counted with the tokenizer (`estimated`), never zero
+ *   for a non-empty answer and never a credit;
  * - cut short (client gone, upstream broken): what the upstream produced up to then (`partial`): its
  *   own counts where it gave them, the relayed output counted where it did not, never the error text;
  * - nothing produced (a refused request, an upstream error, a client gone before the first byte):
@@ -10,19 +11,16 @@
  */
 import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
+import { NO_TOKENS, type UsageCounts } from '../protocols/types';
 import type { UsageSourceRecord } from '../store/store';
-import type { TokenCounts } from './prices';
 import { countTokens } from './tokenizer';
 
 export interface BilledTokens {
-  readonly tokens: TokenCounts;
+  readonly tokens: UsageCounts;
   readonly source: UsageSourceRecord;
 }
 
-const NOTHING: BilledTokens = {
-  tokens: { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 },
-  source: 'none',
-};
+const NOTHING: BilledTokens = { tokens: { ...NO_TOKENS, toolCalls: {} }, source: 'none' };
 
 /** The tokens a request is billed for; `body` is the client's parsed request. */
 export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): BilledTokens {
@@ -30,24 +28,20 @@ export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Rec
   const { usage, end } = outcome;
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
-    if (usage !== null) return { tokens: usage, source: 'upstream' };
+    if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
     return { tokens: estimated(countTokens(requestText(body)), countTokens(outcome.outputText())), source: 'estimated' };
   }
   const output = countTokens(outcome.outputText());
   if (usage === null && output === 0) return NOTHING;
-  const input = usage ?? estimated(countTokens(requestText(body)), 0);
-  return { tokens: { ...pick(input), outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
+  const input = usage === null ? estimated(countTokens(requestText(body)), 0) : counts(usage);
+  return { tokens: { ...input, outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 
-function estimated(input: number, output: number): TokenCounts {
-  return { inputTokens: input, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: output };
+function estimated(input: number, output: number): UsageCounts {
+  return { ...NO_TOKENS, inputTokens: input, outputTokens: output, toolCalls: {} };
 }
 
-function pick(tokens: TokenCounts): TokenCounts {
-  return {
-    inputTokens: tokens.inputTokens,
-    cacheWriteTokens: tokens.cacheWriteTokens,
-    cacheReadTokens: tokens.cacheReadTokens,
-    outputTokens: tokens.outputTokens,
-  };
+/** The counts alone, without the usage's source. */
+function counts({ source: _source, ...rest }: UsageCounts & { source?: unknown }): UsageCounts {
+  return rest;
 }

@@ -42,10 +42,11 @@ function chargeRow(charge: ChargeRecord): string[] {
     formatSecond(charge.createdAt),
     charge.model,
     String(charge.inputTokens),
-    String(charge.cacheWriteTokens),
+    String(charge.cacheWriteTokens + charge.cacheWrite1hTokens),
     String(charge.cacheReadTokens),
     String(charge.outputTokens),
     formatUnits(charge.cost),
+    charge.overage > 0n ? formatUnits(charge.overage) : charge.unbilled > 0n ? `unbilled ${formatUnits(charge.unbilled)}` : '-',
     charge.usageSource,
     `${charge.status} ${charge.outcome}`,
   ];
@@ -82,7 +83,7 @@ export async function showAccountCommand(
   section('keys', ['ID', 'NAME', 'KEY', 'SPEND LIMIT', 'SPENT', 'MODELS', 'STATUS'], keys.map((key) => keyRow(key, now.getTime())), out);
   section(
     `last ${RECENT_REQUESTS} requests`,
-    ['TIME', 'MODEL', 'INPUT', 'CACHE WRITE', 'CACHE READ', 'OUTPUT', 'COST', 'USAGE', 'STATUS'],
+    ['TIME', 'MODEL', 'INPUT', 'CACHE WRITE', 'CACHE READ', 'OUTPUT', 'COST', 'OVERAGE', 'USAGE', 'STATUS'],
     charges.map(chargeRow),
     out,
   );

@@ -6,6 +6,12 @@ import type { ConfigIssue } from './config-error';
 import type { YamlLocator } from './locate';
 import type { GatewayConfig, ModelConfig, ProviderConfig } from './types';
 
+/** Why a priced model needs each limit: billing holds them before it knows what a request will cost. */
+const PRICED_NEEDS = {
+  max_output_tokens: 'a priced model needs max_output_tokens: the most output one answer can have, which billing holds for a request that sets no limit',
+  context_window: 'a priced model needs context_window: the most input one request can have, which billing holds when the billed input is not in the body (previous_response_id, file_id, server tools)',
+} as const;
+
 const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor api_key: remove this field';
 
 /** Every cross-field issue in a schema-valid, derived config, positioned through `locator`. */
@@ -61,6 +67,12 @@ function checkModel(model: ModelConfig, knownProviders: readonly string[], locat
   }
   if (model.price !== undefined && model.free) {
     issues.push(locator.issue(at, 'price and free: true contradict each other: keep one'));
+  }
+  if (model.price !== undefined) {
+    // Judged by what the operator wrote: a default output limit would make every hold a guess.
+    for (const field of ['max_output_tokens', 'context_window'] as const) {
+      if (!locator.has([...at, field])) issues.push(locator.issue(at, `${PRICED_NEEDS[field]}`));
+    }
   }
   return issues;
 }

@@ -38,9 +38,17 @@ interface ValidatedModel {
   readonly family: ModelFamily;
   readonly description?: string;
   readonly routes: ValidatedRoute[];
-  readonly price?: { input: number; output: number; cache_write?: number; cache_hit?: number };
+  readonly price?: {
+    input: number;
+    output: number;
+    cache_write?: number;
+    cache_write_1h?: number;
+    cache_hit?: number;
+    tool_calls?: Record<string, number>;
+  };
   readonly free: boolean;
   readonly max_output_tokens: number;
+  readonly context_window?: number;
   readonly thinking: ThinkingStyle;
   readonly failover?: Partial<FailoverPolicy>;
 }
@@ -99,21 +107,30 @@ function deriveModel(model: ValidatedModel, id: string): ModelConfig {
     family: model.family,
     ...(model.description !== undefined && { description: model.description }),
     routes,
-    ...(model.price !== undefined && { price: derivePrice(model.price) }),
+    ...(model.price !== undefined && { price: derivePrice(model.price, model.family) }),
     free: model.free,
     max_output_tokens: model.max_output_tokens,
+    ...(model.context_window !== undefined && { context_window: model.context_window }),
     thinking: model.thinking,
     ...(model.failover !== undefined && { failover: model.failover }),
   };
 }
 
-/** Cache prices default to the input price: a provider without prompt caching bills cached tokens as input. */
-function derivePrice(price: NonNullable<ValidatedModel['price']>): ModelPrice {
+/**
+ * Cache prices default to the input price (a provider without prompt caching bills cached tokens as
+ * input). 1-hour writes are Anthropic's: twice the input price, as Anthropic bills them; an OpenAI
+ * model never reports them, so its default is its ordinary cache-write price and its holds stay as
+ * they were.
+ */
+function derivePrice(price: NonNullable<ValidatedModel['price']>, family: ModelFamily): ModelPrice {
+  const cacheWrite = price.cache_write ?? price.input;
   return {
     input: price.input,
-    cache_write: price.cache_write ?? price.input,
+    cache_write: cacheWrite,
+    cache_write_1h: price.cache_write_1h ?? (family === 'anthropic' ? price.input * 2 : cacheWrite),
     cache_hit: price.cache_hit ?? price.input,
     output: price.output,
+    tool_calls: price.tool_calls ?? {},
   };
 }
 

@@ -46,8 +46,11 @@ export interface RouteTarget {
 export interface ModelPrice {
   readonly input: number;
   readonly cache_write: number;
+  readonly cache_write_1h: number;
   readonly cache_hit: number;
   readonly output: number;
+  /** Per 1,000 calls of a server-side tool billed per call, by tool name. */
+  readonly tool_calls: Readonly<Record<string, number>>;
 }
 
 /** `adaptive`: `thinking: {type: "adaptive"}` + `output_config.effort`; `budget`: `budget_tokens`; `none`: no reasoning. */
@@ -60,8 +63,10 @@ export interface ModelConfig {
   /** Absent only when `free` is true (a cross-field rule of the loader). */
   readonly price?: ModelPrice;
   readonly free: boolean;
-  /** Used when a translated request omits its own limit. */
+  /** The most output one answer can have: held when a request sets no limit, and caps one it sets. */
   readonly max_output_tokens: number;
+  /** The most input one request can have; present on every priced model (a cross-field rule). */
+  readonly context_window?: number;
   /** How reasoning effort is expressed to this model when a request is translated to Messages. */
   readonly thinking: ThinkingStyle;
   /** Fields of the upstream plugin's failover policy this model overrides. */
@@ -152,6 +157,10 @@ export interface BillingPluginConfig {
   readonly sweep_interval_ms: number;
   readonly flush_interval_ms: number;
   readonly flush_max_records: number;
+  /** `charge`: the full reported cost, excess recorded as overage; `cap`: at most the hold, excess recorded as unbilled. */
+  readonly overage: 'charge' | 'cap';
+  /** Calls held per per-call-priced server tool when the request does not cap them. */
+  readonly server_tool_uses: number;
   readonly cost_header: boolean;
 }
 

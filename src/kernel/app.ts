@@ -34,6 +34,7 @@ export interface RuntimeRef {
 /** State before an endpoint has been matched: only the request id is known. */
 interface BaseState {
   requestId: string;
+  clientRequestId: string | null;
   errorShape?: ErrorShape;
 }
 
@@ -90,6 +91,7 @@ function logManagementRequest(ctx: BaseContext, logger: Logger, startedAt: numbe
   logger[level](
     {
       requestId: ctx.state.requestId,
+      clientRequestId: ctx.state.clientRequestId,
       method: ctx.method,
       path: clip(ctx.path),
       status: ctx.status,
@@ -109,7 +111,10 @@ export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps
   app.use(async function requestBoundary(ctx, next) {
     const startedAt = performance.now();
     const offered = ctx.get('x-request-id');
-    ctx.state.requestId = CLIENT_REQUEST_ID.test(offered) ? offered : newRequestId();
+    // The billing id is always ours: a client that picked it could make thirty requests one charge.
+    // Its own well-formed id is kept beside ours, for its logs and the provider's.
+    ctx.state.requestId = newRequestId();
+    ctx.state.clientRequestId = CLIENT_REQUEST_ID.test(offered) ? offered : null;
     ctx.set('x-request-id', ctx.state.requestId);
     let error: GatewayError | null = null;
     try {
@@ -164,7 +169,7 @@ function endpointHandler(endpoint: Endpoint, runtime: RuntimeRef) {
   return async function handleEndpoint(ctx: BaseContext): Promise<void> {
     ctx.state.errorShape = endpoint.errorShape;
     const { config, chain } = runtime.current;
-    const extra: Omit<GatewayState, 'requestId'> = { config, endpoint };
+    const extra: Omit<GatewayState, 'requestId' | 'clientRequestId'> = { config, endpoint };
     Object.assign(ctx.state, extra);
     await chain.run(ctx as unknown as GatewayContext);
   };

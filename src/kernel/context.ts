@@ -62,6 +62,8 @@ export interface ExchangeOutcome {
    * code: what billing counts when `usage` is null or partial. '' when nothing was relayed.
    */
   readonly outputText: () => string;
+  /** The id of the reply the client got, where a later request may reference it (Responses); else null. */
+  readonly replyId: string | null;
 }
 
 /**
@@ -98,7 +100,10 @@ export interface TranslationState {
 }
 
 export interface GatewayState {
+  /** Tollgate's own id for the request: what the ledger, holds and logs key on. */
   readonly requestId: string;
+  /** The client's well-formed `x-request-id`, for correlation only (logs, the upstream request); null when none. */
+  readonly clientRequestId: string | null;
   /** The config snapshot this request runs under; a reload never changes it mid-request. */
   readonly config: GatewayConfig;
   readonly endpoint: Endpoint;

@@ -9,7 +9,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { NANO_PER_UNIT } from '../billing/money';
 import type { BreakerState } from '../upstream/breakers';
 import type { CreditKind } from '../store/store';
-import type { RequestSummary, TokenCounts } from './summary';
+import { TOKEN_KINDS, type TokenKind } from '../protocols/types';
+import type { RequestSummary } from './summary';
 
 /** What the gauges read at scrape time from the plugin chain currently serving. */
 export interface LiveView {
@@ -20,12 +21,14 @@ export interface LiveView {
 }
 
 const BREAKER_VALUE: Readonly<Record<BreakerState, number>> = { closed: 0, half_open: 1, open: 2 };
-const TOKEN_KINDS: ReadonlyArray<[keyof TokenCounts, string]> = [
-  ['input', 'input'],
-  ['cacheWrite', 'cache_write'],
-  ['cacheRead', 'cache_read'],
-  ['output', 'output'],
-];
+/** The `kind` label of each token kind. */
+const TOKEN_KIND_LABELS = {
+  inputTokens: 'input',
+  cacheWriteTokens: 'cache_write',
+  cacheWrite1hTokens: 'cache_write_1h',
+  cacheReadTokens: 'cache_read',
+  outputTokens: 'output',
+} as const satisfies Record<TokenKind, string>;
 const RATE_LIMIT_KIND = { requests: 'rpm', tokens: 'tpm', concurrency: 'concurrency' } as const;
 const BALANCE_REASON: Readonly<Record<string, string>> = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'insufficient_balance',
@@ -79,13 +82,37 @@ export class GatewayMetrics {
   });
   private readonly tokens = new Counter({
     name: 'tollgate_tokens_total',
-    help: 'Tokens billed (or reported, billing off), by model and kind: input, cache_write, cache_read, output.',
+    help: 'Tokens billed (or reported, billing off), by model and kind: input, cache_write, cache_write_1h, cache_read, output.',
     labelNames: ['model', 'kind'] as const,
     registers: [this.registry],
   });
   private readonly cost = new Counter({
     name: 'tollgate_cost_units_total',
     help: 'Amount charged, in currency units, by model.',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  private readonly toolCalls = new Counter({
+    name: 'tollgate_tool_calls_total',
+    help: 'Calls of server-side tools the provider bills per call (web_search ...), by model and tool.',
+    labelNames: ['model', 'tool'] as const,
+    registers: [this.registry],
+  });
+  private readonly unpricedToolCalls = new Counter({
+    name: 'tollgate_billing_unpriced_tool_calls_total',
+    help: "Calls of server-side tools whose model has no price for them (price.tool_calls), so they were recorded but not charged, by model and tool.",
+    labelNames: ['model', 'tool'] as const,
+    registers: [this.registry],
+  });
+  private readonly overage = new Counter({
+    name: 'tollgate_billing_overage_units_total',
+    help: 'Amount charged above the hold (the upstream billed more than the request was held for; billing.overage: charge), in currency units, by model.',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  private readonly unbilled = new Counter({
+    name: 'tollgate_billing_unbilled_units_total',
+    help: "Amount the upstream's usage cost above the hold and not charged (billing.overage: cap), in currency units, by model.",
     labelNames: ['model'] as const,
     registers: [this.registry],
   });
@@ -220,9 +247,13 @@ export class GatewayMetrics {
     }
 
     if (summary.tokens !== null) {
-      for (const [field, kind] of TOKEN_KINDS) this.tokens.inc({ model, kind }, summary.tokens[field]);
+      for (const kind of TOKEN_KINDS) this.tokens.inc({ model, kind: TOKEN_KIND_LABELS[kind] }, summary.tokens[kind]);
     }
     if (summary.cost !== null) this.cost.inc({ model }, units(summary.cost));
+    for (const [tool, calls] of Object.entries(summary.toolCalls)) this.toolCalls.inc({ model, tool }, calls);
+    for (const tool of summary.unpricedTools) this.unpricedToolCalls.inc({ model, tool }, summary.toolCalls[tool] ?? 0);
+    if (summary.overage > 0n) this.overage.inc({ model }, units(summary.overage));
+    if (summary.unbilled > 0n) this.unbilled.inc({ model }, units(summary.unbilled));
     if (summary.usageSource !== null) this.usageSource.inc({ source: summary.usageSource });
     if (summary.status === 429 && summary.rateLimited !== null) this.rateLimited.inc({ kind: RATE_LIMIT_KIND[summary.rateLimited] });
     const reason = summary.errorCode === null ? undefined : BALANCE_REASON[summary.errorCode];
@@ -232,7 +263,7 @@ export class GatewayMetrics {
       const account = summary.accountId;
       this.accountRequests.inc({ account });
       if (summary.tokens !== null) {
-        for (const [field, kind] of TOKEN_KINDS) this.accountTokens.inc({ account, kind }, summary.tokens[field]);
+        for (const kind of TOKEN_KINDS) this.accountTokens.inc({ account, kind: TOKEN_KIND_LABELS[kind] }, summary.tokens[kind]);
       }
       if (summary.cost !== null) this.accountCost.inc({ account }, units(summary.cost));
     }

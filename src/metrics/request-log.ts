@@ -5,10 +5,23 @@
  * counts, timings. Headers and prompt or completion text are never part of it.
  */
 import { formatUnits } from '../billing/money';
+import { TOKEN_KINDS, type TokenCounts, type TokenKind } from '../protocols/types';
 import type { RequestSummary } from './summary';
+
+/** The log line's name for each token kind. */
+const LOG_TOKEN_NAMES = {
+  inputTokens: 'input',
+  cacheWriteTokens: 'cacheWrite',
+  cacheWrite1hTokens: 'cacheWrite1h',
+  cacheReadTokens: 'cacheRead',
+  outputTokens: 'output',
+} as const satisfies Record<TokenKind, string>;
+
+type LoggedTokens = { readonly [K in TokenKind as (typeof LOG_TOKEN_NAMES)[K]]: number };
 
 export interface RequestLogLine {
   readonly requestId: string;
+  readonly clientRequestId: string | null;
   readonly accountId: string | null;
   readonly keyPrefix: string | null;
   readonly endpoint: string;
@@ -19,9 +32,13 @@ export interface RequestLogLine {
   readonly status: number;
   readonly errorCode: string | null;
   readonly outcome: string | null;
-  readonly tokens: { input: number; cacheWrite: number; cacheRead: number; output: number } | null;
+  readonly tokens: LoggedTokens | null;
+  readonly toolCalls?: Readonly<Record<string, number>>;
   /** In currency units, exact (`0.000123`); null when billing did not settle the request. */
   readonly cost: string | null;
+  /** Charged above the hold, or (overage: cap) not charged; present only when non-zero. */
+  readonly overage?: string;
+  readonly unbilled?: string;
   readonly usageSource: string | null;
   readonly durationMs: number;
   readonly ttfbMs: number | null;
@@ -36,6 +53,7 @@ function ms(value: number): number {
 export function requestLogLine(summary: RequestSummary): RequestLogLine {
   return {
     requestId: summary.requestId,
+    clientRequestId: summary.clientRequestId,
     accountId: summary.accountId,
     keyPrefix: summary.keyPrefix,
     endpoint: summary.endpoint,
@@ -46,11 +64,18 @@ export function requestLogLine(summary: RequestSummary): RequestLogLine {
     status: summary.status,
     errorCode: summary.errorCode,
     outcome: summary.outcome,
-    tokens: summary.tokens === null ? null : { ...summary.tokens },
+    tokens: summary.tokens === null ? null : loggedTokens(summary.tokens),
+    ...(Object.keys(summary.toolCalls).length > 0 && { toolCalls: summary.toolCalls }),
     cost: summary.cost === null ? null : formatUnits(summary.cost),
+    ...(summary.overage > 0n && { overage: formatUnits(summary.overage) }),
+    ...(summary.unbilled > 0n && { unbilled: formatUnits(summary.unbilled) }),
     usageSource: summary.usageSource,
     durationMs: ms(summary.durationMs),
     ttfbMs: summary.ttfbMs === null ? null : ms(summary.ttfbMs),
     upstreamRequestId: summary.upstreamRequestId,
   };
+}
+
+function loggedTokens(tokens: TokenCounts): LoggedTokens {
+  return Object.fromEntries(TOKEN_KINDS.map((kind) => [LOG_TOKEN_NAMES[kind], tokens[kind]])) as LoggedTokens;
 }

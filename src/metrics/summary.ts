@@ -6,19 +6,13 @@
  */
 import type { AttemptRecord, ExchangeEnd, GatewayState } from '../kernel/context';
 import type { ErrorCode } from '../kernel/errors';
-import type { EndpointId } from '../protocols/types';
-import type { UsageSourceRecord } from '../store/store';
-
-/** Token counts by kind, as billed (or as the upstream reported them when billing is off). */
-export interface TokenCounts {
-  readonly input: number;
-  readonly cacheWrite: number;
-  readonly cacheRead: number;
-  readonly output: number;
-}
+import { TOKEN_KINDS, type EndpointId, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
+import type { ChargeRecord, UsageSourceRecord } from '../store/store';
 
 export interface RequestSummary {
   readonly requestId: string;
+  /** The client's own `x-request-id`, when it sent a well-formed one. */
+  readonly clientRequestId: string | null;
   /** '' for a path that is no endpoint. */
   readonly endpoint: EndpointId | '';
   /** A configured model id; '' when the request was refused before its model was resolved. */
@@ -40,11 +34,19 @@ export interface RequestSummary {
   readonly attempts: number;
   readonly attemptLog: readonly AttemptRecord[];
   readonly upstreamRequestId: string | null;
-  /** Null when nothing was counted (refused before billing, or no exchange). */
+  /** Token counts by kind, as billed (or as reported, billing off); null when nothing was counted. */
   readonly tokens: TokenCounts | null;
+  /** Calls of per-call-billed server tools, as billed or reported. */
+  readonly toolCalls: ToolCalls;
+  /** Tools called that have no price (so were not charged); empty when billing did not settle. */
+  readonly unpricedTools: readonly string[];
   readonly usageSource: UsageSourceRecord | null;
   /** Nano-units; null when billing did not settle this request. */
   readonly cost: bigint | null;
+  /** Nano-units charged above the hold (billing.overage: charge); 0 when none or not billed. */
+  readonly overage: bigint;
+  /** Nano-units the upstream's usage cost above the hold but not charged (billing.overage: cap). */
+  readonly unbilled: bigint;
   /** The limit that refused the request, when rate-limited. */
   readonly rateLimited: 'requests' | 'tokens' | 'concurrency' | null;
   /** From the start of observation to the end of the answer (a stream's last byte). */
@@ -113,18 +115,22 @@ async function computeSummary(state: Partial<GatewayState>, observed: Observed, 
   }
 
   let tokens: TokenCounts | null = null;
+  let toolCalls: ToolCalls = {};
   let usageSource: UsageSourceRecord | null = null;
   if (charge !== null) {
-    tokens = { input: charge.inputTokens, cacheWrite: charge.cacheWriteTokens, cacheRead: charge.cacheReadTokens, output: charge.outputTokens };
+    tokens = tokensOf(charge);
+    toolCalls = charge.toolCalls;
     usageSource = charge.usageSource;
   } else if (outcome !== null && state.endpoint?.generates === true) {
     const usage = outcome.usage;
-    tokens = usage === null ? null : { input: usage.inputTokens, cacheWrite: usage.cacheWriteTokens, cacheRead: usage.cacheReadTokens, output: usage.outputTokens };
+    tokens = usage === null ? null : tokensOf(usage);
+    toolCalls = usage?.toolCalls ?? {};
     usageSource = usage?.source ?? 'none';
   }
 
   return {
     requestId: state.requestId ?? '',
+    clientRequestId: state.clientRequestId ?? null,
     endpoint: state.endpoint?.id ?? '',
     model: request?.model.id ?? '',
     stream: request?.stream ?? null,
@@ -138,11 +144,26 @@ async function computeSummary(state: Partial<GatewayState>, observed: Observed, 
     attemptLog,
     upstreamRequestId: outcome?.upstreamRequestId ?? null,
     tokens,
+    toolCalls,
+    unpricedTools: charge === null ? [] : unpricedTools(charge),
     usageSource,
     cost: charge?.cost ?? null,
+    overage: charge?.overage ?? 0n,
+    unbilled: charge?.unbilled ?? 0n,
     rateLimited: state.rateLimit?.refused ?? null,
     durationMs,
     ttfbMs,
     overheadMs,
   };
+}
+
+/** The token counts alone, one per kind. */
+function tokensOf(counts: TokenCounts): TokenCounts {
+  return Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, counts[kind]])) as Record<TokenKind, number>;
+}
+
+/** Tools a priced charge called that its prices do not name: called, recorded, not charged. */
+function unpricedTools(charge: ChargeRecord): string[] {
+  const prices = charge.prices;
+  return prices === null ? [] : Object.keys(charge.toolCalls).filter((tool) => prices.tool_calls[tool] === undefined);
 }

@@ -2,20 +2,33 @@
 import { messagesUsage } from './anthropic-messages/usage';
 import { chatUsage } from './openai-chat/usage';
 import { responsesUsage } from './openai-responses/usage';
-import type { EndpointId, Usage } from './types';
+import type { EndpointId, Usage, UsageCounts } from './types';
 import { field } from './usage-json';
 
+/** The reply's usage; null when it reported none, or none that could be read (billing then counts). */
 export function replyUsage(endpoint: EndpointId, body: unknown): Usage | null {
   const usage = field(body, 'usage');
   if (Object.keys(usage).length === 0) return null;
+  const counts = countsOf(endpoint, body, usage);
+  return counts === null ? null : { ...counts, source: 'upstream' };
+}
+
+function countsOf(endpoint: EndpointId, body: unknown, usage: Record<string, unknown>): UsageCounts | null {
   switch (endpoint) {
     case 'chat':
-      return { ...chatUsage(usage), source: 'upstream' };
+      return chatUsage(usage);
     case 'responses':
-      return { ...responsesUsage(usage), source: 'upstream' };
+      return responsesUsage(body as Record<string, unknown>);
     case 'messages':
-      return { ...messagesUsage(usage), source: 'upstream' };
+      return messagesUsage(usage);
     case 'count_tokens':
       return null;
   }
+}
+
+/** The id of a whole reply (a Responses `resp_…`), for requests that may reference it later. */
+export function replyId(endpoint: EndpointId, body: unknown): string | null {
+  if (endpoint !== 'responses' || body === null || typeof body !== 'object') return null;
+  const id = (body as Record<string, unknown>).id;
+  return typeof id === 'string' ? id : null;
 }

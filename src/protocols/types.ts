@@ -33,14 +33,33 @@ export const ENDPOINTS: Readonly<Record<EndpointId, Endpoint>> = {
 export type UsageSource = 'upstream' | 'estimated' | 'partial';
 
 /**
- * Token counts of one exchange, each token counted exactly once: `inputTokens` excludes the cache
- * reads and writes (Anthropic semantics), so OpenAI's `prompt_tokens` is split on the way in.
+ * The kinds of token a provider bills, each at its own price: the one list billing, the stores and
+ * the views derive from, so a new kind does not compile until it is priced, stored and shown.
+ * `inputTokens` excludes cache reads and writes (Anthropic semantics): OpenAI's `prompt_tokens` is
+ * split on the way in, so each token is counted exactly once.
  */
-export interface Usage {
-  readonly inputTokens: number;
-  readonly cacheWriteTokens: number;
-  readonly cacheReadTokens: number;
-  readonly outputTokens: number;
+export const TOKEN_KINDS = ['inputTokens', 'cacheWriteTokens', 'cacheWrite1hTokens', 'cacheReadTokens', 'outputTokens'] as const;
+export type TokenKind = (typeof TOKEN_KINDS)[number];
+
+/** Token counts of one exchange, one number per kind. */
+export type TokenCounts = { readonly [K in TokenKind]: number };
+
+/** Cache writes of every lifetime, for protocols that report one total. */
+export function cacheWriteTotal(counts: TokenCounts): number {
+  return counts.cacheWriteTokens + counts.cacheWrite1hTokens;
+}
+
+/** Calls of server-side tools the provider bills per call (`web_search`: 3), by tool name. */
+export type ToolCalls = Readonly<Record<string, number>>;
+
+export const NO_TOKENS: TokenCounts = { inputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
+
+/** Counts as a provider reported them: tokens of every kind, and billed server-tool calls. */
+export interface UsageCounts extends TokenCounts {
+  readonly toolCalls: ToolCalls;
+}
+
+export interface Usage extends UsageCounts {
   readonly source: UsageSource;
 }
 
@@ -48,8 +67,10 @@ export interface Usage {
 export interface UsageTap {
   /** Sees every chunk relayed to the client, in order. */
   observe(chunk: Buffer): void;
-  /** The usage seen so far; null when the upstream reported none. */
+  /** The usage seen so far; null when the upstream reported none (or none that could be read). */
   result(): Usage | null;
   /** The output text relayed so far, parsed on demand (for counting when usage is missing). */
   outputText(): string;
+  /** The id of the reply the client received (a Responses `resp_…`), when the stream named one. */
+  replyId?(): string | null;
 }

@@ -1,16 +1,42 @@
 /** Helpers for reading token counts out of vendor JSON without trusting its types. */
-import type { Usage } from './types';
+import { NO_TOKENS, type UsageCounts } from './types';
 
-/** A non-negative safe integer from an untrusted field, else 0 (a negative count must never credit anyone). */
+/**
+ * The largest count accepted from a provider for one token kind of one request. No context window
+ * comes near it; above it the report is treated as unreadable (and billing counts for itself) rather
+ * than trusted into the ledger.
+ */
+export const MAX_REPORTED_TOKENS = 100_000_000;
+
+/** A usage report with a count that is not a plausible token count: a string, a fraction, a negative. */
+class UnreadableUsage extends Error {}
+
+/**
+ * A reported count: absent or null is 0, a non-negative safe integer up to the bound is itself, and
+ * anything else makes the whole report unreadable (`readUsage`), never 0: a negative count must never
+ * credit anyone, and a string must not make an answer free.
+ */
 export function count(value: unknown): number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : 0;
+  if (value === undefined || value === null) return 0;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_REPORTED_TOKENS) return value;
+  throw new UnreadableUsage();
+}
+
+/** Runs a reader built on `count`; null when the report it reads is unreadable. */
+export function readUsage<T>(read: () => T): T | null {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof UnreadableUsage) return null;
+    throw error;
+  }
 }
 
 /** The object at `value[key]`, or an empty one. */
 export function field(value: unknown, key: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object') return {};
   const inner = (value as Record<string, unknown>)[key];
-  return inner !== null && typeof inner === 'object' ? (inner as Record<string, unknown>) : {};
+  return inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
 }
 
 /** Parses JSON, or returns null for anything unparseable. */
@@ -25,16 +51,18 @@ export function tryParse(text: string): unknown {
 /**
  * Neutral counts from OpenAI-style usage, where cache reads (`cached_tokens`) and writes
  * (`cache_write_tokens`) are counted inside the input total: they are taken out of the input count so
- * each token is billed exactly once.
+ * each token is billed exactly once. Throws (for `readUsage`) on an unreadable count.
  */
-export function splitCachedInput(totalInput: unknown, details: Record<string, unknown>, output: unknown): Omit<Usage, 'source'> {
+export function splitCachedInput(totalInput: unknown, details: Record<string, unknown>, output: unknown): UsageCounts {
   const input = count(totalInput);
   const cacheRead = Math.min(count(details.cached_tokens), input);
   const cacheWrite = Math.min(count(details.cache_write_tokens), input - cacheRead);
   return {
+    ...NO_TOKENS,
     inputTokens: input - cacheRead - cacheWrite,
     cacheReadTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
     outputTokens: count(output),
+    toolCalls: {},
   };
 }

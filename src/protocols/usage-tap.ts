@@ -4,26 +4,37 @@
  */
 import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { chatUsageFromChunk } from './openai-chat/usage';
-import { responsesUsageFromEvent } from './openai-responses/usage';
+import { responseIdFromEvent, responsesUsageFromEvent } from './openai-responses/usage';
 import { outputTextOf } from './output-text';
 import { SseParser } from './sse';
-import type { EndpointId, Usage, UsageTap } from './types';
+import type { EndpointId, Usage, UsageCounts, UsageTap } from './types';
 
-type Counts = Omit<Usage, 'source'>;
+/** Folds one event into the usage so far: the new counts, `sofar` when it says nothing, null when unreadable. */
+type Fold = (event: string | null, data: string, sofar: UsageCounts | null) => UsageCounts | null;
 
 class StreamUsageTap implements UsageTap {
   private readonly parser = new SseParser();
-  private counts: Counts | null = null;
+  private counts: UsageCounts | null = null;
+  /** A usage report that could not be read spoils the stream's usage: billing then counts for itself. */
+  private unreadable = false;
+  private id: string | null = null;
   /** References to the relayed chunks (no copies), read back only if output must be counted. */
   private readonly chunks: Buffer[] = [];
   constructor(
     private readonly endpoint: EndpointId,
-    private readonly fold: (event: string | null, data: string, sofar: Counts | null) => Counts | null,
+    private readonly fold: Fold,
   ) {}
 
   observe(chunk: Buffer): void {
     this.chunks.push(chunk);
-    for (const { event, data } of this.parser.push(chunk)) this.counts = this.fold(event, data, this.counts);
+    for (const { event, data } of this.parser.push(chunk)) {
+      if (this.endpoint === 'responses') this.id = responseIdFromEvent(event, data) ?? this.id;
+      if (this.unreadable) continue;
+      const before = this.counts;
+      const after = this.fold(event, data, before);
+      if (after === null && mentionsUsage(data)) this.unreadable = true;
+      this.counts = after ?? before;
+    }
   }
 
   outputText(): string {
@@ -31,8 +42,17 @@ class StreamUsageTap implements UsageTap {
   }
 
   result(): Usage | null {
-    return this.counts === null ? null : { ...this.counts, source: 'upstream' };
+    return this.unreadable || this.counts === null ? null : { ...this.counts, source: 'upstream' };
   }
+
+  replyId(): string | null {
+    return this.id;
+  }
+}
+
+/** Whether an event carries a usage object at all (so a fold that read nothing means unreadable). */
+function mentionsUsage(data: string): boolean {
+  return data.includes('"usage":{') || data.includes('"usage": {');
 }
 
 /** A tap that never finds usage, for exchanges that are not billed (count_tokens). */
@@ -42,9 +62,9 @@ const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outpu
 export function usageTapFor(endpoint: EndpointId): UsageTap {
   switch (endpoint) {
     case 'chat':
-      return new StreamUsageTap(endpoint, (_event, data, sofar) => chatUsageFromChunk(data) ?? sofar);
+      return new StreamUsageTap(endpoint, (_event, data, sofar) => chatUsageFromChunk(data) ?? (mentionsUsage(data) ? null : sofar));
     case 'responses':
-      return new StreamUsageTap(endpoint, (event, data, sofar) => responsesUsageFromEvent(event, data) ?? sofar);
+      return new StreamUsageTap(endpoint, (event, data, sofar) => responsesUsageFromEvent(event, data) ?? (mentionsUsage(data) ? null : sofar));
     case 'messages':
       return new StreamUsageTap(endpoint, messagesUsageFromEvent);
     case 'count_tokens':

@@ -4,8 +4,9 @@
  */
 import type { Pool, PoolClient } from 'pg';
 import type { ChargeRecord } from './store';
-import { chargeParams, type ChargeParams, type PostgresColumns } from './rows';
-import { lockRows, unique, type Funds } from './postgres-locks';
+import type { TokenKind } from '../protocols/types';
+import { CHARGE_COLUMNS, chargeParams, TOKEN_COLUMNS, type ChargeParams, type PostgresColumns } from './rows';
+import { lockRows, unique } from './postgres-locks';
 import { inTransaction, SERIALIZATION_FAILURE } from './postgres-tx';
 
 /** A hold `takeHolds` removed. */
@@ -21,9 +22,10 @@ export function recordCharges(pool: Pool, charges: readonly ChargeRecord[]): Pro
   const batch = firstOccurrences(charges);
   const requestIds = batch.map((charge) => charge.requestId);
   return inTransaction(pool, async (client) => {
-    const accounts = await lockRows(client, unique(batch.map((c) => c.accountId)), unique(batch.map((c) => c.keyId)), requestIds);
+    // Locked in one order by every writer, so batches that share accounts queue instead of deadlocking.
+    await lockRows(client, unique(batch.map((c) => c.accountId)), unique(batch.map((c) => c.keyId)), requestIds);
     const { holds, recorded } = await takeHolds(client, requestIds);
-    const added = priceCharges(batch, accounts, holds, recorded);
+    const added = newCharges(batch, recorded);
     if (added.length === 0 && holds.size === 0) return 0;
     const { rows } = await client.query<{ request_id: string }>({
       name: 'tollgate_insert_and_settle',
@@ -31,7 +33,7 @@ export function recordCharges(pool: Pool, charges: readonly ChargeRecord[]): Pro
       values: settleParams(added, holds),
     });
     // Only a charge recorded since `takeHolds` looked (by a batch that did not lock the same account)
-    // can conflict here; the caps assumed it would not, so roll back and price the batch again.
+    // can conflict here; the moves assumed it would not, so roll back and write the batch again.
     if (rows.length !== added.length) {
       throw Object.assign(new Error('a charge of the batch was recorded concurrently'), { code: SERIALIZATION_FAILURE });
     }
@@ -69,43 +71,36 @@ async function takeHolds(client: PoolClient, requestIds: readonly string[]): Pro
 }
 
 /**
- * Prices the charges not yet recorded, exactly as the SQLite ledger does one charge at a time, in batch
- * order: removing a charge's hold un-holds it, the cost is capped at the hold or, without one, at what
- * the account has left (balance − held, never below zero) after the charges and un-holds before it.
- * A charge never exceeds what was held for it, and no balance ever goes below zero.
+ * The charges not yet recorded, as insert parameters, with the cost billing priced: a cost above the
+ * hold is overage the charge records, and may take a balance below zero by that much, never by a race.
  */
-function priceCharges(
-  batch: readonly ChargeRecord[],
-  accounts: ReadonlyMap<string, Funds>,
-  holds: ReadonlyMap<string, TakenHold>,
-  recorded: ReadonlySet<string>,
-): ChargeParams<PostgresColumns>[] {
-  const added: ChargeParams<PostgresColumns>[] = [];
-  for (const charge of batch) {
-    const hold = holds.get(charge.requestId);
-    const holder = hold === undefined ? undefined : accounts.get(hold.accountId);
-    if (hold !== undefined && holder !== undefined) holder.held -= hold.amount;
-    const account = accounts.get(charge.accountId);
-    const limit = hold?.amount ?? (account === undefined ? 0n : nonNegative(account.balance - account.held));
-    const cost = charge.cost < limit ? charge.cost : limit;
-    if (recorded.has(charge.requestId)) continue;
-    if (account !== undefined) account.balance -= cost;
-    added.push(chargeParams<PostgresColumns>(charge, cost, (at) => at));
-  }
-  return added;
+function newCharges(batch: readonly ChargeRecord[], recorded: ReadonlySet<string>): ChargeParams<PostgresColumns>[] {
+  return batch.filter((charge) => !recorded.has(charge.requestId)).map((charge) => chargeParams<PostgresColumns>(charge, (at) => at));
 }
 
-function nonNegative(amount: bigint): bigint {
-  return amount < 0n ? 0n : amount;
-}
-
-/** The charges columns in insert order, each with the array type it is sent as. */
-const CHARGE_INSERT: ReadonlyArray<readonly [keyof ChargeParams<PostgresColumns>, string]> = [
-  ['request_id', 'text'], ['account_id', 'text'], ['key_id', 'text'], ['model', 'text'], ['provider', 'text'],
-  ['endpoint', 'text'], ['input_tokens', 'int'], ['cache_write_tokens', 'int'], ['cache_read_tokens', 'int'],
-  ['output_tokens', 'int'], ['cost', 'bigint'], ['usage_source', 'text'], ['status', 'int'], ['outcome', 'text'],
-  ['latency_ms', 'int'], ['created_at', 'timestamptz'],
-];
+/** The array type each charges column is sent as. */
+const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = {
+  request_id: 'text',
+  client_request_id: 'text',
+  account_id: 'text',
+  key_id: 'text',
+  model: 'text',
+  provider: 'text',
+  endpoint: 'text',
+  ...(Object.fromEntries(Object.values(TOKEN_COLUMNS).map((column) => [column, 'bigint'])) as Record<(typeof TOKEN_COLUMNS)[TokenKind], string>),
+  tool_calls: 'text',
+  cost: 'bigint',
+  held: 'bigint',
+  overage: 'bigint',
+  unbilled: 'bigint',
+  prices: 'text',
+  usage_source: 'text',
+  status: 'int',
+  outcome: 'text',
+  latency_ms: 'int',
+  created_at: 'timestamptz',
+};
+const CHARGE_INSERT = CHARGE_COLUMNS.map((column) => [column, COLUMN_TYPES[column]] as const);
 const UNHELD_PARAM = CHARGE_INSERT.length + 1;
 
 /**

@@ -1,10 +1,10 @@
 /** Read-only views of the ledger: an account's balance, the charges, and the per-account totals. */
 import type { Pool } from 'pg';
 import type { AccountBalance, ChargeFilter, ChargeRecord, LedgerTotals } from './store';
-import { rowMappers, POSTGRES_CODEC, toLedgerTotals, type ChargeRow, type PostgresColumns, type TotalsRow } from './rows';
+import { chargeSelectList, rowMappers, POSTGRES_CODEC, toLedgerTotals, type ChargeRow, type PostgresColumns, type TotalsRow } from './rows';
 
-const CHARGE_COLUMNS = `request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
-  cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at`;
+// BIGINT arrives from pg as text already.
+const CHARGE_SELECT = chargeSelectList((column) => column);
 
 const { toCharge } = rowMappers(POSTGRES_CODEC);
 
@@ -27,7 +27,7 @@ export async function listCharges(pool: Pool, filter: ChargeFilter): Promise<Cha
   if (filter.since !== undefined) add('created_at >= ?', filter.since);
   if (filter.until !== undefined) add('created_at < ?', filter.until);
   params.push(filter.limit ?? 100);
-  const sql = `SELECT ${CHARGE_COLUMNS} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+  const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
                  ORDER BY created_at DESC, seq DESC LIMIT $${params.length}`;
   const { rows } = await pool.query<ChargeRow<PostgresColumns>>(sql, params);
   return rows.map(toCharge);

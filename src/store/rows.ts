@@ -8,11 +8,13 @@
  * Money columns always arrive as strings (CAST(… AS TEXT) in SQLite, BIGINT in pg) and are turned
  * into bigints here, so no amount ever passes through a JS number.
  */
+import { TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
 import type {
   Account,
   AccountRole,
   AccountSummary,
   ApiKeyRecord,
+  ChargePrices,
   ChargeRecord,
   CreditRecord,
   KeyIdentity,
@@ -90,18 +92,33 @@ export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T>, Joined
   hash: Buffer;
 }
 
-export interface ChargeRow<T extends ColumnTypes> {
+/** The charges column of each token kind: a new kind does not compile until it has one. */
+export const TOKEN_COLUMNS = {
+  inputTokens: 'input_tokens',
+  cacheWriteTokens: 'cache_write_tokens',
+  cacheWrite1hTokens: 'cache_write_1h_tokens',
+  cacheReadTokens: 'cache_read_tokens',
+  outputTokens: 'output_tokens',
+} as const satisfies Record<TokenKind, string>;
+
+type TokenColumns = { [K in TokenKind as (typeof TOKEN_COLUMNS)[K]]: number };
+
+export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   request_id: string;
+  client_request_id: string | null;
   account_id: string;
   key_id: string;
   model: string;
   provider: string | null;
   endpoint: string;
-  input_tokens: number;
-  cache_write_tokens: number;
-  cache_read_tokens: number;
-  output_tokens: number;
+  /** JSON object of tool name → calls. */
+  tool_calls: string;
   cost: string;
+  held: string;
+  overage: string;
+  unbilled: string;
+  /** JSON `ChargePrices`, or null for a free model. */
+  prices: string | null;
   usage_source: ChargeRecord['usageSource'];
   status: number;
   outcome: ChargeRecord['outcome'];
@@ -109,8 +126,18 @@ export interface ChargeRow<T extends ColumnTypes> {
   created_at: T['date'];
 }
 
-/** A charge as insert parameters: like a `ChargeRow`, but the cost is the bigint actually taken. */
-export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, 'cost'> & { cost: bigint };
+/** Money columns, read as text and written as bigints. */
+type MoneyColumn = 'cost' | 'held' | 'overage' | 'unbilled';
+
+/** A charge as insert parameters: like a `ChargeRow`, with amounts as bigints. */
+export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, MoneyColumn> & Record<MoneyColumn, bigint>;
+
+/** Every charges column, in the order inserts list them. */
+export const CHARGE_COLUMNS = [
+  'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
+  ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
+  'tool_calls', 'cost', 'held', 'overage', 'unbilled', 'prices', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
+] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
 export interface CreditRow<T extends ColumnTypes> {
   id: string;
@@ -231,16 +258,19 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
     toCharge(row: ChargeRow<T>): ChargeRecord {
       return {
         requestId: row.request_id,
+        clientRequestId: row.client_request_id,
         accountId: row.account_id,
         keyId: row.key_id,
         model: row.model,
         provider: row.provider,
         endpoint: row.endpoint,
-        inputTokens: row.input_tokens,
-        cacheWriteTokens: row.cache_write_tokens,
-        cacheReadTokens: row.cache_read_tokens,
-        outputTokens: row.output_tokens,
+        ...tokensOf(row),
+        toolCalls: JSON.parse(row.tool_calls) as ToolCalls,
         cost: BigInt(row.cost),
+        held: BigInt(row.held),
+        overage: BigInt(row.overage),
+        unbilled: BigInt(row.unbilled),
+        prices: row.prices === null ? null : (JSON.parse(row.prices) as ChargePrices),
         usageSource: row.usage_source,
         status: row.status,
         outcome: row.outcome,
@@ -289,29 +319,45 @@ export function toLedgerTotals(row: TotalsRow): LedgerTotals {
   };
 }
 
+/** The charges columns to SELECT, each money column written by `money` so it arrives as text. */
+export function chargeSelectList(money: (column: MoneyColumn) => string): string {
+  return CHARGE_COLUMNS.map((column) => (MONEY_COLUMNS.has(column) ? money(column as MoneyColumn) : column)).join(', ');
+}
+
+const MONEY_COLUMNS: ReadonlySet<string> = new Set<MoneyColumn>(['cost', 'held', 'overage', 'unbilled']);
+
 /**
- * A charge as insert parameters, taking `cost` (never more than was held) and storing its time with
- * `date`. The keys are in the charges table's column order, which PostgreSQL's positional insert relies on.
+ * A charge as insert parameters, its time stored with `date`. The keys are in `CHARGE_COLUMNS` order,
+ * which PostgreSQL's positional insert relies on. The cost is the charge's own: the billing plugin
+ * decided it, and the store records it as it is, never capped against a balance it may not see whole.
  */
-export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, cost: bigint, date: (at: Date) => T['date']): ChargeParams<T> {
+export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: (at: Date) => T['date']): ChargeParams<T> {
+  const tokens = Object.fromEntries(TOKEN_KINDS.map((kind) => [TOKEN_COLUMNS[kind], charge[kind]])) as TokenColumns;
   return {
     request_id: charge.requestId,
+    client_request_id: charge.clientRequestId,
     account_id: charge.accountId,
     key_id: charge.keyId,
     model: charge.model,
     provider: charge.provider,
     endpoint: charge.endpoint,
-    input_tokens: charge.inputTokens,
-    cache_write_tokens: charge.cacheWriteTokens,
-    cache_read_tokens: charge.cacheReadTokens,
-    output_tokens: charge.outputTokens,
-    cost,
+    ...tokens,
+    tool_calls: JSON.stringify(charge.toolCalls),
+    cost: charge.cost,
+    held: charge.held,
+    overage: charge.overage,
+    unbilled: charge.unbilled,
+    prices: charge.prices === null ? null : JSON.stringify(charge.prices),
     usage_source: charge.usageSource,
     status: charge.status,
     outcome: charge.outcome,
     latency_ms: Math.max(0, Math.round(charge.latencyMs)),
     created_at: date(charge.createdAt),
   };
+}
+
+function tokensOf(row: TokenColumns): TokenCounts {
+  return Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, Number(row[TOKEN_COLUMNS[kind]])])) as Record<TokenKind, number>;
 }
 
 /** How SQLite stores the differing columns: milliseconds, 0/1, JSON text. */

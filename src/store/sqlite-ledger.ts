@@ -21,10 +21,9 @@ import type {
   RedeemResult,
   RedemptionCodeRecord,
 } from './store';
-import { chargeParams, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
+import { CHARGE_COLUMNS, chargeParams, chargeSelectList, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
 
-const CHARGE_COLUMNS = `request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
-  cache_read_tokens, output_tokens, CAST(cost AS TEXT) AS cost, usage_source, status, outcome, latency_ms, created_at`;
+const CHARGE_SELECT = chargeSelectList((column) => `CAST(${column} AS TEXT) AS ${column}`);
 const CREDIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, actor, note, created_at';
 const CODE_COLUMNS = 'id, CAST(amount AS TEXT) AS amount, created_at, created_by, expires_at, redeemed_by, redeemed_at';
 
@@ -52,10 +51,7 @@ function prepare(db: Database.Database) {
     unholdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held - ? WHERE id = ?'),
     unholdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held - ? WHERE id = ?'),
     insertCharge: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO charges (request_id, account_id, key_id, model, provider, endpoint, input_tokens,
-         cache_write_tokens, cache_read_tokens, output_tokens, cost, usage_source, status, outcome, latency_ms, created_at)
-       VALUES (@request_id, @account_id, @key_id, @model, @provider, @endpoint, @input_tokens, @cache_write_tokens,
-         @cache_read_tokens, @output_tokens, @cost, @usage_source, @status, @outcome, @latency_ms, @created_at)
+      `INSERT INTO charges (${CHARGE_COLUMNS.join(', ')}) VALUES (${CHARGE_COLUMNS.map((column) => `@${column}`).join(', ')})
        ON CONFLICT (request_id) DO NOTHING`,
     ),
     chargeAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?'),
@@ -126,17 +122,15 @@ export class SqliteLedger {
     return this.db.transaction(() => {
       let recorded = 0;
       for (const charge of charges) {
-        const held = this.removeHold(charge.requestId);
-        // A charge never exceeds what was held for it; one whose hold the sweeper already released
-        // takes at most what the account has left, so no balance ever goes below zero.
-        const limit = held ?? this.available(charge.accountId);
-        const cost = charge.cost < limit ? charge.cost : limit;
-        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, cost, (at) => at.getTime())).changes > 0;
+        this.removeHold(charge.requestId);
+        // The charge is recorded as billing priced it: a cost above the hold is overage the charge
+        // itself records, and may take the balance below zero by that much, never by a race.
+        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, (at) => at.getTime())).changes > 0;
         if (!inserted) continue;
         recorded += 1;
-        if (cost > 0n) {
-          this.sql.chargeAccount.run(cost, charge.accountId);
-          this.sql.chargeKey.run(cost, charge.keyId);
+        if (charge.cost > 0n) {
+          this.sql.chargeAccount.run(charge.cost, charge.accountId);
+          this.sql.chargeKey.run(charge.cost, charge.keyId);
         }
       }
       return recorded;
@@ -178,7 +172,7 @@ export class SqliteLedger {
     if (filter.model !== undefined) (where.push('model = @model'), (params.model = filter.model));
     if (filter.since !== undefined) (where.push('created_at >= @since'), (params.since = filter.since.getTime()));
     if (filter.until !== undefined) (where.push('created_at < @until'), (params.until = filter.until.getTime()));
-    const sql = `SELECT ${CHARGE_COLUMNS} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
+    const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
                  ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
     return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);
   }
@@ -249,10 +243,6 @@ export class SqliteLedger {
     return amount;
   }
 
-  private available(accountId: string): bigint {
-    const left = BigInt(this.sql.accountAvailable.get(accountId) ?? '0');
-    return left < 0n ? 0n : left;
-  }
 
   private insertCredit(record: CreditRecord): void {
     this.sql.insertCredit.run({

@@ -2,6 +2,8 @@
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
  * same interface so the rest of Tollgate never knows which one it talks to.
  */
+import type { TokenCounts, TokenKind, ToolCalls } from '../protocols/types';
+
 
 export type AccountRole = 'admin' | 'user';
 
@@ -150,20 +152,40 @@ export type HoldResult =
 /** Where a charge's token counts came from (`none`: nothing was produced, nothing is owed). */
 export type UsageSourceRecord = 'upstream' | 'estimated' | 'partial' | 'none';
 
-/** One request's entry in the ledger: recorded exactly once per request id, whatever it cost. */
-export interface ChargeRecord {
+/**
+ * The prices a charge used, in nano-units as decimal strings (per 1M tokens of each kind, per 1,000
+ * calls of each tool), so its cost can be recomputed from its row alone after the price table changed.
+ */
+export interface ChargePrices {
+  readonly tokens: Readonly<Record<TokenKind, string>>;
+  readonly tool_calls: Readonly<Record<string, string>>;
+}
+
+/**
+ * One request's entry in the ledger: recorded exactly once per request id, whatever it cost. The
+ * request id is Tollgate's own, never the client's, so no client can make two requests one charge.
+ */
+export interface ChargeRecord extends TokenCounts {
   readonly requestId: string;
+  /** The client's own `x-request-id`, kept for correlation only; null when it sent none. */
+  readonly clientRequestId: string | null;
   readonly accountId: string;
   readonly keyId: string;
   readonly model: string;
   readonly provider: string | null;
   readonly endpoint: string;
-  readonly inputTokens: number;
-  readonly cacheWriteTokens: number;
-  readonly cacheReadTokens: number;
-  readonly outputTokens: number;
-  /** Nano-units; 0 for failed requests and free models. */
+  /** Calls of per-call-billed server tools, by tool name. */
+  readonly toolCalls: ToolCalls;
+  /** Nano-units charged; 0 for failed requests and free models. */
   readonly cost: bigint;
+  /** What was held for the request before it ran; 0 for a free model. */
+  readonly held: bigint;
+  /** The part of `cost` above `held` (billing.overage: charge): charged, and so recorded. */
+  readonly overage: bigint;
+  /** What the upstream's usage cost above the hold but was not charged (billing.overage: cap). */
+  readonly unbilled: bigint;
+  /** The prices `cost` was computed at; null for a free model. */
+  readonly prices: ChargePrices | null;
   readonly usageSource: UsageSourceRecord;
   /** HTTP status the client got (499: it left first). */
   readonly status: number;

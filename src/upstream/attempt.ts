@@ -13,8 +13,11 @@ import type { ExchangeEnd } from '../kernel/context';
 /** What failed, in the failover policy's words (`retry_on`). */
 export type FailureKind = 'connect_error' | 'reset' | 'timeout' | 'status' | 'invalid' | 'aborted';
 
-/** Reports how the committed exchange ended; called exactly once, later for streams. */
-export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string) => void;
+/**
+ * Reports how the committed exchange ended; called exactly once, later for streams. `replyId` is the
+ * id of the reply the client got where a later request may reference it (a Responses `resp_…`).
+ */
+export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string, replyId?: string | null) => void;
 
 /** An answer decided but not yet sent: `commit()` sets the Koa response and wires the end report. */
 export interface Commit {

@@ -41,7 +41,7 @@ export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecord
   let upstreamRequestId: string | null = null;
   ctx.state.exchange = exchange;
   let settled = false;
-  const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string) => {
+  const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string, replyId: string | null = null) => {
     if (settled) return;
     settled = true;
     settle({
@@ -54,6 +54,7 @@ export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecord
       upstreamRequestId,
       usage: usageFor(end, usage),
       outputText,
+      replyId,
     });
   };
   return {

@@ -10,7 +10,8 @@ import { GatewayError } from '../kernel/errors';
 import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
 import { replyText } from '../protocols/output-text';
-import { replyUsage } from '../protocols/reply-usage';
+import { needsUsageRequested, UsageChunkRemover, withUsageRequested } from '../protocols/openai-chat/stream-usage';
+import { replyId, replyUsage } from '../protocols/reply-usage';
 import { usageTapFor } from '../protocols/usage-tap';
 import { tryParse } from '../protocols/usage-json';
 import { upstreamPath, type Target } from '../routing/resolve';
@@ -19,7 +20,7 @@ import { attemptFailure } from './failures';
 import { isErrorEvent, readFirstEvent } from './first-event';
 import { relayedResponseHeaders, upstreamRequestHeaders, upstreamRequestIdOf } from './headers';
 import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
-import { Relay } from './relay';
+import { Relay, type StreamFilter } from './relay';
 import { failureFromErrorEvent } from './stream-error';
 import type { UpstreamClient, UpstreamResponse } from './types';
 
@@ -57,19 +58,22 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
   const { endpoint, requestId } = ctx.state;
   const request = ctx.state.request!;
   const { provider, route } = target;
-  const body = route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+  const renamed = route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+  // Billing needs the provider's own counts of a chat stream (reasoning is billed, never shown).
+  const askUsage = endpoint.id === 'chat' && needsUsageRequested(request.body);
+  const body = askUsage ? withUsageRequested(renamed, request.body) : renamed;
 
   try {
     const response = await client.send({
       endpoint: endpoint.id,
       path: upstreamPath(endpoint) + forwardedQuery(ctx, provider.protocol),
-      headers: upstreamRequestHeaders(ctx.headers, provider, requestId),
+      headers: upstreamRequestHeaders(ctx.headers, provider, ctx.state.clientRequestId ?? requestId),
       body,
       signal,
     });
     if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
     if (response.status >= 400) throw await relayedError(target, response);
-    if (isEventStream(response)) return await streamAnswer(ctx, target, response);
+    if (isEventStream(response)) return await streamAnswer(ctx, target, response, askUsage ? new UsageChunkRemover() : undefined);
     return await plainAnswer(ctx, target, response);
   } catch (error) {
     throw attemptFailure(error, provider.id, signal);
@@ -96,12 +100,12 @@ async function plainAnswer(ctx: GatewayContext, target: Target, response: Upstre
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
       ctx.body = bytes;
-      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => replyText(endpoint, parsed));
+      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => replyText(endpoint, parsed), replyId(endpoint, parsed));
     },
   };
 }
 
-async function streamAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse): Promise<Commit> {
+async function streamAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse, filter?: StreamFilter): Promise<Commit> {
   const head = await readFirstEvent(response.body);
   if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
   if (isErrorEvent(head.first)) {
@@ -120,7 +124,8 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
       ctx.body = new Relay(response.body, {
         head: head.chunks,
         tap,
-        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputText()),
+        ...(filter !== undefined && { filter }),
+        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputText(), tap.replyId?.() ?? null),
         failureFrame: (error) =>
           streamErrorFrame(
             new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${target.provider.id}' broke off the stream.`, { cause: error }),

@@ -15,6 +15,15 @@ export interface RelayOptions {
   readonly onEnd: (end: ExchangeEnd) => void;
   /** The frame that tells the client the stream broke; nothing follows it. */
   readonly failureFrame: (error: unknown) => string;
+  /** Rewrites what the client receives (the tap still sees the stream as it came); absent: bytes pass as they are. */
+  readonly filter?: StreamFilter;
+}
+
+/** A rewrite of the relayed bytes that may hold back an unfinished frame until its end arrives. */
+export interface StreamFilter {
+  push(chunk: Buffer): Buffer;
+  /** The bytes held back when the stream ends. */
+  end(): Buffer;
 }
 
 export class Relay extends Readable {
@@ -27,13 +36,15 @@ export class Relay extends Readable {
     super();
     for (const chunk of options.head ?? []) {
       options.tap.observe(chunk);
-      this.push(chunk);
+      this.relay(chunk);
     }
     source.on('data', (chunk: Buffer) => {
       options.tap.observe(chunk);
-      if (!this.push(chunk)) source.pause();
+      if (!this.relay(chunk)) source.pause();
     });
     source.once('end', () => {
+      const rest = options.filter?.end();
+      if (rest !== undefined && rest.length > 0) this.push(rest);
       this.push(null);
       this.finish({ kind: 'delivered' });
     });
@@ -42,6 +53,12 @@ export class Relay extends Readable {
       if (!this.ended) this.fail(new Error('upstream closed the stream before its end'));
     });
     source.pause();
+  }
+
+  /** Pushes a chunk (filtered); false when the client is behind and the upstream should wait. */
+  private relay(chunk: Buffer): boolean {
+    const out = this.options.filter === undefined ? chunk : this.options.filter.push(chunk);
+    return out.length === 0 || this.push(out);
   }
 
   override _read(): void {

@@ -44,7 +44,7 @@ export async function attemptTranslated(
     const response = await client.send({
       endpoint: translator.upstreamEndpoint,
       path: upstreamPath(ENDPOINTS[translator.upstreamEndpoint]),
-      headers: translatedRequestHeaders(provider, ctx.state.requestId),
+      headers: translatedRequestHeaders(provider, ctx.state.clientRequestId ?? ctx.state.requestId),
       body,
       signal,
     });

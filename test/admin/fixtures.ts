@@ -59,12 +59,14 @@ models:
     routes: [{ provider: openai }]
     price: { input: ${gpt.input}, cache_write: ${gpt.cache_write}, cache_hit: ${gpt.cache_hit}, output: ${gpt.output} }
     max_output_tokens: 1000
+    context_window: 200000
     description: "A priced test model"
   claude-priced:
     family: anthropic
     routes: [{ provider: anthropic }]
     price: { input: ${claude.input}, cache_write: ${claude.cache_write}, cache_hit: ${claude.cache_hit}, output: ${claude.output} }
     max_output_tokens: 2000
+    context_window: 200000
   gpt-free: { family: openai, routes: [{ provider: openai }], free: true }
 plugins:
   auth: { failures_per_minute: 0 }

@@ -9,7 +9,7 @@ import { costOf, priceTable, type NanoPrice } from '../../src/billing/prices';
 import { loadConfigFile } from '../../src/config/load';
 import { PACKAGE_ROOT } from '../../src/paths';
 
-const MILLION = { inputTokens: 1_000_000, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
+const MILLION = { inputTokens: 1_000_000, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
 
 describe('billing/money', () => {
   it('parses decimal amounts into exact nano-units', () => {
@@ -58,7 +58,7 @@ describe('billing/prices', () => {
     it(`${model}: one million tokens of each kind cost exactly its price`, () => {
       const price = table.get(model)!;
       expect(costOf(MILLION, price), 'input').to.equal(unitsToNano(input));
-      expect(costOf({ ...MILLION, inputTokens: 0, cacheWriteTokens: 1_000_000 }, price), 'cache write').to.equal(unitsToNano(cacheWrite));
+      expect(costOf({ ...MILLION, inputTokens: 0, cacheWriteTokens: 1_000_000, cacheWrite1hTokens: 0 }, price), 'cache write').to.equal(unitsToNano(cacheWrite));
       expect(costOf({ ...MILLION, inputTokens: 0, cacheReadTokens: 1_000_000 }, price), 'cache hit').to.equal(unitsToNano(cacheHit));
       expect(costOf({ ...MILLION, inputTokens: 0, outputTokens: 1_000_000 }, price), 'output').to.equal(unitsToNano(output));
     });
@@ -66,23 +66,26 @@ describe('billing/prices', () => {
 
   it('sums the kinds before rounding once, half up', () => {
     // 1,000 nano-units per 1M tokens: a token costs a thousandth of a nano-unit.
-    const tiny: NanoPrice = { input: 1000n, cacheWrite: 1000n, cacheRead: 1000n, output: 1000n };
-    expect(costOf({ inputTokens: 499, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
-    expect(costOf({ inputTokens: 500, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(1n);
+    const tiny: NanoPrice = {
+      tokens: { inputTokens: 1000n, cacheWriteTokens: 1000n, cacheWrite1hTokens: 1000n, cacheReadTokens: 1000n, outputTokens: 1000n },
+      toolCalls: {},
+    };
+    expect(costOf({ inputTokens: 499, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
+    expect(costOf({ inputTokens: 500, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(1n);
     // 400 input tokens and 400 cache hits are 0.4 nano-units each, 0 alone; together 0.8, so 1.
-    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
-    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheReadTokens: 400, outputTokens: 0 }, tiny)).to.equal(1n);
+    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
+    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 400, outputTokens: 0 }, tiny)).to.equal(1n);
   });
 
   it('charges a typical mixed request to the nano-unit', () => {
     const sonnet = table.get('claude-sonnet-5')!;
     // 1,234 input × 300 + 5,000 writes × 380 + 20,000 hits × 30 + 567 output × 1,500 (nano per 1k tokens).
-    const cost = costOf({ inputTokens: 1234, cacheWriteTokens: 5000, cacheReadTokens: 20000, outputTokens: 567 }, sonnet);
+    const cost = costOf({ inputTokens: 1234, cacheWriteTokens: 5000, cacheWrite1hTokens: 0, cacheReadTokens: 20000, outputTokens: 567 }, sonnet);
     expect(cost).to.equal(divideHalfUp(1234n * 300_000_000n + 5000n * 380_000_000n + 20000n * 30_000_000n + 567n * 1_500_000_000n, 1_000_000n));
     expect(cost).to.equal(3_720_700n);
   });
 
   it('makes free models cost nothing', () => {
-    expect(costOf({ inputTokens: 10 ** 9, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 10 ** 9 }, table.get('tollgate-echo')!)).to.equal(0n);
+    expect(costOf({ inputTokens: 10 ** 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10 ** 9 }, table.get('tollgate-echo')!)).to.equal(0n);
   });
 });

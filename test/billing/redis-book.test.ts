@@ -78,8 +78,8 @@ describe('billing/RedisBook', function () {
 
   function charge(ids: Ids, requestId: string, cost: bigint): ChargeRecord {
     return {
-      requestId, ...ids, model: 'm-test', provider: 'mock', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0,
-      cacheReadTokens: 0, outputTokens: 50, cost, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
+      requestId, ...ids, model: 'm-test', provider: 'mock', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0,
+      cacheReadTokens: 0, outputTokens: 50, cost, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
       createdAt: new Date(),
     };
   }
@@ -127,37 +127,40 @@ describe('billing/RedisBook', function () {
     expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 10_000n, held: 900n });
   });
 
-  it('settles at most the hold, frees it, and ignores a repeated settlement', async () => {
+  it('settles the whole cost, above the hold too, frees the hold, and ignores a repeated settlement', async () => {
     const ids = await newAccount(1000n);
     expect((await hold(bookA, ids, 'settle-1', 300n)).ok).to.equal(true);
     await bookB.settle(charge(ids, 'settle-1', 450n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 700n, held: 0n });
-    expect(await keyHash(ids.keyId)).to.include({ spent: '300', held: '0' });
+    // 450 taken although 300 was held: the ledger records the same charge, with 150 of overage.
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 550n, held: 0n });
+    expect(await keyHash(ids.keyId)).to.include({ spent: '450', held: '0' });
     expect(await raw!.exists(`${prefix}hold:settle-1`)).to.equal(0);
     expect(await raw!.zscore(`${prefix}hold-expiries`, 'settle-1')).to.equal(null);
 
     await bookA.settle(charge(ids, 'settle-1', 450n));
     await bookB.settle(charge(ids, 'settle-1', 10n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 700n, held: 0n });
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 550n, held: 0n });
 
     expect((await hold(bookA, ids, 'settle-2', 300n)).ok).to.equal(true);
     await bookA.settle(charge(ids, 'settle-2', 120n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 580n, held: 0n });
-    expect(await keyHash(ids.keyId)).to.include({ spent: '420', held: '0' });
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 430n, held: 0n });
+    expect(await keyHash(ids.keyId)).to.include({ spent: '570', held: '0' });
   });
 
-  it('settles a swept hold from what is free, never below zero', async () => {
+  it('settles a swept hold at its whole cost, as the ledger will record it, below zero if need be', async () => {
     const ids = await newAccount(500n);
     expect((await hold(bookA, ids, 'swept-1', 300n, -1000)).ok).to.equal(true);
     expect((await hold(bookA, ids, 'swept-2', 100n)).ok).to.equal(true);
     expect(await bookB.releaseExpired(new Date())).to.equal(1);
 
     await bookA.settle(charge(ids, 'swept-1', 450n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 100n, held: 100n });
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 50n, held: 100n });
     await bookA.settle(charge(ids, 'never-held', 50n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 100n, held: 100n });
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 0n, held: 100n });
     await bookA.settle(charge(ids, 'swept-2', 100n));
-    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: 0n, held: 0n });
+    expect(await bookA.balance(ids.accountId)).to.deep.equal({ balance: -100n, held: 0n });
+    // Below zero, nothing more is admitted.
+    expect((await hold(bookA, ids, 'after', 1n)).ok).to.equal(false);
   });
 
   it('adds a credit to a seeded balance once, and to an unseeded one through the ledger', async () => {

@@ -110,12 +110,14 @@ models:
     routes: [{ provider: openai }]
     price: { input: ${GPT_PRICE.input}, cache_write: 2.5, cache_hit: 0.2, output: ${GPT_PRICE.output} }
     max_output_tokens: 1000
+    context_window: 200000
     description: A priced OpenAI-style model on the fake upstream.
   claude-priced:
     family: anthropic
     routes: [{ provider: anthropic }]
     price: { input: 3, cache_write: 3.75, cache_hit: 0.3, output: 15 }
     max_output_tokens: 1000
+    context_window: 200000
   gpt-broken:
     family: openai
     routes: [{ provider: broken }]

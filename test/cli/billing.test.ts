@@ -43,10 +43,16 @@ function charge(account: Account, keyId: string, n: number, cost: string): Charg
     provider: 'echo',
     endpoint: '/v1/chat/completions',
     inputTokens: 100 + n,
-    cacheWriteTokens: 2,
+    cacheWriteTokens: 2, cacheWrite1hTokens: 0,
     cacheReadTokens: 3,
     outputTokens: 40 + n,
     cost: unitsToNano(cost),
+    clientRequestId: null,
+    toolCalls: {},
+    held: 0n,
+    overage: 0n,
+    unbilled: 0n,
+    prices: null,
     usageSource: 'upstream',
     status: 200,
     outcome: 'delivered',
@@ -141,9 +147,9 @@ describe('cli/billing', () => {
       expect(lines[8]).to.match(new RegExp(`^  ${key.id}\\s+laptop\\s+sk-\\w{4}…\\w{4}\\s+10\\s+3\\s+gpt-4o,claude\\s+active$`));
 
       const requests = lines.indexOf('last 10 requests:');
-      expect(lines[requests + 1]).to.match(/TIME\s+MODEL\s+INPUT\s+CACHE WRITE\s+CACHE READ\s+OUTPUT\s+COST\s+USAGE\s+STATUS/);
+      expect(lines[requests + 1]).to.match(/TIME\s+MODEL\s+INPUT\s+CACHE WRITE\s+CACHE READ\s+OUTPUT\s+COST\s+OVERAGE\s+USAGE\s+STATUS/);
       const requestRows = lines.slice(requests + 2, requests + 12);
-      expect(requestRows[0]).to.match(/^ {2}2030-01-01 00:00:12Z\s+model-12\s+112\s+2\s+3\s+52\s+0\.25\s+upstream\s+200 delivered$/);
+      expect(requestRows[0]).to.match(/^ {2}2030-01-01 00:00:12Z\s+model-12\s+112\s+2\s+3\s+52\s+0\.25\s+-\s+upstream\s+200 delivered$/);
       expect(requestRows[9]).to.include('model-3');
       expect(text).not.to.match(/model-2\b/);
 

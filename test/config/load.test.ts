@@ -40,7 +40,7 @@ interface InvalidCase {
 const INVALID: readonly InvalidCase[] = [
   {
     name: 'a route naming an unknown provider',
-    text: yaml(...PROVIDERS, 'models:', '  claude-sonnet-5:', '    family: anthropic', '    routes:', '      - provider: anthropc', '    price: { input: 0.30, output: 1.50 }'),
+    text: yaml(...PROVIDERS, 'models:', '  claude-sonnet-5:', '    family: anthropic', '    routes:', '      - provider: anthropc', '    price: { input: 0.30, output: 1.50 }', '    max_output_tokens: 64000', '    context_window: 200000'),
     expected: ['gateway.yaml:12:19 models.claude-sonnet-5.routes[0].provider: unknown provider "anthropc" (known: anthropic, openai)'],
   },
   {
@@ -71,8 +71,16 @@ const INVALID: readonly InvalidCase[] = [
     expected: ['gateway.yaml:10:5 models.gpt-5.1: model "gpt-5.1" needs a price (input and output per 1M tokens) or free: true'],
   },
   {
+    name: 'a priced model without the limits its hold needs',
+    text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }'),
+    expected: [
+      'gateway.yaml:10:5 models.gpt-5.1: a priced model needs context_window: the most input one request can have, which billing holds when the billed input is not in the body (previous_response_id, file_id, server tools)',
+      'gateway.yaml:10:5 models.gpt-5.1: a priced model needs max_output_tokens: the most output one answer can have, which billing holds for a request that sets no limit',
+    ],
+  },
+  {
     name: 'a model with both price and free',
-    text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }', '    free: true'),
+    text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }', '    free: true', '    max_output_tokens: 4096', '    context_window: 200000'),
     expected: ['gateway.yaml:10:5 models.gpt-5.1: price and free: true contradict each other: keep one'],
   },
   {
@@ -260,6 +268,8 @@ describe('config/load parseConfig', () => {
       '      - provider: openai',
       '      - { provider: anthropic, upstream_model: claude-sonnet-5, priority: 1, weight: 3 }',
       '    price: { input: 1.25, cache_hit: 0.125, output: 10 }',
+      '    max_output_tokens: 128000',
+      '    context_window: 400000',
     );
     const config = parseConfig(text, 'gateway.yaml', {});
     expect(config.providers.openai.id).to.equal('openai');
@@ -270,9 +280,11 @@ describe('config/load parseConfig', () => {
         { provider: 'openai', upstream_model: 'gpt-5.1', priority: 0, weight: 1 },
         { provider: 'anthropic', upstream_model: 'claude-sonnet-5', priority: 1, weight: 3 },
       ],
-      price: { input: 1.25, cache_write: 1.25, cache_hit: 0.125, output: 10 },
+      // An OpenAI model reports no 1-hour cache writes: they default to its cache-write price.
+      price: { input: 1.25, cache_write: 1.25, cache_write_1h: 1.25, cache_hit: 0.125, output: 10, tool_calls: {} },
       free: false,
-      max_output_tokens: 4096,
+      max_output_tokens: 128000,
+      context_window: 400000,
       thinking: 'adaptive',
     });
   });

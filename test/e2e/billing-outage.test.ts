@@ -22,7 +22,7 @@ redis: { url: "redis://127.0.0.1:1", command_timeout_ms: 200 }
 providers:
   openai: { protocol: openai, base_url: ${fake.url}/v1, api_key: ${PROVIDER_KEYS.openai} }
 models:
-  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 } }
+  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 4096, context_window: 200000 }
   gpt-free: { family: openai, routes: [{ provider: openai }], free: true }
 `,
     });

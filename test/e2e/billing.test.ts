@@ -23,8 +23,8 @@ providers:
   anthropic: { protocol: anthropic, base_url: ${upstreamUrl}, api_key: ${PROVIDER_KEYS.anthropic} }
   openai: { protocol: openai, base_url: ${upstreamUrl}/v1, api_key: ${PROVIDER_KEYS.openai} }
 models:
-  claude-priced: { family: anthropic, routes: [{ provider: anthropic }], price: ${price}, max_output_tokens: 1000 }
-  gpt-priced: { family: openai, routes: [{ provider: openai }], price: ${price}, max_output_tokens: 1000 }
+  claude-priced: { family: anthropic, routes: [{ provider: anthropic }], price: ${price}, max_output_tokens: 1000, context_window: 200000 }
+  gpt-priced: { family: openai, routes: [{ provider: openai }], price: ${price}, max_output_tokens: 1000, context_window: 200000 }
   gpt-free: { family: openai, routes: [{ provider: openai }], free: true }
 plugins:
   billing: { flush_interval_ms: 10 }
@@ -123,7 +123,7 @@ describe('e2e: billing', () => {
     expect((await chargeFor(response.headers.get('x-request-id')!)).cost).to.equal(2_275_000n);
   });
 
-  it('never charges more than was held, even when the provider ignores max_tokens', async () => {
+  it('charges what the upstream reported in full when it ignores max_tokens, and records the overage (F3 revised)', async () => {
     fake.enqueue(anthropicMessage({ text: 'far too long', inputTokens: 10, outputTokens: 1_000_000 }));
     const raw = JSON.stringify({ model: 'claude-priced', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] });
     const response = await fetch(`${tg.url}/v1/messages`, {
@@ -132,27 +132,42 @@ describe('e2e: billing', () => {
       body: raw,
     });
     expect(response.status).to.equal(200);
-    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (cache writes, 1,250)
-    // plus 10 output tokens at 5,000.
-    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 1250n + 10n * 5000n;
+    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (1-hour cache writes,
+    // 2 × input = 2,000) plus 10 output tokens at 5,000.
+    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 2000n + 10n * 5000n;
     const charge = await chargeFor(response.headers.get('x-request-id')!);
-    expect(charge.outputTokens).to.equal(1_000_000);
-    expect(charge.cost).to.equal(hold);
+    const cost = 10n * 1000n + 1_000_000n * 5000n;
+    expect(charge).to.deep.include({ outputTokens: 1_000_000, cost, held: hold, overage: cost - hold, unbilled: 0n });
+    // The balance went below zero by the recorded overage, and nothing more is admitted.
+    expect((await settledBalance()).balance).to.equal(unitsToNano('1') - cost);
+    const refused = await failure(openai.chat.completions.create({ model: 'gpt-priced', max_tokens: 10, messages: [{ role: 'user', content: 'x' }] }));
+    expect(refused.status).to.equal(402);
   });
 
+  /** A second account holding less than any request's hold (max_tokens is never held above the model's maximum). */
+  async function poorKey(): Promise<string> {
+    const poor = await tg.store.createAccount({ name: 'poor', role: 'user' });
+    await tg.store.credit({ accountId: poor.id, amount: 1000n, kind: 'admin', actor: 'test', note: 'almost nothing' });
+    return (await tg.createKey({ accountId: poor.id })).key;
+  }
+
   it('answers 402 in the chat shape when the balance cannot cover the hold, without calling the upstream', async () => {
-    const error = await failure(openai.chat.completions
+    const poor = new OpenAI({ baseURL: `${tg.url}/v1`, apiKey: await poorKey(), maxRetries: 0 });
+    const error = await failure(poor.chat.completions
       .create({ model: 'gpt-priced', max_tokens: 1_000_000, messages: [{ role: 'user', content: 'Hello' }] }));
     expect(error.status).to.equal(402);
     expect(error.error).to.deep.include({ type: 'insufficient_quota', code: 'insufficient_balance' });
-    expect(error.message).to.include('the account has 1 available');
+    expect(error.message).to.include('the account has 0.000001 available');
+    // max_tokens beyond the model's maximum is held at the maximum, not trusted.
+    expect(error.message).to.include('1000 output tokens');
     expect(error.message, 'where to top up').to.include('/console/topup');
     expect(error.headers?.get('x-should-retry')).to.equal('false');
     expect(fake.requests).to.have.length(0);
   });
 
   it('answers 402 in the Anthropic shape on /v1/messages', async () => {
-    const error = await anthropicFailure(anthropic.messages
+    const poor = new Anthropic({ baseURL: tg.url, apiKey: await poorKey(), maxRetries: 0 });
+    const error = await anthropicFailure(poor.messages
       .create({ model: 'claude-priced', max_tokens: 1_000_000, stream: true, messages: [{ role: 'user', content: 'Hello' }] }));
     expect(error.status).to.equal(402);
     expect((error.error as { type: string; error: { type: string } }).error.type).to.equal('billing_error');
@@ -167,12 +182,19 @@ describe('e2e: billing', () => {
     const account = await tg.store.createAccount({ name: 'tight', role: 'user' });
     await tg.store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
     const key = await tg.createKey({ accountId: account.id });
-    for (let i = 0; i < 3; i++) fake.enqueue({ delayMs: 200, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
+    // The admitted replies are held until the 47 others are back: were one to settle first, the
+    // money it gives back could admit a request still on its way (a loaded machine made that happen).
+    let answered = 0;
+    let allRefused!: () => void;
+    const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
+    for (let i = 0; i < 3; i++) fake.enqueue({ until: refusalsBack, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
 
     const statuses = await Promise.all(
       Array.from({ length: 50 }, () =>
         fetch(`${tg.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body }).then(async (res) => {
           await res.arrayBuffer();
+          // Counted whatever the status: if more than three were admitted, the gate still opens.
+          if (++answered === 47) allRefused();
           return res.status;
         }),
       ),

@@ -31,6 +31,8 @@ models:
     family: anthropic
     routes: [{ provider: a, priority: 0 }, { provider: b, priority: 1 }]
     price: { input: 1, output: 5 }
+    max_output_tokens: 4096
+    context_window: 200000
   claude-a-only:
     family: anthropic
     routes: [{ provider: a }]

@@ -32,6 +32,8 @@ models:
     family: anthropic
     routes: [{ provider: a, priority: 0 }, { provider: b, priority: 1 }]
     price: { input: 1, output: 5 }
+    max_output_tokens: 4096
+    context_window: 200000
 plugins:
   metrics: ${metrics}
   billing: { flush_interval_ms: 10 }
@@ -213,7 +215,8 @@ describe('e2e: GET /metrics', () => {
     it('answers in the text exposition format, with an x-request-id, without counting itself', async () => {
       const res = await fetch(`${s.gateway.url}/metrics`, { headers: { 'x-request-id': 'scrape-1' } });
       expect(res.headers.get('content-type')).to.equal('text/plain; version=0.0.4; charset=utf-8');
-      expect(res.headers.get('x-request-id')).to.equal('scrape-1');
+      // The gateway's own id, never the client's (the client's is kept beside it in the log line).
+      expect(res.headers.get('x-request-id')).to.match(/^req_[0-9a-f]{32}$/);
       expect(total(parseSamples(await res.text()), 'tollgate_requests_total')).to.equal(6);
     });
   });

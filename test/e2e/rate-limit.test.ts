@@ -20,7 +20,7 @@ import { chatCompletion, chatStream } from '../helpers/upstream-replies';
 function limitedYaml(upstreamUrl: string, rateLimit: string): string {
   return `${defaultTestYaml(upstreamUrl).replace(
     'models:\n',
-    `models:\n  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000 }\n`,
+    `models:\n  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }\n`,
   )}  rate-limit: ${rateLimit}\n  billing: { flush_interval_ms: 10 }\n`;
 }
 

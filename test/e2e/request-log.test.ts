@@ -24,7 +24,7 @@ interface LogLine {
 
 /** The claude-sonnet-5 model of the default test YAML, priced so charges are not 0. */
 function pricedYaml(url: string): string {
-  return defaultTestYaml(url).replace('    free: true\n', '    price: { input: 1, output: 5 }\n');
+  return defaultTestYaml(url).replace('    free: true\n', '    price: { input: 1, output: 5 }\n    max_output_tokens: 4096\n    context_window: 200000\n');
 }
 
 function ask(tg: TestGateway, headers: Record<string, string>, options: { stream?: boolean; model?: string } = {}): Promise<Response> {
@@ -64,15 +64,18 @@ describe('e2e: the request log', () => {
     fake.enqueue(anthropicMessage({ text: COMPLETION, inputTokens: 100, outputTokens: 20, headers: { 'request-id': 'upstream-req-42' } }));
     const res = await ask(tg, { 'x-api-key': tg.key, 'x-request-id': 'client-req-7' });
     expect(res.status).to.equal(200);
-    expect(res.headers.get('x-request-id')).to.equal('client-req-7');
+    // The billing id is the gateway's own; the client's is kept for correlation, here and upstream.
+    const requestId = res.headers.get('x-request-id')!;
+    expect(requestId).to.match(/^req_[0-9a-f]{32}$/);
     expect(await res.text()).to.include(COMPLETION);
     expect(fake.requests[0].headers['x-request-id']).to.equal('client-req-7');
 
-    const line = await requestLine('client-req-7');
+    const line = await requestLine(requestId);
     const [key] = await tg.store.listKeys({ accountId: tg.accountId });
     expect(line).to.deep.include({
       level: 30,
-      requestId: 'client-req-7',
+      requestId,
+      clientRequestId: 'client-req-7',
       accountId: tg.accountId,
       keyPrefix: key.prefix,
       endpoint: 'messages',
@@ -88,10 +91,10 @@ describe('e2e: the request log', () => {
       usageSource: 'upstream',
       upstreamRequestId: 'upstream-req-42',
     });
-    expect(line.tokens).to.deep.equal({ input: 100, cacheWrite: 0, cacheRead: 0, output: 20 });
+    expect(line.tokens).to.deep.equal({ input: 100, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 20 });
     expect(line.durationMs).to.be.a('number').and.at.least(0);
     expect(line.ttfbMs).to.be.a('number').and.at.least(0).and.at.most(line.durationMs as number);
-    expect(parsed().filter((entry) => entry.requestId === 'client-req-7' && entry.msg === 'request')).to.have.length(1);
+    expect(parsed().filter((entry) => entry.requestId === requestId && entry.msg === 'request')).to.have.length(1);
   });
 
   it('logs a stream after its last byte, with the generated request id the client got', async () => {
@@ -102,7 +105,7 @@ describe('e2e: the request log', () => {
     expect(await res.text()).to.include('message_stop');
     const line = await requestLine(requestId);
     expect(line).to.deep.include({ stream: true, status: 200, outcome: 'delivered', cost: '0.0001', upstreamRequestId: 'upstream-req-43' });
-    expect(line.tokens).to.deep.equal({ input: 50, cacheWrite: 0, cacheRead: 0, output: 10 });
+    expect(line.tokens).to.deep.equal({ input: 50, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 10 });
     expect(line.ttfbMs).to.be.a('number');
   });
 
@@ -126,8 +129,10 @@ describe('e2e: the request log', () => {
 
   it('logs the operator routes at debug only, with their request id', async () => {
     const res = await fetch(`${tg.url}/healthz`, { headers: { 'x-request-id': 'probe-1' } });
-    expect(res.headers.get('x-request-id')).to.equal('probe-1');
-    const line = await requestLine('probe-1');
+    const requestId = res.headers.get('x-request-id')!;
+    expect(requestId).to.match(/^req_/);
+    const line = await requestLine(requestId);
+    expect(line.clientRequestId).to.equal('probe-1');
     expect(line.level).to.equal(20);
     expect(line.status).to.equal(200);
   });

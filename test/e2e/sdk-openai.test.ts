@@ -89,15 +89,21 @@ describe('e2e: openai SDK', () => {
       expect(fake.requests[0].json()).to.deep.include({ stream_options: { include_usage: true } });
     });
 
-    it('does not add stream_options to a streamed request that has none', async () => {
+    it('asks the upstream for usage on a streamed request that has none, and hides it from the client (DECISIONS 3)', async () => {
       const stream = await client.chat.completions.create({
         model: 'gpt-test',
         messages: [{ role: 'user', content: 'No usage.' }],
         stream: true,
       });
-      for await (const chunk of stream) void chunk;
+      const chunks: unknown[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
 
-      expect(fake.requests[0].json()).to.not.have.property('stream_options');
+      expect(fake.requests[0].json()).to.deep.include({ stream_options: { include_usage: true } });
+      expect(chunks.length).to.be.greaterThan(0);
+      for (const chunk of chunks) {
+        expect(chunk, 'no usage field, not even null').to.not.have.property('usage');
+        expect((chunk as { choices: unknown[] }).choices).to.have.length.greaterThan(0);
+      }
     });
 
     it('answers plain chat on tollgate-echo locally, without calling the upstream', async () => {

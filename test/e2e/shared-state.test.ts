@@ -22,7 +22,7 @@ redis: { url: "${REDIS_URL}", key_prefix: "${redisPrefix}" }
 providers:
   openai: { protocol: openai, base_url: ${upstreamUrl}/v1, api_key: ${PROVIDER_KEYS.openai} }
 models:
-  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000 }
+  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }
 plugins:
   billing: { flush_interval_ms: 10 }
 `;
@@ -53,7 +53,12 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
     const account = await store.createAccount({ name: 'shared', role: 'user' });
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
-    for (let i = 0; i < 3; i++) fake.enqueue({ delayMs: 300, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
+    // The admitted replies are held until the 47 others are back: were one to settle first, the
+    // money it gives back could admit a request still on its way (a loaded machine made that happen).
+    let answered = 0;
+    let allRefused!: () => void;
+    const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
+    for (let i = 0; i < 3; i++) fake.enqueue({ until: refusalsBack, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
 
     const statuses = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -63,6 +68,8 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
           body,
         }).then(async (res) => {
           await res.arrayBuffer();
+          // Counted whatever the status: if more than three were admitted, the gate still opens.
+          if (++answered === 47) allRefused();
           return res.status;
         }),
       ),

@@ -21,7 +21,12 @@ function summary(overrides: Partial<RequestSummary> = {}): RequestSummary {
     attempts: 1,
     attemptLog: [{ provider: 'openai', outcome: 'ok', durationMs: 5 }],
     upstreamRequestId: null,
-    tokens: { input: 3, cacheWrite: 0, cacheRead: 0, output: 2 },
+    tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 2 },
+    clientRequestId: null,
+    toolCalls: {},
+    unpricedTools: [],
+    overage: 0n,
+    unbilled: 0n,
     usageSource: 'upstream',
     cost: 1_500_000_000n,
     rateLimited: null,
@@ -47,6 +52,7 @@ function outcomeWith(attemptLog: AttemptRecord[], committedAt: number | null, us
     upstreamRequestId: 'up-1',
     usage,
     outputText: () => '',
+    replyId: null,
   };
 }
 
@@ -136,12 +142,12 @@ describe('summarize', () => {
   });
 
   it('reads tokens from the charge, or from the usage when billing is off', async () => {
-    const usage: Usage = { inputTokens: 7, cacheWriteTokens: 1, cacheReadTokens: 2, outputTokens: 3, source: 'partial' };
-    const charge = { inputTokens: 9, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 4, usageSource: 'estimated', cost: 5n } as ChargeRecord;
+    const usage: Usage = { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3, toolCalls: {}, source: 'partial' };
+    const charge = { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'estimated', cost: 5n } as ChargeRecord;
     const observed = { startedAt: performance.now(), status: 200, errorCode: null };
     const billed = await summarize(stateWith(outcomeWith(log, null, usage), false, charge), observed);
-    expect(billed).to.deep.include({ tokens: { input: 9, cacheWrite: 0, cacheRead: 0, output: 4 }, usageSource: 'estimated', cost: 5n, upstreamRequestId: 'up-1' });
+    expect(billed).to.deep.include({ tokens: { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4 }, usageSource: 'estimated', cost: 5n, upstreamRequestId: 'up-1' });
     const unbilled = await summarize(stateWith(outcomeWith(log, null, usage), false), observed);
-    expect(unbilled).to.deep.include({ tokens: { input: 7, cacheWrite: 1, cacheRead: 2, output: 3 }, usageSource: 'partial', cost: null });
+    expect(unbilled).to.deep.include({ tokens: { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3 }, usageSource: 'partial', cost: null });
   });
 });

@@ -32,8 +32,9 @@ describe('usage taps', () => {
       expect(tapped('chat', CHAT_STREAM, size)).to.deep.equal({
         inputTokens: 20,
         cacheReadTokens: 100,
-        cacheWriteTokens: 0,
+        cacheWriteTokens: 0, cacheWrite1hTokens: 0,
         outputTokens: 9,
+        toolCalls: {},
         source: 'upstream',
       });
     });
@@ -41,9 +42,10 @@ describe('usage taps', () => {
     it(`folds message_start and the cumulative message_delta of a Messages stream (chunks of ${size})`, () => {
       expect(tapped('messages', MESSAGES_STREAM, size)).to.deep.equal({
         inputTokens: 10,
-        cacheWriteTokens: 200,
+        cacheWriteTokens: 200, cacheWrite1hTokens: 0,
         cacheReadTokens: 3000,
         outputTokens: 42,
+        toolCalls: {},
         source: 'upstream',
       });
     });
@@ -61,8 +63,9 @@ describe('usage taps', () => {
     expect(tapped('responses', stream)).to.deep.equal({
       inputTokens: 30,
       cacheReadTokens: 20,
-      cacheWriteTokens: 0,
+      cacheWriteTokens: 0, cacheWrite1hTokens: 0,
       outputTokens: 5,
+      toolCalls: {},
       source: 'upstream',
     });
   });
@@ -74,14 +77,40 @@ describe('usage taps', () => {
     expect(replyUsage('chat', JSON.parse('{"id":"no usage"}'))).to.equal(null);
   });
 
-  it('never lets a negative or absurd count through', () => {
-    const body = '{"usage":{"prompt_tokens":-1000000,"completion_tokens":"7.5","prompt_tokens_details":{"cached_tokens":1e300}}}';
-    expect(replyUsage('chat', JSON.parse(body))).to.deep.equal({
-      inputTokens: 0,
-      cacheReadTokens: 0,
-      cacheWriteTokens: 0,
-      outputTokens: 0,
-      source: 'upstream',
+  it('reads usage with a negative, fractional, string or absurd count as unreadable, never as zero', () => {
+    // Unreadable is null, so billing counts with its tokenizer (F14): a zero here would make the answer free.
+    for (const usage of [
+      '{"prompt_tokens":-1000000,"completion_tokens":7}',
+      '{"prompt_tokens":12,"completion_tokens":"7"}',
+      '{"prompt_tokens":12,"completion_tokens":7.5}',
+      '{"prompt_tokens":12,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":1e300}}',
+      '{"prompt_tokens":3000000000,"completion_tokens":7}',
+    ]) {
+      expect(replyUsage('chat', JSON.parse(`{"usage":${usage}}`)), usage).to.equal(null);
+    }
+    expect(replyUsage('chat', JSON.parse('{"usage":{"prompt_tokens":12,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":null}}}'))).to.deep.include({
+      inputTokens: 12,
+      outputTokens: 7,
+    });
+    // In a stream, one unreadable report spoils the stream's usage for good.
+    const stream =
+      'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":"12","output_tokens":1}}}\n\n' +
+      'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":30}}\n\n';
+    expect(tapped('messages', stream)).to.equal(null);
+  });
+
+  it('splits 1-hour cache writes from 5-minute ones and counts server-tool calls', () => {
+    const usage = {
+      input_tokens: 5,
+      cache_creation_input_tokens: 30,
+      cache_creation: { ephemeral_5m_input_tokens: 10, ephemeral_1h_input_tokens: 20 },
+      output_tokens: 2,
+      server_tool_use: { web_search_requests: 4, web_fetch_requests: 0 },
+    };
+    expect(replyUsage('messages', { usage })).to.deep.include({ cacheWriteTokens: 10, cacheWrite1hTokens: 20, toolCalls: { web_search: 4 } });
+    expect(replyUsage('messages', { usage: { input_tokens: 5, cache_creation_input_tokens: 30, output_tokens: 2 } })).to.deep.include({
+      cacheWriteTokens: 30,
+      cacheWrite1hTokens: 0,
     });
   });
 

@@ -13,8 +13,8 @@ import type { Usage } from '../../src/protocols/types';
 import { openAISchemas } from '../helpers/openai-schemas';
 
 /** Cache reads and writes both present, so every mapping has something to get wrong. */
-const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 200, cacheReadTokens: 3000, outputTokens: 42, source: 'upstream' };
-const COUNTS = { inputTokens: 10, cacheWriteTokens: 200, cacheReadTokens: 3000, outputTokens: 42 };
+const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, toolCalls: {}, source: 'upstream' };
+const COUNTS = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, toolCalls: {} };
 
 function parse(text: string): SseEvent[] {
   const parser = new SseParser();
@@ -176,7 +176,7 @@ describe('protocol writers', function () {
         output_tokens_details: { reasoning_tokens: 0 },
         total_tokens: 3252,
       });
-      expect(responsesUsage(response.usage as unknown as Record<string, unknown>)).to.deep.equal(COUNTS);
+      expect(responsesUsage(response as unknown as Record<string, unknown>)).to.deep.equal(COUNTS);
       openAISchemas().assertValid('Response', response);
     });
 

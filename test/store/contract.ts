@@ -32,10 +32,16 @@ function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Par
     provider: 'mock',
     endpoint: 'chat',
     inputTokens: 100,
-    cacheWriteTokens: 1,
+    cacheWriteTokens: 1, cacheWrite1hTokens: 0,
     cacheReadTokens: 2,
     outputTokens: 50,
     cost,
+    clientRequestId: null,
+    toolCalls: {},
+    held: 0n,
+    overage: 0n,
+    unbilled: 0n,
+    prices: null,
     usageSource: 'upstream',
     status: 200,
     outcome: 'delivered',
@@ -345,26 +351,32 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await spentOf(key)).to.equal(250n);
       });
 
-      it('caps a charge at its hold', async () => {
+      it('records a charge above its hold in full, with its overage, and frees the hold (F3 revised)', async () => {
         const { key } = await funded(1_000n);
         const hold = holdOf(key, 300n);
         await store.holdFunds(hold);
-        await store.recordCharges([chargeOf(key, hold.requestId, 700n)]);
-        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 700n, held: 0n });
-        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(300n);
+        await store.recordCharges([chargeOf(key, hold.requestId, 700n, { held: 300n, overage: 400n })]);
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 300n, held: 0n });
+        expect((await store.listCharges({ keyId: key.id }))[0]).to.deep.include({ cost: 700n, held: 300n, overage: 400n });
       });
 
-      it('caps a charge without a hold at what the account has left after its other holds', async () => {
+      it('records a charge without a hold as priced, even below zero, never capping it to nothing', async () => {
         const { key } = await funded(100n);
         const other = holdOf(key, 70n);
         await store.holdFunds(other);
         expect(await store.recordCharges([chargeOf(key, 'req_released', 500n)])).to.equal(1);
-        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 70n, held: 70n });
-        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(30n);
-        // With nothing left, the charge is still recorded, at zero.
-        expect(await store.recordCharges([chargeOf(key, 'req_released_2', 5n)])).to.equal(1);
-        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(0n);
-        expect(await store.balance(key.accountId)).to.deep.equal({ balance: 70n, held: 70n });
+        expect(await store.balance(key.accountId)).to.deep.equal({ balance: -400n, held: 70n });
+        expect((await store.listCharges({ keyId: key.id }))[0].cost).to.equal(500n);
+        // A balance below zero admits no new hold until it is topped up.
+        expect(await store.holdFunds(holdOf(key, 1n))).to.deep.include({ ok: false, reason: 'balance' });
+      });
+
+      it('stores every token kind, tool calls, the client id and the prices, and reads them back', async () => {
+        const { key } = await funded(1_000n);
+        const prices = { tokens: { inputTokens: '1000', cacheWriteTokens: '1250', cacheWrite1hTokens: '2000', cacheReadTokens: '100', outputTokens: '5000' }, tool_calls: { web_search: '10000000' } };
+        const charge = chargeOf(key, 'req_kinds', 7n, { cacheWrite1hTokens: 3, toolCalls: { web_search: 2 }, clientRequestId: 'client-1', prices, held: 9n, unbilled: 4n });
+        await store.recordCharges([charge]);
+        expect(await store.listCharges({ keyId: key.id })).to.deep.equal([charge]);
       });
 
       it('records a zero-cost failed request without moving money, and releases its hold', async () => {

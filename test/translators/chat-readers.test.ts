@@ -54,7 +54,7 @@ class RecordingWriter implements TurnStreamWriter {
   }
 }
 
-const ZERO_COUNTS = { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
+const ZERO_COUNTS = { inputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, toolCalls: {} };
 
 function frame(data: unknown): SseEvent {
   return { event: null, data: typeof data === 'string' ? data : JSON.stringify(data) };
@@ -119,7 +119,7 @@ describe('ChatStreamReader', () => {
       usageChunk({ prompt_tokens: 1200, completion_tokens: 7, total_tokens: 1207, prompt_tokens_details: { cached_tokens: 1024 } }),
       DONE,
     ]);
-    const usage = { inputTokens: 176, cacheReadTokens: 1024, cacheWriteTokens: 0, outputTokens: 7, source: 'upstream' };
+    const usage = { inputTokens: 176, cacheReadTokens: 1024, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 7, toolCalls: {}, source: 'upstream' };
     expect(reader.usage()).to.deep.equal(usage);
     expect(writer.calls.at(-1)).to.deep.equal(['finish', 'end', usage]);
   });
@@ -129,7 +129,7 @@ describe('ChatStreamReader', () => {
       chunk({}, 'stop'),
       usageChunk({ prompt_tokens: 500, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 300 } }),
     ]);
-    expect(reader.usage()).to.deep.equal({ inputTokens: 100, cacheReadTokens: 100, cacheWriteTokens: 300, outputTokens: 3, source: 'upstream' });
+    expect(reader.usage()).to.deep.equal({ inputTokens: 100, cacheReadTokens: 100, cacheWriteTokens: 300, cacheWrite1hTokens: 0, outputTokens: 3, toolCalls: {}, source: 'upstream' });
   });
 
   it('starts a tool call per new index, mapping names back, and streams argument fragments as they come', () => {
@@ -397,7 +397,7 @@ describe('readChatReply', () => {
       created: 1700000123,
       parts: [{ type: 'text', text: 'Hello' }],
       stop: 'end',
-      usage: { inputTokens: 464, cacheReadTokens: 1536, cacheWriteTokens: 0, outputTokens: 12, source: 'upstream' },
+      usage: { inputTokens: 464, cacheReadTokens: 1536, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 12, toolCalls: {}, source: 'upstream' },
     });
     expect(chatReplyHasUsage(body)).to.equal(true);
   });
@@ -461,8 +461,9 @@ describe('readChatReply', () => {
     expect(readChatReply(body, toolNames, 'm').usage).to.deep.equal({
       inputTokens: 100,
       cacheReadTokens: 200,
-      cacheWriteTokens: 700,
+      cacheWriteTokens: 700, cacheWrite1hTokens: 0,
       outputTokens: 5,
+      toolCalls: {},
       source: 'upstream',
     });
   });
@@ -470,7 +471,7 @@ describe('readChatReply', () => {
   it('says when a reply carried no usage', () => {
     const body = completion({ content: 'x' }, 'stop');
     expect(chatReplyHasUsage(body)).to.equal(false);
-    expect(readChatReply(body, toolNames, 'm').usage).to.include(ZERO_COUNTS);
+    expect(readChatReply(body, toolNames, 'm').usage).to.deep.include(ZERO_COUNTS);
   });
 
   it('refuses a body that is not a chat completion', () => {

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
-import type { Usage } from '../types';
+import { cacheWriteTotal, NO_TOKENS, type Usage } from '../types';
 import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
 
 /** Messages `stop_reason` values Tollgate emits (a client SDK accepts only its own strings). */
@@ -58,7 +58,7 @@ export function messagesStopReason(stop: TurnStop): MessagesStopReason {
 export function toMessagesUsage(usage: Usage): MessagesUsage {
   return {
     input_tokens: usage.inputTokens,
-    cache_creation_input_tokens: usage.cacheWriteTokens,
+    cache_creation_input_tokens: cacheWriteTotal(usage),
     cache_read_input_tokens: usage.cacheReadTokens,
     output_tokens: usage.outputTokens,
   };
@@ -121,7 +121,7 @@ export interface MessagesStreamOptions {
 
 type BlockType = 'text' | 'tool_use' | 'thinking' | 'redacted_thinking';
 
-const NO_USAGE: Usage = { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, source: 'upstream' };
+const NO_USAGE: Usage = { ...NO_TOKENS, toolCalls: {}, source: 'upstream' };
 
 /**
  * Writes one Messages stream: `message_start`, content blocks (start, deltas, stop) with indexes that

@@ -8,7 +8,7 @@ import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
 import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter } from '../turn';
-import type { Usage } from '../types';
+import { cacheWriteTotal, type Usage } from '../types';
 
 /** Chat `finish_reason` values. */
 export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
@@ -108,12 +108,12 @@ export function chatFinishReason(stop: TurnStop): ChatFinishReason {
 
 /** Neutral usage in chat terms: the prompt count includes the cache reads and writes (§4.4). */
 export function toChatUsage(usage: Usage): ChatUsage {
-  const prompt = usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens;
+  const prompt = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
     prompt_tokens: prompt,
     completion_tokens: usage.outputTokens,
     total_tokens: prompt + usage.outputTokens,
-    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheWriteTokens },
+    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: cacheWriteTotal(usage) },
     completion_tokens_details: { reasoning_tokens: 0 },
   };
 }

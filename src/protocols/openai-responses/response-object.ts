@@ -4,7 +4,7 @@
  */
 import type { GatewayError } from '../../kernel/errors';
 import { errorBody, type OpenAIErrorBody } from '../errors';
-import type { Usage } from '../types';
+import { cacheWriteTotal, type Usage } from '../types';
 import type { TurnStop } from '../turn';
 import type { ResponseOutputItem, ResponseStatus } from './items';
 import type { ResponsesRequestEcho } from './request-echo';
@@ -64,10 +64,10 @@ export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 /** Neutral usage in Responses terms: input includes the cache reads and writes (§4.8). */
 export function toResponsesUsage(usage: Usage): ResponsesUsage {
-  const input = usage.inputTokens + usage.cacheWriteTokens + usage.cacheReadTokens;
+  const input = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: usage.cacheWriteTokens },
+    input_tokens_details: { cached_tokens: usage.cacheReadTokens, cache_write_tokens: cacheWriteTotal(usage) },
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: input + usage.outputTokens,

@@ -32,8 +32,10 @@ export function echoTurn(request: EchoRequest): AssistantTurn {
   const usage: Usage = {
     inputTokens: echoInputTokens(request),
     cacheWriteTokens: 0,
+    cacheWrite1hTokens: 0,
     cacheReadTokens: 0,
     outputTokens: countEchoTokens(text),
+    toolCalls: {},
     source: 'upstream',
   };
   return { model: request.model, parts: [{ type: 'text', text }], stop: cut ? 'max_tokens' : 'end', usage };

@@ -222,6 +222,31 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
     `,
   },
+  {
+    version: 6,
+    description: 'exact billing: overage below zero, 1-hour cache writes, server-tool calls, the prices and hold of each charge',
+    // A balance may go below zero by a charge's recorded overage (the upstream billed more than was
+    // held), so its CHECK goes; holds still need balance - held >= amount. Token counts become BIGINT:
+    // one absurd usage report must not overflow a column and stall the ledger writer.
+    sql: `
+      ALTER TABLE accounts DROP CONSTRAINT IF EXISTS accounts_balance_check;
+
+      ALTER TABLE charges ALTER COLUMN input_tokens TYPE BIGINT;
+      ALTER TABLE charges ALTER COLUMN cache_write_tokens TYPE BIGINT;
+      ALTER TABLE charges ALTER COLUMN cache_read_tokens TYPE BIGINT;
+      ALTER TABLE charges ALTER COLUMN output_tokens TYPE BIGINT;
+      ALTER TABLE charges ADD COLUMN cache_write_1h_tokens BIGINT NOT NULL DEFAULT 0 CHECK (cache_write_1h_tokens >= 0);
+      -- The client's own x-request-id, for correlation; request_id is always Tollgate's.
+      ALTER TABLE charges ADD COLUMN client_request_id TEXT;
+      -- JSON object of tool name -> calls billed per call (web_search ...).
+      ALTER TABLE charges ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '{}';
+      ALTER TABLE charges ADD COLUMN held BIGINT NOT NULL DEFAULT 0 CHECK (held >= 0);
+      ALTER TABLE charges ADD COLUMN overage BIGINT NOT NULL DEFAULT 0 CHECK (overage >= 0);
+      ALTER TABLE charges ADD COLUMN unbilled BIGINT NOT NULL DEFAULT 0 CHECK (unbilled >= 0);
+      -- JSON of the per-kind prices the cost was computed at (nano-units); NULL for free models and older rows.
+      ALTER TABLE charges ADD COLUMN prices TEXT;
+    `,
+  },
 ];
 
 /**

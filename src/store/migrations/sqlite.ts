@@ -10,6 +10,11 @@ export interface SqliteMigration {
   readonly version: number;
   readonly description: string;
   readonly sql: string;
+  /**
+   * Rebuilds a table others reference (SQLite cannot drop a CHECK in place): foreign keys are off while
+   * it runs, and every reference is checked before it commits.
+   */
+  readonly rebuildsTables?: boolean;
 }
 
 /**
@@ -145,6 +150,43 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX sessions_expiry ON sessions (expires_at);
     `,
   },
+  {
+    version: 4,
+    description: 'exact billing: overage below zero, 1-hour cache writes, server-tool calls, the prices and hold of each charge',
+    rebuildsTables: true,
+    sql: `
+      -- A balance may go below zero by a charge's recorded overage (the upstream billed more than was
+      -- held), so the accounts table is rebuilt without its CHECK (balance >= 0); holds still need
+      -- balance - held >= amount.
+      CREATE TABLE accounts_new (
+        id            TEXT PRIMARY KEY,
+        name          TEXT NOT NULL UNIQUE,
+        role          TEXT NOT NULL CHECK (role IN ('admin', 'user')),
+        disabled      INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+        created_at    INTEGER NOT NULL,
+        balance       INTEGER NOT NULL DEFAULT 0,
+        held          INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0),
+        email         TEXT,
+        password_hash TEXT
+      ) STRICT;
+      INSERT INTO accounts_new (rowid, id, name, role, disabled, created_at, balance, held, email, password_hash)
+        SELECT rowid, id, name, role, disabled, created_at, balance, held, email, password_hash FROM accounts;
+      DROP TABLE accounts;
+      ALTER TABLE accounts_new RENAME TO accounts;
+      CREATE UNIQUE INDEX accounts_email ON accounts (email);
+
+      ALTER TABLE charges ADD COLUMN cache_write_1h_tokens INTEGER NOT NULL DEFAULT 0 CHECK (cache_write_1h_tokens >= 0);
+      -- The client's own x-request-id, for correlation; request_id is always Tollgate's.
+      ALTER TABLE charges ADD COLUMN client_request_id TEXT;
+      -- JSON object of tool name -> calls billed per call (web_search ...).
+      ALTER TABLE charges ADD COLUMN tool_calls TEXT NOT NULL DEFAULT '{}';
+      ALTER TABLE charges ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held >= 0);
+      ALTER TABLE charges ADD COLUMN overage INTEGER NOT NULL DEFAULT 0 CHECK (overage >= 0);
+      ALTER TABLE charges ADD COLUMN unbilled INTEGER NOT NULL DEFAULT 0 CHECK (unbilled >= 0);
+      -- JSON of the per-kind prices the cost was computed at (nano-units); NULL for free models and older rows.
+      ALTER TABLE charges ADD COLUMN prices TEXT;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
@@ -179,10 +221,20 @@ export function applySqliteMigrations(
     const step = db.transaction(() => {
       if (isApplied.get(migration.version) !== undefined) return;
       db.exec(migration.sql);
+      if (migration.rebuildsTables === true && (db.pragma('foreign_key_check') as unknown[]).length > 0) {
+        throw new Error(`migration ${migration.version} left a broken reference; nothing was changed`);
+      }
       record.run(migration.version, Date.now());
       applied += 1;
     });
-    step.immediate();
+    // PRAGMA foreign_keys cannot change inside a transaction, so a rebuild turns them off around it.
+    const foreignKeys = migration.rebuildsTables === true ? (db.pragma('foreign_keys', { simple: true }) as number) : 0;
+    if (foreignKeys === 1) db.pragma('foreign_keys = OFF');
+    try {
+      step.immediate();
+    } finally {
+      if (foreignKeys === 1) db.pragma('foreign_keys = ON');
+    }
   }
   return applied;
 }

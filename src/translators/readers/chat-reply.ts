@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../../kernel/errors';
 import { chatUsage } from '../../protocols/openai-chat/usage';
 import type { AssistantTurn, TurnPart, TurnStop } from '../../protocols/turn';
-import type { Usage } from '../../protocols/types';
+import { NO_TOKENS, type Usage } from '../../protocols/types';
 import type { ToolNameMap } from '../tool-names';
 
 type Json = Record<string, unknown>;
@@ -24,7 +24,7 @@ const STOPS: Readonly<Record<string, TurnStop>> = {
  * The counts a writer renders when the upstream reported none. Billing never takes them for real:
  * `chatReplyHasUsage` is false and the stream reader's `usage()` null in that case.
  */
-export const NO_USAGE: Usage = { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, source: 'partial' };
+export const NO_USAGE: Usage = { ...NO_TOKENS, toolCalls: {}, source: 'partial' };
 
 function object(value: unknown): Json {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
@@ -60,7 +60,8 @@ export function newToolCallId(): string {
 /** Neutral usage from a chat `usage` object (cached tokens split out of the prompt); null when absent. */
 export function usageFromChat(usage: unknown): Usage | null {
   const fields = object(usage);
-  return Object.keys(fields).length === 0 ? null : { ...chatUsage(fields), source: 'upstream' };
+  const counts = Object.keys(fields).length === 0 ? null : chatUsage(fields);
+  return counts === null ? null : { ...counts, source: 'upstream' };
 }
 
 /** The usage a chat completion reported, or null when it reported none. */

@@ -1,6 +1,7 @@
 /** A whole Anthropic Messages reply read into the neutral turn. */
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
+import { NO_TOKENS } from '../../protocols/types';
 import type { AssistantTurn, TurnPart } from '../../protocols/turn';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
@@ -48,11 +49,11 @@ export function readMessagesReply(body: unknown, toolNames: ToolNameMap, model: 
     parts,
     stop: stopFromMessages(body.stop_reason),
     stopSequence: typeof body.stop_sequence === 'string' ? body.stop_sequence : null,
-    usage: { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, ...usage, source: 'upstream' },
+    usage: { ...NO_TOKENS, toolCalls: {}, ...usage, source: 'upstream' },
   };
 }
 
-/** Whether a Messages reply reported usage at all (billing must know when it has to estimate). */
+/** Whether a Messages reply reported readable usage (billing must know when it has to estimate). */
 export function messagesReplyHasUsage(body: unknown): boolean {
-  return isObject(body) && isObject(body.usage);
+  return isObject(body) && isObject(body.usage) && messagesUsage(body.usage) !== null;
 }

@@ -7,7 +7,7 @@ import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import type { SseEvent } from '../../protocols/sse';
 import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
-import type { Usage } from '../../protocols/types';
+import { NO_TOKENS, type Usage, type UsageCounts } from '../../protocols/types';
 import { tryParse } from '../../protocols/usage-json';
 import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
@@ -15,7 +15,7 @@ import { stopFromMessages } from './messages-stop';
 import type { ReplyStreamReader } from './types';
 
 type Json = Record<string, unknown>;
-type Counts = Omit<Usage, 'source'>;
+type Counts = UsageCounts;
 
 function object(value: unknown): Json {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
@@ -26,6 +26,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
   upstreamError: GatewayError | null = null;
   private started = false;
   private counts: Counts | null = null;
+  private unreadable = false;
   private stop: TurnStop = 'end';
   private stopSequence: string | null = null;
   private stopSeen = false;
@@ -63,15 +64,21 @@ export class MessagesStreamReader implements ReplyStreamReader {
     }
   }
 
+  /** An unreadable usage report spoils the stream's usage for good: billing then counts for itself. */
+  private fold(counts: Counts | null): void {
+    if (counts === null) this.unreadable = true;
+    else this.counts = counts;
+  }
+
   usage(): Usage | null {
-    return this.counts === null ? null : { ...this.counts, source: 'upstream' };
+    return this.unreadable || this.counts === null ? null : { ...this.counts, source: 'upstream' };
   }
 
   private messageStart(payload: Json, writer: TurnStreamWriter): string {
     if (this.started) return '';
     this.started = true;
     const usage = object(object(payload.message).usage);
-    if (Object.keys(usage).length > 0) this.counts = messagesUsage(usage);
+    if (Object.keys(usage).length > 0) this.fold(messagesUsage(usage));
     return writer.start(this.usage() ?? undefined);
   }
 
@@ -114,7 +121,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
     }
     if (typeof delta.stop_sequence === 'string') this.stopSequence = delta.stop_sequence;
     const usage = object(payload.usage);
-    if (Object.keys(usage).length > 0) this.counts = messagesUsage(usage, this.counts ?? undefined);
+    if (Object.keys(usage).length > 0) this.fold(messagesUsage(usage, this.counts ?? undefined));
     return '';
   }
 
@@ -123,7 +130,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
       return this.fail(writer, new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', 'The upstream stream ended without a stop reason.'));
     }
     this.ended = true;
-    const usage = this.usage() ?? { inputTokens: 0, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 0, source: 'upstream' };
+    const usage = this.usage() ?? { ...NO_TOKENS, toolCalls: {}, source: 'upstream' as const };
     return writer.finish(this.stop, usage, this.stopSequence);
   }
 

@@ -65,11 +65,11 @@ function reservationOf(fake: FakeContext): number {
 }
 
 function outcome(usage: Usage | null): ExchangeOutcome {
-  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', attempts: 1, attemptLog: [], committedAt: null, upstreamRequestId: null, usage, outputText: () => '' };
+  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', attempts: 1, attemptLog: [], committedAt: null, upstreamRequestId: null, usage, outputText: () => '', replyId: null };
 }
 
 function usage(total: number): Usage {
-  return { inputTokens: total - 10, cacheWriteTokens: 0, cacheReadTokens: 0, outputTokens: 10, source: 'upstream' };
+  return { inputTokens: total - 10, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10, toolCalls: {}, source: 'upstream' };
 }
 
 /** Opens an exchange on the context whose `finished` the test settles. */

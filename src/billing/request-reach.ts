@@ -1,0 +1,135 @@
+/**
+ * How far a request's bill can reach beyond its body: the output it may produce, the input it pulls in
+ * by reference (a stored response, a conversation, a file, a prompt template, what server tools fetch),
+ * and the server-tool calls the provider bills per call. Read once per request from the parsed body,
+ * so the hold can cover what the upstream will really bill (RELIABILITY.md F12).
+ */
+import type { EndpointId } from '../protocols/types';
+
+type Json = Readonly<Record<string, unknown>>;
+
+export interface RequestReach {
+  /** The request's own output limit (null: it set none). */
+  readonly outputLimit: number | null;
+  /** Answers requested at once (chat `n`); each is billed. */
+  readonly choices: number;
+  /** Ids of earlier replies whose input and output the upstream bills again (`previous_response_id`). */
+  readonly responseIds: readonly string[];
+  /** Ids of stored conversations the upstream prepends. */
+  readonly conversationIds: readonly string[];
+  /** Input of unknown size is pulled in (file ids, prompt templates, server-tool results). */
+  readonly unsizedInput: boolean;
+  /** Per-call-billed server tools the request enables, with the calls it allows (null: not capped). */
+  readonly toolCalls: Readonly<Record<string, number | null>>;
+}
+
+/** OpenAI's largest `n`; a larger one is the upstream's to refuse, and never held beyond this. */
+const MAX_CHOICES = 128;
+
+/** Server tools by their request `type`, named as prices name them; `sized: false` when their results are input. */
+const MESSAGES_SERVER_TOOLS: ReadonlyArray<readonly [prefix: string, tool: string]> = [
+  ['web_search_', 'web_search'],
+  ['web_fetch_', 'web_fetch'],
+  ['code_execution_', 'code_execution'],
+];
+const RESPONSES_HOSTED_TOOLS: Readonly<Record<string, string>> = {
+  web_search: 'web_search',
+  web_search_preview: 'web_search',
+  web_search_2025_08_26: 'web_search',
+  web_search_preview_2025_03_11: 'web_search',
+  file_search: 'file_search',
+  code_interpreter: 'code_interpreter',
+  image_generation: 'image_generation',
+  mcp: 'mcp',
+};
+
+/** The reach of a parsed request body on `endpoint`; `raw` is its bytes, scanned for file ids. */
+export function requestReach(endpoint: EndpointId, body: Json, raw: Buffer): RequestReach {
+  // A file id anywhere (chat file parts, Responses input_file/input_image, Messages file sources) pulls
+  // in input the body does not show. An id inside a JSON string would be escaped, so this cannot misfire
+  // on text that merely mentions one.
+  const fileInput = raw.includes('"file_id"');
+  switch (endpoint) {
+    case 'chat':
+      return {
+        outputLimit: firstLimit(body, ['max_completion_tokens', 'max_tokens']),
+        choices: choicesOf(body.n),
+        responseIds: [],
+        conversationIds: [],
+        unsizedInput: fileInput,
+        toolCalls: isObject(body.web_search_options) ? { web_search: 1 } : {},
+      };
+    case 'responses':
+      return responsesReach(body, fileInput);
+    case 'messages':
+      return messagesReach(body, fileInput);
+    case 'count_tokens':
+      return { outputLimit: 0, choices: 1, responseIds: [], conversationIds: [], unsizedInput: false, toolCalls: {} };
+  }
+}
+
+function responsesReach(body: Json, fileInput: boolean): RequestReach {
+  const toolCalls: Record<string, number | null> = {};
+  const cap = limit(body.max_tool_calls);
+  let toolInput = false;
+  for (const tool of arrayOf(body.tools)) {
+    const name = RESPONSES_HOSTED_TOOLS[String(tool.type)];
+    if (name === undefined) continue;
+    toolCalls[name] = cap;
+    toolInput = true;
+  }
+  const conversation = typeof body.conversation === 'string' ? body.conversation : isObject(body.conversation) ? body.conversation.id : undefined;
+  return {
+    outputLimit: firstLimit(body, ['max_output_tokens']),
+    choices: 1,
+    responseIds: typeof body.previous_response_id === 'string' ? [body.previous_response_id] : [],
+    conversationIds: typeof conversation === 'string' ? [conversation] : [],
+    unsizedInput: fileInput || toolInput || isObject(body.prompt),
+    toolCalls,
+  };
+}
+
+function messagesReach(body: Json, fileInput: boolean): RequestReach {
+  const toolCalls: Record<string, number | null> = {};
+  let toolInput = false;
+  for (const tool of arrayOf(body.tools)) {
+    const type = typeof tool.type === 'string' ? tool.type : '';
+    const known = MESSAGES_SERVER_TOOLS.find(([prefix]) => type.startsWith(prefix));
+    if (known === undefined) continue;
+    toolCalls[known[1]] = limit(tool.max_uses);
+    toolInput = true;
+  }
+  return {
+    outputLimit: firstLimit(body, ['max_tokens']),
+    choices: 1,
+    responseIds: [],
+    conversationIds: [],
+    unsizedInput: fileInput || toolInput || Array.isArray(body.mcp_servers) || body.container !== undefined,
+    toolCalls,
+  };
+}
+
+function firstLimit(body: Json, fields: readonly string[]): number | null {
+  for (const field of fields) {
+    const value = limit(body[field]);
+    if (value !== null) return value;
+  }
+  return null;
+}
+
+/** A non-negative integer limit (any size: the hold clamps it to the model's maximum), else null. */
+function limit(value: unknown): number | null {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : null;
+}
+
+function choicesOf(n: unknown): number {
+  return typeof n === 'number' && Number.isInteger(n) && n > 1 ? Math.min(n, MAX_CHOICES) : 1;
+}
+
+function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function arrayOf(value: unknown): Json[] {
+  return Array.isArray(value) ? value.filter(isObject) : [];
+}
