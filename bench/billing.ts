@@ -16,6 +16,10 @@ import { StoreBook } from '../src/billing/store-book';
 import { openStore } from '../src/store/open';
 import type { ChargeRecord, Store } from '../src/store/store';
 import { LedgerWriter } from '../src/billing/ledger-writer';
+import { holdAmount } from '../src/billing/hold-amount';
+import { nanoPrice } from '../src/billing/prices';
+import { requestReach } from '../src/billing/request-reach';
+import type { ModelConfig } from '../src/config/types';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5000);
 const LEDGER_RECORDS = Number(process.env.LEDGER_RECORDS ?? 20000);
@@ -92,8 +96,38 @@ async function withPostgres<T>(work: (store: Store) => Promise<T>): Promise<T | 
   }
 }
 
+/** A chat request of a typical size (about 6 KB), parsed as the kernel hands it to billing. */
+const SAMPLE_BODY = Buffer.from(
+  JSON.stringify({
+    model: 'gpt-bench',
+    max_tokens: 1024,
+    messages: Array.from({ length: 12 }, (_, i) => ({ role: i % 2 === 0 ? 'user' : 'assistant', content: 'lorem ipsum dolor sit amet '.repeat(18) })),
+  }),
+);
+
+/** Median and p99 of sizing one request's hold (its reach, then the amount), in µs. */
+function holdSizing(): string {
+  const body = JSON.parse(SAMPLE_BODY.toString()) as Record<string, unknown>;
+  const price = nanoPrice({ input: 3, cache_write: 3.75, cache_write_1h: 6, cache_hit: 0.3, output: 15, tool_calls: { web_search: 10 } });
+  const model = { max_output_tokens: 64000, context_window: 200000 } as ModelConfig;
+  const samples: number[] = [];
+  for (let i = 0; i < ROUNDS * 4; i++) {
+    const started = performance.now();
+    const reach = requestReach('chat', body, SAMPLE_BODY);
+    holdAmount({ rawBytes: SAMPLE_BODY.length, reach, referencedTokens: 0, defaultToolUses: 10 }, model, price);
+    samples.push((performance.now() - started) * 1000);
+  }
+  return percentiles(samples);
+}
+
+function percentiles(samples: number[]): string {
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))].toFixed(2);
+  return `${at(0.5)} | ${at(0.99)}`;
+}
+
 async function main(): Promise<void> {
-  const rows: string[] = [];
+  const rows: string[] = [`| sizing the hold (request reach + amount; ${SAMPLE_BODY.length}-byte chat body), no I/O | ${holdSizing()} |`];
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-bench-'));
   const sqlite = openStore({ url: `sqlite:${path.join(dir, 'ledger.db')}` });
   await sqlite.migrate();

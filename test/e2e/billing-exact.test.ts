@@ -5,6 +5,8 @@
  * the four classic prices cannot express are priced; unreadable usage is counted, never free; a
  * streamed chat request still gets the provider's own counts without the client seeing a change.
  *
+ * Runs on the embedded store and on PostgreSQL + Redis (skipped, saying so, without them).
+ *
  * Prices per 1M tokens: input 1, cache_write 1.25, cache_write_1h 2, cache_hit 0.1, output 5; web
  * search 10 per 1,000 calls. In nano-units: 1,000 / 1,250 / 2,000 / 100 / 5,000 per token and
  * 10,000,000 per search. Models: max_output_tokens 1000, context_window 200000.
@@ -16,7 +18,10 @@ import { expect } from 'chai';
 import { unitsToNano } from '../../src/billing/money';
 import { costOf, priceOfSnapshot } from '../../src/billing/prices';
 import type { ChargeRecord } from '../../src/store/store';
+import { openBook } from '../../src/billing/open-book';
+import { parseConfig } from '../../src/config/load';
 import { startFakeUpstream, type FakeUpstream, type SseEvent } from '../helpers/fake-upstream';
+import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { chatCompletion, chatStream, responsesObject } from '../helpers/upstream-replies';
 
@@ -27,11 +32,20 @@ const OUTPUT_NANO = 5000n;
 const MAX_OUTPUT = 1000n;
 const CONTEXT_WINDOW = 200_000n;
 
-function exactYaml(upstreamUrl: string, billing = '{ flush_interval_ms: 10 }', price = PRICE): string {
+/** Where the ledger and the live balances are: the embedded store, or PostgreSQL with a Redis book. */
+interface Backend {
+  readonly name: string;
+  /** The store and redis sections of gateway.yaml. */
+  readonly sections: string;
+}
+
+const EMBEDDED: Backend = { name: 'the embedded store', sections: 'store: { url: "sqlite::memory:" }' };
+
+function yamlFor(upstreamUrl: string, backend: Backend, billing = '{ flush_interval_ms: 10 }', price = PRICE): string {
   return `
 version: 1
 server: { host: 127.0.0.1 }
-store: { url: "sqlite::memory:" }
+${backend.sections}
 providers:
   anthropic: { protocol: anthropic, base_url: ${upstreamUrl}, api_key: ${PROVIDER_KEYS.anthropic} }
   openai: { protocol: openai, base_url: ${upstreamUrl}/v1, api_key: ${PROVIDER_KEYS.openai} }
@@ -76,9 +90,38 @@ function messagesReply(usage: Record<string, unknown>, text = 'Searched and answ
   };
 }
 
-describe('e2e: exact billing', () => {
+for (const shared of [false, true]) {
+  describe(`e2e: exact billing on ${shared ? 'PostgreSQL + Redis' : 'the embedded store'}`, function () {
+    this.timeout(30_000);
+    let backend: Backend = EMBEDDED;
+    let cleanup: (() => Promise<void>) | null = null;
+
+    before(async function () {
+      if (!shared) return;
+      const problem = (await postgresProblem()) ?? (await redisProblem());
+      if (problem !== null) {
+        console.log(`      ${problem}: the PostgreSQL + Redis run of exact billing skipped`);
+        this.skip();
+      }
+      const database = await createTestDatabase();
+      const redis = redisTestPrefix('exact');
+      backend = { name: 'PostgreSQL + Redis', sections: `store: { url: "${database.url}" }\nredis: { url: "${REDIS_URL}", key_prefix: "${redis.prefix}" }` };
+      cleanup = async () => {
+        await redis.clear();
+        await database.drop();
+      };
+    });
+
+    after(async () => cleanup?.());
+
+    exactBilling(() => backend);
+  });
+}
+
+function exactBilling(backendOf: () => Backend): void {
   let fake: FakeUpstream;
   let tg: TestGateway;
+  const exactYaml = (url: string, billing?: string, price?: string) => yamlFor(url, backendOf(), billing, price);
 
   async function post(pathname: string, body: unknown, headers: Record<string, string> = {}, key = tg.key): Promise<Response> {
     return fetch(`${tg.url}${pathname}`, {
@@ -100,8 +143,15 @@ describe('e2e: exact billing', () => {
 
   async function start(yaml: (url: string) => string = exactYaml, credit = '1'): Promise<void> {
     fake = await startFakeUpstream();
-    tg = await startTestGateway({ yaml: yaml(fake.url) });
+    tg = await startTestGateway({ yaml: yaml(fake.url), storeFromConfig: true });
     await tg.store.credit({ accountId: tg.accountId, amount: unitsToNano(credit), kind: 'admin', actor: 'test', note: 'start' });
+  }
+
+  /** Credits through the balance book, as the CLI and the console do, so a Redis book sees it too. */
+  async function topUp(accountId: string, units: string): Promise<void> {
+    const book = await openBook(parseConfig(exactYaml(fake.url), 'topup.yaml', {}), tg.store);
+    await book.credit({ accountId, amount: unitsToNano(units), kind: 'admin', actor: 'test', note: 'top up' });
+    await book.close();
   }
 
   afterEach(async () => {
@@ -113,7 +163,7 @@ describe('e2e: exact billing', () => {
     beforeEach(() => start(exactYaml, '10'));
 
     it('charges thirty requests that reuse one x-request-id thirty times, plain and streamed, and across accounts', async () => {
-      const other = await tg.store.createAccount({ name: 'other', role: 'user' });
+      const other = await tg.store.createAccount({ name: `other-${tg.accountId}`, role: 'user' });
       await tg.store.credit({ accountId: other.id, amount: unitsToNano('10'), kind: 'admin', actor: 'test', note: 'start' });
       const otherKey = await tg.createKey({ accountId: other.id });
       const reused = 'client-chosen-id-1';
@@ -132,8 +182,10 @@ describe('e2e: exact billing', () => {
       expect(ids).to.not.include(reused);
       // The client's id still reaches the provider, for its own correlation.
       expect(fake.requests.every((request) => request.headers['x-request-id'] === reused)).to.equal(true);
+      const mine = () => tg.store.listCharges({ accountId: tg.accountId, limit: 1000 });
+      const others = () => tg.store.listCharges({ accountId: other.id, limit: 1000 });
       const charges = await waitFor(
-        () => tg.store.listCharges({ limit: 1000 }),
+        async () => [...(await mine()), ...(await others())],
         (list) => list.length >= 30,
       );
       expect(charges).to.have.length(30);
@@ -200,7 +252,9 @@ describe('e2e: exact billing', () => {
         if (answer.status === 402) break;
         expect(answer.status).to.equal(200);
         served += 1;
-        await chargeFor(answer.headers.get('x-request-id')!);
+        // Every turn is charged what the upstream reported for it, to the nano-unit: never capped.
+        const charge = await chargeFor(answer.headers.get('x-request-id')!);
+        expect(charge.cost, `turn ${turn}`).to.equal(BigInt(billedInput) * 1000n + 10n * 5000n);
         previous = id;
         billedInput += 10; // the reply's own output is input to the next turn
       }
@@ -378,13 +432,14 @@ describe('e2e: exact billing', () => {
       const held = bodyHold(body, 100n);
       expect(charge).to.deep.include({ cost, held, overage: cost - held, unbilled: 0n });
       expect(answer.headers.get('x-tollgate-overage')).to.not.equal(null);
-      const { balance } = await waitFor(() => tg.store.balance(tg.accountId), (value) => value.held === 0n);
+      const { balance } = await tg.store.balance(tg.accountId);
       expect(balance).to.equal(unitsToNano('0.01') - cost);
       expect(balance < 0n && -balance <= charge.overage).to.equal(true);
 
       fake.enqueue(chatCompletion({ inputTokens: 10, outputTokens: 5 }));
       expect((await post('/v1/chat/completions', body)).status).to.equal(402);
-      await tg.store.credit({ accountId: tg.accountId, amount: unitsToNano('1'), kind: 'admin', actor: 'test', note: 'top up' });
+      await topUp(tg.accountId, '1');
+      fake.enqueue(chatCompletion({ inputTokens: 10, outputTokens: 5 }));
       expect((await post('/v1/chat/completions', body)).status).to.equal(200);
     });
 
@@ -404,7 +459,7 @@ describe('e2e: exact billing', () => {
     fake = await startFakeUpstream();
     const file = path.join(os.tmpdir(), `tollgate-exact-${process.pid}-${Date.now()}.yaml`);
     writeFileSync(file, exactYaml(fake.url));
-    tg = await startTestGateway({ configFile: file });
+    tg = await startTestGateway({ configFile: file, storeFromConfig: true });
     await tg.store.credit({ accountId: tg.accountId, amount: unitsToNano('1'), kind: 'admin', actor: 'test', note: 'start' });
     fake.enqueue(chatCompletion({ inputTokens: 123, outputTokens: 45 }));
     const answer = await post('/v1/chat/completions', { model: 'gpt-priced', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] });
@@ -416,8 +471,8 @@ describe('e2e: exact billing', () => {
     const after = await chargeFor((await post('/v1/chat/completions', { model: 'gpt-priced', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] })).headers.get('x-request-id')!);
     expect(after.cost, 'the new prices apply to new requests').to.equal(123n * 7000n + 45n * 70_000n);
 
-    const [stored] = (await tg.store.listCharges({ limit: 10 })).filter((row) => row.requestId === charge.requestId);
+    const [stored] = (await tg.store.listCharges({ accountId: tg.accountId, limit: 10 })).filter((row) => row.requestId === charge.requestId);
     expect(costOf(stored, priceOfSnapshot(stored.prices!))).to.equal(stored.cost);
     expect(stored.cost).to.equal(123n * 1000n + 45n * 5000n);
   });
-});
+}

@@ -40,6 +40,8 @@ export interface TestGatewayOptions {
   readonly configFile?: string;
   /** Silent by default. */
   readonly logger?: Logger;
+  /** Open the store the config names (a test database) instead of a fresh in-memory SQLite one. */
+  readonly storeFromConfig?: boolean;
 }
 
 export interface CreatedKey {
@@ -141,7 +143,7 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     configFile === undefined
       ? parseConfig(options.yaml ?? defaultTestYaml(options.upstreamUrl ?? NOWHERE), 'test-gateway.yaml', env)
       : loadConfig(configFile);
-  const store = openStore({ url: 'sqlite::memory:' });
+  const store = openStore(options.storeFromConfig === true ? config.store : { url: 'sqlite::memory:' });
   await store.migrate();
   accounts += 1;
   const account = await store.createAccount({ name: `e2e-account-${accounts}`, role: 'user' });
