@@ -8,13 +8,11 @@
  * times the answers it asks for. Tools: each per-call-priced server tool at its allowed calls.
  */
 import type { ModelConfig } from '../config/types';
-import { dearestInputPrice, type NanoPrice } from './prices';
+import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice } from './prices';
 import type { RequestReach } from './request-reach';
 import { divideHalfUp } from './money';
 
 export const BYTES_PER_TOKEN = 3;
-const TOKENS_PER_PRICE_UNIT = 1_000_000n;
-const CALLS_SCALE = 1_000n;
 
 export interface HoldEstimate {
   readonly amount: bigint;

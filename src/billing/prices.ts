@@ -24,9 +24,9 @@ export interface NanoPrice {
   readonly toolCalls: Readonly<Record<string, bigint>>;
 }
 
-const TOKENS_PER_PRICE_UNIT = 1_000_000n;
+export const TOKENS_PER_PRICE_UNIT = 1_000_000n;
 /** Tool prices are per 1,000 calls; this scales a call to the per-million sum. */
-const CALLS_SCALE = TOKENS_PER_PRICE_UNIT / 1_000n;
+export const CALLS_SCALE = TOKENS_PER_PRICE_UNIT / 1_000n;
 
 function tokenPrices(price: (kind: TokenKind) => bigint): Record<TokenKind, bigint> {
   return Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, price(kind)])) as Record<TokenKind, bigint>;

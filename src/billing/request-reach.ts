@@ -26,7 +26,7 @@ export interface RequestReach {
 /** OpenAI's largest `n`; a larger one is the upstream's to refuse, and never held beyond this. */
 const MAX_CHOICES = 128;
 
-/** Server tools by their request `type`, named as prices name them; `sized: false` when their results are input. */
+/** Server tools by the prefix of their request `type`, named as prices name them; their results are input of unknown size. */
 const MESSAGES_SERVER_TOOLS: ReadonlyArray<readonly [prefix: string, tool: string]> = [
   ['web_search_', 'web_search'],
   ['web_fetch_', 'web_fetch'],

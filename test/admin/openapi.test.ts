@@ -23,6 +23,7 @@ import {
 } from '../../src/admin/views';
 import { PACKAGE_VERSION, SCHEMAS_DIR } from '../../src/paths';
 import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../../src/store/store';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 const DOCUMENT_FILE = path.join(SCHEMAS_DIR, 'management-api.yaml');
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -347,12 +348,7 @@ describe('schemas/management-api.yaml', () => {
       cacheReadTokens: 0,
       outputTokens: 350,
       cost: 8_850_000n,
-      clientRequestId: null,
-      toolCalls: {},
-      held: 0n,
-      overage: 0n,
-      unbilled: 0n,
-      prices: null,
+      ...PLAIN_CHARGE,
       usageSource: 'upstream',
       status: 200,
       outcome: 'delivered',

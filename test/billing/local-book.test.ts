@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { LocalBook } from '../../src/billing/local-book';
 import type { ChargeRecord, Hold } from '../../src/store/store';
 import { useMemoryStore } from '../helpers/memory-store';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 describe('billing/LocalBook', () => {
   const store = useMemoryStore();
@@ -27,7 +28,7 @@ describe('billing/LocalBook', () => {
 
   const charge = (who: { accountId: string; keyId: string }, requestId: string, cost: bigint): ChargeRecord => ({
     ...who, requestId, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-    outputTokens: 1, cost, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+    outputTokens: 1, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
   });
 
   it('admits exactly the holds the balance covers when 50 race', async () => {

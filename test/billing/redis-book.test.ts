@@ -12,6 +12,7 @@ import type { RedisConfig } from '../../src/config/types';
 import { connectRedis } from '../../src/shared-state/redis';
 import { SqliteStore } from '../../src/store/sqlite';
 import type { ChargeRecord, HoldResult, Store } from '../../src/store/store';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const COMMAND_TIMEOUT_MS = 300;
@@ -79,7 +80,7 @@ describe('billing/RedisBook', function () {
   function charge(ids: Ids, requestId: string, cost: bigint): ChargeRecord {
     return {
       requestId, ...ids, model: 'm-test', provider: 'mock', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0,
-      cacheReadTokens: 0, outputTokens: 50, cost, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
+      cacheReadTokens: 0, outputTokens: 50, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
       createdAt: new Date(),
     };
   }

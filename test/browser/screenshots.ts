@@ -14,6 +14,7 @@ import { hashRedemptionCode } from '../../src/billing/redemption';
 import type { ChargeRecord } from '../../src/store/store';
 import { startTestGateway } from '../helpers/test-gateway';
 import { chromiumProblem, consoleYaml, createLoginAccount, createRedemptionCode, launchChromium } from './browser-helpers';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 const DOCS_DIR = path.resolve(__dirname, '..', '..', '..', 'docs');
 const VIEWPORT = { width: 1280, height: 800 };
@@ -55,12 +56,7 @@ function chargesOfDay(accountId: string, keyId: string, daysAgo: number, request
     outputTokens: 420 + index * 11,
     // The last charge of the day takes the remainder, so the day adds up exactly.
     cost: index === requests - 1 ? total - each * BigInt(requests - 1) : each,
-    clientRequestId: null,
-    toolCalls: {},
-    held: 0n,
-    overage: 0n,
-    unbilled: 0n,
-    prices: null,
+    ...PLAIN_CHARGE,
     usageSource: 'upstream',
     status: 200,
     outcome: 'delivered',

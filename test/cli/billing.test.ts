@@ -16,6 +16,7 @@ import type { Account, ChargeRecord, CreditRecord, RedeemResult, Store } from '.
 import { useMemoryStore } from '../helpers/memory-store';
 import { rejection } from '../helpers/async';
 import { makeCliFolder } from '../helpers/cli-config';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 const CODE_LINE = /^tg-[A-Z2-7]{24}$/;
 
@@ -47,12 +48,7 @@ function charge(account: Account, keyId: string, n: number, cost: string): Charg
     cacheReadTokens: 3,
     outputTokens: 40 + n,
     cost: unitsToNano(cost),
-    clientRequestId: null,
-    toolCalls: {},
-    held: 0n,
-    overage: 0n,
-    unbilled: 0n,
-    prices: null,
+    ...PLAIN_CHARGE,
     usageSource: 'upstream',
     status: 200,
     outcome: 'delivered',

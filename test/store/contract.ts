@@ -9,6 +9,7 @@ import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
 import { rejection } from '../helpers/async';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 /** 2^53 + 1: the smallest integer a JS number cannot hold. */
 const BEYOND_DOUBLE = 9_007_199_254_740_993n;
@@ -36,12 +37,7 @@ function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Par
     cacheReadTokens: 2,
     outputTokens: 50,
     cost,
-    clientRequestId: null,
-    toolCalls: {},
-    held: 0n,
-    overage: 0n,
-    unbilled: 0n,
-    prices: null,
+    ...PLAIN_CHARGE,
     usageSource: 'upstream',
     status: 200,
     outcome: 'delivered',

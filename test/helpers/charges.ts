@@ -1,0 +1,11 @@
+/** The parts of a test charge most tests leave plain: no client id, no tool calls, nothing held, no overage, no prices. */
+import type { ChargeRecord } from '../../src/store/store';
+
+export const PLAIN_CHARGE: Pick<ChargeRecord, 'clientRequestId' | 'toolCalls' | 'held' | 'overage' | 'unbilled' | 'prices'> = {
+  clientRequestId: null,
+  toolCalls: {},
+  held: 0n,
+  overage: 0n,
+  unbilled: 0n,
+  prices: null,
+};
