@@ -29,6 +29,17 @@ export class Relay extends Readable {
       options.tap.observe(chunk);
       this.push(chunk);
     }
+    // A reply whole in one read has already ended while its first event was judged: its 'end' fired
+    // before anyone here listened, so there is nothing to wait for.
+    if (source.readableEnded) {
+      this.push(null);
+      this.finish({ kind: 'delivered' });
+      return;
+    }
+    if (source.destroyed) {
+      this.fail(source.errored ?? new Error('upstream closed the stream before its end'));
+      return;
+    }
     source.on('data', (chunk: Buffer) => {
       options.tap.observe(chunk);
       if (!this.push(chunk)) source.pause();

@@ -38,6 +38,15 @@ export class TranslatingRelay extends Readable {
     for (const chunk of options.head ?? []) this.translate(chunk);
     // A reply whole in its first chunks has already ended and left the source to drain.
     if (this.released) return;
+    // A reply whole in one read may have ended (its 'end' already fired) before its terminal event.
+    if (source.readableEnded) {
+      this.sourceEnded();
+      return;
+    }
+    if (source.destroyed) {
+      this.interrupt(source.errored ?? new Error('upstream closed the stream before its end'));
+      return;
+    }
     source.on('data', (chunk: Buffer) => this.translate(chunk));
     source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.interrupt(error));
