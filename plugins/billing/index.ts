@@ -66,8 +66,8 @@ interface Bill {
   readonly startedAt: number;
 }
 
-function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number): ChargeRecord {
-  const { tokens, source } = billedTokens(outcome, bill.request.body);
+async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
+  const { tokens, source } = await billedTokens(outcome, bill.request.body);
   const cost = costOf(tokens, bill.price);
   return {
     requestId: bill.requestId,
@@ -113,7 +113,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
-      const charge = chargeOf(bill, outcome, status);
+      const charge = await chargeOf(bill, outcome, status);
       try {
         await book.settle(charge);
       } catch (error) {

@@ -12,7 +12,7 @@ import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
 import type { UsageSourceRecord } from '../store/store';
 import type { TokenCounts } from './prices';
-import { countTokens } from './tokenizer';
+import { countTokensAsync } from './tokenizer';
 
 export interface BilledTokens {
   readonly tokens: TokenCounts;
@@ -24,18 +24,21 @@ const NOTHING: BilledTokens = {
   source: 'none',
 };
 
-/** The tokens a request is billed for; `body` is the client's parsed request. */
-export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): BilledTokens {
+/**
+ * The tokens a request is billed for; `body` is the client's parsed request. Asynchronous: a prompt of
+ * megabytes is counted in slices that yield to the event loop (docs/limits.md).
+ */
+export async function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
   const { usage, end } = outcome;
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: usage, source: 'upstream' };
-    return { tokens: estimated(countTokens(requestText(body)), countTokens(outcome.outputText())), source: 'estimated' };
+    return { tokens: estimated(await countTokensAsync(requestText(body)), await outcome.outputTokens()), source: 'estimated' };
   }
-  const output = countTokens(outcome.outputText());
+  const output = await outcome.outputTokens();
   if (usage === null && output === 0) return NOTHING;
-  const input = usage ?? estimated(countTokens(requestText(body)), 0);
+  const input = usage ?? estimated(await countTokensAsync(requestText(body)), 0);
   return { tokens: { ...pick(input), outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 

@@ -50,6 +50,6 @@ export interface UsageTap {
   observe(chunk: Buffer): void;
   /** The usage seen so far; null when the upstream reported none. */
   result(): Usage | null;
-  /** The output text relayed so far, parsed on demand (for counting when usage is missing). */
-  outputText(): string;
+  /** The output tokens relayed so far, counted as they passed (for billing when usage is missing). */
+  outputTokens(): Promise<number>;
 }

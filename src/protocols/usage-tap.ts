@@ -5,8 +5,8 @@
 import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { chatUsageFromChunk } from './openai-chat/usage';
 import { responsesUsageFromEvent } from './openai-responses/usage';
-import { outputTextOf } from './output-text';
-import { SseParser } from './sse';
+import { OutputTokenCount } from './output-count';
+import { SseParser, type SseEvent } from './sse';
 import type { EndpointId, Usage, UsageTap } from './types';
 
 type Counts = Omit<Usage, 'source'>;
@@ -14,20 +14,36 @@ type Counts = Omit<Usage, 'source'>;
 class StreamUsageTap implements UsageTap {
   private readonly parser = new SseParser();
   private counts: Counts | null = null;
-  /** References to the relayed chunks (no copies), read back only if output must be counted. */
-  private readonly chunks: Buffer[] = [];
-  constructor(
-    private readonly endpoint: EndpointId,
-    private readonly fold: (event: string | null, data: string, sofar: Counts | null) => Counts | null,
-  ) {}
+  /** The output counted as it passes, in a bounded window: nothing relayed is kept. */
+  private readonly output: OutputTokenCount;
+  /** Set when the stream could not be parsed (an event over the size cap): the tap stops reading. */
+  private broken = false;
 
-  observe(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    for (const { event, data } of this.parser.push(chunk)) this.counts = this.fold(event, data, this.counts);
+  constructor(
+    endpoint: EndpointId,
+    private readonly fold: (event: string | null, data: string, sofar: Counts | null) => Counts | null,
+  ) {
+    this.output = new OutputTokenCount(endpoint);
   }
 
-  outputText(): string {
-    return outputTextOf(this.endpoint, true, this.chunks);
+  observe(chunk: Buffer): void {
+    if (this.broken) return;
+    let events: SseEvent[];
+    try {
+      events = this.parser.push(chunk);
+    } catch {
+      // The bytes still reach the client unchanged; only the tap gives up on an oversized event.
+      this.broken = true;
+      return;
+    }
+    for (const { event, data } of events) {
+      this.counts = this.fold(event, data, this.counts);
+      this.output.add(data);
+    }
+  }
+
+  outputTokens(): Promise<number> {
+    return this.output.total();
   }
 
   result(): Usage | null {
@@ -36,7 +52,7 @@ class StreamUsageTap implements UsageTap {
 }
 
 /** A tap that never finds usage, for exchanges that are not billed (count_tokens). */
-const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputText: () => '' };
+const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputTokens: () => Promise.resolve(0) };
 
 /** The tap for a native stream on `endpoint` (whole replies are read once: see `reply-usage.ts`). */
 export function usageTapFor(endpoint: EndpointId): UsageTap {

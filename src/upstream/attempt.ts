@@ -14,7 +14,7 @@ import type { ExchangeEnd } from '../kernel/context';
 export type FailureKind = 'connect_error' | 'reset' | 'timeout' | 'status' | 'invalid' | 'aborted';
 
 /** Reports how the committed exchange ended; called exactly once, later for streams. */
-export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string) => void;
+export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, outputTokens: () => Promise<number>) => void;
 
 /** An answer decided but not yet sent: `commit()` sets the Koa response and wires the end report. */
 export interface Commit {

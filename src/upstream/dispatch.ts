@@ -147,9 +147,9 @@ async function attemptAll(
 
 /** Counts a stream that broke after its commit against its provider, then reports as usual. */
 function reportTo(report: ReportEnd, breakers: ProviderBreakers, target: Target): ReportEnd {
-  return (end, usage, status, outputText) => {
+  return (end, usage, status, outputTokens) => {
     if (end.kind === 'failed') breakers.recordFailure(target.provider.id, end.error);
-    report(end, usage, status, outputText);
+    report(end, usage, status, outputTokens);
   };
 }
 

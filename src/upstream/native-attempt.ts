@@ -9,6 +9,7 @@ import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
+import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
 import { replyUsage } from '../protocols/reply-usage';
 import { usageTapFor } from '../protocols/usage-tap';
@@ -96,7 +97,7 @@ async function plainAnswer(ctx: GatewayContext, target: Target, response: Upstre
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
       ctx.body = bytes;
-      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => replyText(endpoint, parsed));
+      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => countTokensAsync(replyText(endpoint, parsed)));
     },
   };
 }
@@ -120,7 +121,7 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
       ctx.body = new Relay(response.body, {
         head: head.chunks,
         tap,
-        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputText()),
+        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputTokens()),
         failureFrame: (error) =>
           streamErrorFrame(
             new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${target.provider.id}' broke off the stream.`, { cause: error }),

@@ -5,7 +5,8 @@
  */
 import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { outputTextOf } from '../protocols/output-text';
+import { countTokensAsync } from '../billing/tokenizer';
+import { replyText } from '../protocols/output-text';
 import { ENDPOINTS } from '../protocols/types';
 import { tryParse } from '../protocols/usage-json';
 import { upstreamPath, type Target } from '../routing/resolve';
@@ -80,7 +81,7 @@ async function plainAnswer(target: Target, translator: Translator, context: Tran
     commit(ctx, report) {
       ctx.status = 200;
       ctx.body = reply.body;
-      report({ kind: 'delivered' }, reply.usage, 200, () => outputTextOf(translator.upstreamEndpoint, false, [bytes]));
+      report({ kind: 'delivered' }, reply.usage, 200, () => countTokensAsync(replyText(translator.upstreamEndpoint, parsed)));
     },
   };
 }
@@ -104,7 +105,7 @@ async function streamAnswer(target: Target, translator: Translator, context: Tra
         head: head.chunks,
         providerId: target.provider.id,
         upstreamEndpoint: translator.upstreamEndpoint,
-        onEnd: (kind, usage, outputText) => report(kind, usage, 200, outputText),
+        onEnd: (kind, usage, outputTokens) => report(kind, usage, 200, outputTokens),
       });
       // The headers leave with the first translated event in one write (no separate flushHeaders()).
     },

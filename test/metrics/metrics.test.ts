@@ -46,7 +46,7 @@ function outcomeWith(attemptLog: AttemptRecord[], committedAt: number | null, us
     committedAt,
     upstreamRequestId: 'up-1',
     usage,
-    outputText: () => '',
+    outputTokens: () => Promise.resolve(0),
   };
 }
 
