@@ -5,6 +5,8 @@
  */
 import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
+import type { Interruptible } from '../kernel/active-streams';
+import { GatewayError } from '../kernel/errors';
 import type { UsageTap } from '../protocols/types';
 
 export interface RelayOptions {
@@ -17,7 +19,12 @@ export interface RelayOptions {
   readonly failureFrame: (error: unknown) => string;
 }
 
-export class Relay extends Readable {
+/** Why a stream still running at the shutdown deadline ends. */
+export function shutdownError(): GatewayError {
+  return new GatewayError('TOLLGATE_ERR_SHUTTING_DOWN', 'The gateway is shutting down and ended the stream; retry the request.');
+}
+
+export class Relay extends Readable implements Interruptible {
   private ended = false;
 
   constructor(
@@ -64,6 +71,12 @@ export class Relay extends Readable {
     this.finish({ kind: 'aborted' });
     this.source.destroy();
     callback(error);
+  }
+
+  shutdown(): void {
+    if (this.ended) return;
+    this.fail(shutdownError());
+    this.source.destroy();
   }
 
   private fail(error: unknown): void {

@@ -4,12 +4,14 @@
  * It is the one place that knows how a translated stream ended, so it reports the end and the usage.
  */
 import { Readable } from 'node:stream';
+import type { Interruptible } from '../kernel/active-streams';
 import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { SseParser, type SseEvent } from '../protocols/sse';
 import { OutputTokenCount } from '../protocols/output-count';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
+import { shutdownError } from './relay';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
@@ -21,7 +23,7 @@ export interface TranslatingRelayOptions {
   readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputTokens: () => Promise<number>) => void;
 }
 
-export class TranslatingRelay extends Readable {
+export class TranslatingRelay extends Readable implements Interruptible {
   private readonly parser = new SseParser();
   /** The output counted as it passes, in a bounded window: nothing read is kept. */
   private readonly output: OutputTokenCount;
@@ -105,10 +107,19 @@ export class TranslatingRelay extends Readable {
     this.interrupt(new Error('upstream ended the stream before its terminal event'));
   }
 
-  /** The upstream broke off: end the client's stream with an error event, never a fake success. */
+  shutdown(): void {
+    if (this.reported) return;
+    this.interrupt(shutdownError());
+    if (!this.released) this.source.destroy();
+  }
+
+  /** The upstream broke off (or the gateway is stopping): end the client's stream with an error event, never a fake success. */
   private interrupt(cause: unknown): void {
     if (this.reported) return;
-    const error = new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
+    const error =
+      cause instanceof GatewayError
+        ? cause
+        : new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
     const frames = this.translation.interrupt(error);
     if (frames !== '') this.push(frames);
     this.push(null);

@@ -167,12 +167,20 @@ describe('e2e: billing', () => {
     const account = await tg.store.createAccount({ name: 'tight', role: 'user' });
     await tg.store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
     const key = await tg.createKey({ accountId: account.id });
-    for (let i = 0; i < 3; i++) fake.enqueue({ delayMs: 200, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
+    // The admitted replies are held until the 47 others are back: were one to settle first, the
+    // money it gives back could admit a request still on its way (a loaded machine made that happen).
+    let answered = 0;
+    let allRefused!: () => void;
+    const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
+    for (let i = 0; i < 3; i++) fake.enqueue({ until: refusalsBack, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
 
     const statuses = await Promise.all(
       Array.from({ length: 50 }, () =>
         fetch(`${tg.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' }, body }).then(async (res) => {
           await res.arrayBuffer();
+          // Counted whatever the status: if more than three were admitted, the gate still opens and
+          // the assertions below say so, instead of a timeout.
+          if (++answered === 47) allRefused();
           return res.status;
         }),
       ),

@@ -53,7 +53,12 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
     const account = await store.createAccount({ name: 'shared', role: 'user' });
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
-    for (let i = 0; i < 3; i++) fake.enqueue({ delayMs: 300, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
+    // The admitted replies are held until the 47 others are back, as in billing.test.ts: were one to
+    // settle first, the money it gives back could admit a request still on its way.
+    let answered = 0;
+    let allRefused!: () => void;
+    const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
+    for (let i = 0; i < 3; i++) fake.enqueue({ until: refusalsBack, then: chatCompletion({ text: 'one two three', inputTokens: 20, outputTokens: 10 }) });
 
     const statuses = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -63,6 +68,7 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
           body,
         }).then(async (res) => {
           await res.arrayBuffer();
+          if (++answered === 47) allRefused();
           return res.status;
         }),
       ),

@@ -63,7 +63,13 @@ export interface DelayStep {
   readonly then: UpstreamStep;
 }
 
-export type UpstreamStep = JsonReply | RawReply | SseReply | HangStep | ResetStep | DelayStep;
+/** Waits until `until` resolves (the test says when), then plays `then`. */
+export interface GateStep {
+  readonly until: Promise<void>;
+  readonly then: UpstreamStep;
+}
+
+export type UpstreamStep = JsonReply | RawReply | SseReply | HangStep | ResetStep | DelayStep | GateStep;
 
 /** One request as the fake received it. */
 export interface RecordedRequest {
@@ -156,6 +162,11 @@ async function play(step: UpstreamStep, exchange: Exchange): Promise<void> {
   const { res } = exchange;
   if ('delayMs' in step) {
     await sleep(step.delayMs);
+    if (!exchange.gone) await play(step.then, exchange);
+    return;
+  }
+  if ('until' in step) {
+    await step.until;
     if (!exchange.gone) await play(step.then, exchange);
     return;
   }
