@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
+import { loadTokenizer } from './billing/tokenizer';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
@@ -120,6 +121,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
 
+  // Loaded before listening: loading it on first use would block the event loop for about a second.
+  loadTokenizer();
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics();
   const reloader = new Reloader({

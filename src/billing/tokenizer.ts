@@ -6,23 +6,48 @@
  * not published; the usage record says `estimated` or `partial` either way.
  *
  * BPE costs more than linear time in the length of one unbroken word (a megabyte of random letters is
- * one "word"), so text is counted in slices of a few KiB, cut before a space where there is one (o200k
+ * one "word"), so text is counted in slices of 1 KiB, cut before a space where there is one (o200k
  * starts a word with its space, so a cut there changes nothing): the work is then linear in the text.
  * Megabytes still take seconds, so long texts are counted with `countTokensAsync`, which yields to the
  * event loop between slices (docs/limits.md).
  */
 type Counter = (text: string) => number;
 
+interface Encoding {
+  countTokens: Counter;
+  setMergeCacheSize(size: number): void;
+}
+
 let counter: Counter | null = null;
 
-/** The encoder, loaded on first use: its rank table costs ~60 MiB, paid once and only when needed. */
+/**
+ * gpt-tokenizer keeps the merges of up to 100,000 pre-tokens (words) by default, keyed by the word
+ * itself: with hostile text of long random words that is hundreds of MiB. A few thousand entries keep
+ * the common words of real text, and with slices of 1 KiB no key is longer than that: a few MiB.
+ */
+const MERGE_CACHE_ENTRIES = 4096;
+
+/**
+ * The encoder. Its rank table costs ~60 MiB and about a second of synchronous work to load: the
+ * gateway loads it at start (`loadTokenizer`), since loading it on first use under traffic would
+ * stall every request for that second.
+ */
 function o200k(): Counter {
-  counter ??= (require('gpt-tokenizer/cjs/encoding/o200k_base') as { countTokens: Counter }).countTokens;
+  if (counter === null) {
+    const encoding = require('gpt-tokenizer/cjs/encoding/o200k_base') as Encoding;
+    encoding.setMergeCacheSize(MERGE_CACHE_ENTRIES);
+    counter = encoding.countTokens;
+  }
   return counter;
 }
 
-/** The longest slice handed to the BPE at once: a few ms even for one random word. */
-const SLICE = 4 * 1024;
+/** Loads the encoder now (once per process), before the gateway takes traffic. */
+export function loadTokenizer(): void {
+  o200k()('');
+}
+
+/** The longest slice handed to the BPE at once: about a millisecond even for one random word. */
+const SLICE = 1024;
 /** How long `countTokensAsync` works before it yields. */
 const YIELD_AFTER_MS = 8;
 
