@@ -6,11 +6,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
+import { loadTokenizer } from './billing/tokenizer';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
 import { LoginLimiter } from './admin/login-limiter';
-import { createApp } from './kernel/app';
+import { ActiveStreams } from './kernel/active-streams';
+import { applyProxySettings, createApp } from './kernel/app';
 import { buildChain } from './kernel/chain';
 import { liveView } from './metrics/live';
 import { GatewayMetrics } from './metrics/metrics';
@@ -48,10 +50,33 @@ export interface Gateway {
    */
   reload(): Promise<ReloadResult>;
   /**
-   * Reports unready at once (`GET /readyz` 503), stops accepting, lets in-flight requests finish up
-   * to `graceMs`, then closes plugins and store.
+   * Reports unready at once (`GET /readyz` 503), keeps accepting for `unreadyMs` so a load balancer
+   * sees it, stops accepting, lets in-flight requests finish up to `graceMs`, ends the streams still
+   * running with an error event, then closes plugins and store. A number is `graceMs`. The defaults
+   * are `server.shutdown_grace_ms` and `server.shutdown_unready_ms`.
    */
-  stop(graceMs?: number): Promise<void>;
+  stop(options?: StopOptions | number): Promise<void>;
+}
+
+export interface StopOptions {
+  readonly graceMs?: number;
+  readonly unreadyMs?: number;
+}
+
+/** How long streams interrupted at the deadline have to get their error event out. */
+const STREAM_GOODBYE_MS = 1000;
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
+ * How often node checks connections against the headers and request timeouts. Its default, 30 s,
+ * let a 10 s headers timeout fire up to 30 s late (slowloris sockets lived 36 s): check at a tenth
+ * of the shorter timeout, at least every second and at most every 50 ms.
+ */
+function connectionsCheckingInterval(config: ServerConfig): number {
+  return Math.min(1000, Math.max(50, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
 export type { ReloadChanges, ReloadResult } from './reload';
@@ -96,6 +121,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
 
+  // Loaded before listening: loading it on first use would block the event loop for about a second.
+  loadTokenizer();
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics();
   const reloader = new Reloader({
@@ -110,10 +137,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.watch(liveView(() => reloader.runtime.current.chain));
   let stopping: Promise<void> | null = null;
   let draining = false;
+  const streams = new ActiveStreams();
   const app = createApp(
     reloader.runtime,
     logger,
-    { metrics, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
+    { metrics, streams, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
     {
       store,
       runtime: reloader.runtime,
@@ -130,6 +158,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       headersTimeout: config.server.headers_timeout_ms,
       requestTimeout: config.server.request_timeout_ms,
       keepAliveTimeout: config.server.keep_alive_timeout_ms,
+      connectionsCheckingInterval: connectionsCheckingInterval(config.server),
     },
     app.callback(),
   );
@@ -137,20 +166,30 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const shownHost = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
 
-  async function stop(graceMs = 10_000): Promise<void> {
-    // First thing: readiness answers 503 from now on, so a load balancer stops sending (RELIABILITY.md H1).
+  async function stop(options: StopOptions = {}): Promise<void> {
+    const { server: settings } = reloader.runtime.current.config;
+    const graceMs = options.graceMs ?? settings.shutdown_grace_ms;
+    const unreadyMs = options.unreadyMs ?? settings.shutdown_unready_ms;
+    // First thing: readiness answers 503 from now on, so a load balancer stops sending (RELIABILITY.md
+    // H1); the listener stays open that long, so the balancer's probes get the 503, not a refusal.
     draining = true;
+    if (unreadyMs > 0) await sleep(unreadyMs);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     // Keep-alive sockets that go idle once their request finishes would hold close() open until the
     // grace period ends: close them as they go idle.
     server.closeIdleConnections();
     const sweeper = setInterval(() => server.closeIdleConnections(), 50);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([closed, deadline]);
+    const finishedInTime = await Promise.race([closed.then(() => true), sleep(graceMs).then(() => false)]);
+    if (!finishedInTime && streams.size > 0) {
+      // Streams still running get their protocol's error event, then the end, rather than a reset;
+      // a moment for those last bytes to leave.
+      logger.warn({ streams: streams.size }, 'shutdown: ending the streams still running at the deadline');
+      streams.interruptAll();
+      await Promise.race([closed, sleep(STREAM_GOODBYE_MS)]);
+    }
     clearInterval(sweeper);
-    clearTimeout(timer);
     server.closeAllConnections();
+    metrics.stop();
     await reloader.close();
     if (ownsStore) await store.close();
   }
@@ -158,7 +197,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   async function reload(): Promise<ReloadResult> {
     const result = await reloader.reload();
     applyServerTimeouts(server, reloader.runtime.current.config.server);
-    app.proxy = reloader.runtime.current.config.server.trust_proxy;
+    applyProxySettings(app, reloader.runtime.current.config.server);
     return result;
   }
 
@@ -170,7 +209,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     metrics,
     reload,
-    stop: (graceMs) => (stopping ??= stop(graceMs)),
+    stop: (options) => (stopping ??= stop(typeof options === 'number' ? { graceMs: options } : options)),
   };
 }
 

@@ -55,8 +55,11 @@ export const authPlugin: PluginDefinition<'auth'> = {
       async handle(ctx: GatewayContext, next: Next) {
         const now = Date.now();
         const wait = failures.retryAfter(ctx.ip, now);
-        if (wait > 0) throw tooManyFailures(wait);
-        const identity = await authenticate(ctx, now);
+        // An address over the limit gets no store lookup (RELIABILITY.md A7); but a key this gateway
+        // already knows is valid still gets in, so one guesser behind a shared NAT does not lock out
+        // everyone else behind it. The cache holds only keys that were found valid.
+        const identity = wait > 0 ? knownIdentity(ctx, now) : await authenticate(ctx, now);
+        if (identity === null && wait > 0) throw tooManyFailures(wait);
         if (identity === null) {
           failures.fail(ctx.ip, now);
           throw invalidKey();
@@ -65,6 +68,14 @@ export const authPlugin: PluginDefinition<'auth'> = {
         await next();
       },
     };
+
+    /** The identity behind the presented key from the cache alone, when it is there and usable. */
+    function knownIdentity(ctx: GatewayContext, now: number): KeyIdentity | null {
+      const key = presentedKey(ctx);
+      if (key === null) return null;
+      const identity = cache.get(hashApiKey(key), store.keysRevision(), now);
+      return identity !== null && usable(identity, now) ? identity : null;
+    }
 
     /** The identity behind the presented key when it is valid and usable, else null. */
     async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {

@@ -83,8 +83,8 @@ interface Bill {
  * billed above it is charged and recorded as `overage`, or under `overage: cap` left uncharged and
  * recorded as `unbilled`. Nothing is dropped silently.
  */
-function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): ChargeRecord {
-  const { tokens, source } = billedTokens(outcome, bill.request.body);
+async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
+  const { tokens, source } = await billedTokens(outcome, bill.request.body);
   const cost = costOf(tokens, bill.price);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
@@ -148,7 +148,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
-      const charge = chargeOf(bill, outcome, status, config.overage);
+      const charge = await chargeOf(bill, outcome, status, config.overage);
       if (charge.overage > 0n || charge.unbilled > 0n) {
         kit.logger.warn(
           { requestId: bill.requestId, accountId: charge.accountId, model: charge.model, held: formatUnits(charge.held), cost: formatUnits(charge.cost), overage: formatUnits(charge.overage), unbilled: formatUnits(charge.unbilled) },

@@ -12,14 +12,16 @@ import type { GatewayContext, Next } from '../../src/kernel/context';
 import type { PluginDefinition } from '../../src/kernel/plugin';
 import type { Target } from '../../src/routing/resolve';
 import { speaksNatively } from '../../src/routing/resolve';
-import { countTokens } from '../../src/billing/tokenizer';
+import { countTokensAsync } from '../../src/billing/tokenizer';
 import { requestText } from '../../src/protocols/request-text';
 import { translatorFor } from '../../src/translators';
 
-function countLocally(ctx: GatewayContext): void {
+/** Counted in slices that yield: a prompt of megabytes must not stall every other request (docs/limits.md). */
+async function countLocally(ctx: GatewayContext): Promise<void> {
+  const inputTokens = await countTokensAsync(requestText(ctx.state.request!.body), () => ctx.req.socket.destroyed);
   ctx.status = 200;
   ctx.set('x-tollgate-token-count', 'estimated (o200k_base)');
-  ctx.body = { input_tokens: countTokens(requestText(ctx.state.request!.body)) };
+  ctx.body = { input_tokens: inputTokens };
 }
 
 export const translatePlugin: PluginDefinition<'translate'> = {

@@ -32,7 +32,11 @@ const TYPES: Readonly<Record<string, string>> = {
 };
 const ASSET_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*(\/[A-Za-z0-9][A-Za-z0-9._-]*)*$/;
 
-/** Files are read once and kept: they only change with a new build, which means a restart. */
+/**
+ * Files are read once and kept: they only change with a new build, which means a restart. Only files
+ * that exist stay: a name that is not there is forgotten once answered, since anyone can ask for any
+ * number of names and keeping each would grow memory without bound (docs/limits.md).
+ */
 const cache = new Map<string, Promise<Buffer | null>>();
 
 function load(file: string): Promise<Buffer | null> {
@@ -40,8 +44,14 @@ function load(file: string): Promise<Buffer | null> {
   if (entry === undefined) {
     entry = readFile(file).catch(() => null);
     cache.set(file, entry);
+    void entry.then((body) => body === null && cache.delete(file));
   }
   return entry;
+}
+
+/** How many files are held, for tests of the bound. */
+export function consoleCacheSize(): number {
+  return cache.size;
 }
 
 interface ConsoleOptions {

@@ -85,11 +85,8 @@ export function managementRoutes(): ManagementRoute[] {
 export function managementApi(deps: AdminDeps): Middleware<ApiState> {
   const router = buildRouter(deps);
   const routes = router.routes();
-  const methods = router.allowedMethods({
-    throw: true,
-    methodNotAllowed: () => new ApiError('method_not_allowed', 'This method is not supported on this path.'),
-    notImplemented: () => new ApiError('method_not_allowed', 'This method is not supported.'),
-  });
+  // Not thrown: the router sets `Allow` only when it answers itself, and a 405 must name what is allowed.
+  const methods = router.allowedMethods({ throw: false });
   const errors = renderErrors(deps);
 
   return async function handleApi(ctx, next) {
@@ -101,6 +98,8 @@ export function managementApi(deps: AdminDeps): Middleware<ApiState> {
       const routed = ctx as Parameters<typeof routes>[0];
       await routes(routed, async () => {
         await methods(routed as Parameters<typeof methods>[0], async () => undefined);
+        if (ctx.status === 405) throw new ApiError('method_not_allowed', 'This method is not supported on this path.');
+        if (ctx.status === 501) throw new ApiError('method_not_allowed', 'This method is not supported.');
         if (ctx.body === undefined && ctx.status === 404) throw new ApiError('not_found', `No management route ${ctx.method} ${ctx.path}.`);
       });
     });

@@ -13,7 +13,7 @@ import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
 import { NO_TOKENS, type UsageCounts } from '../protocols/types';
 import type { UsageSourceRecord } from '../store/store';
-import { countTokens } from './tokenizer';
+import { countTokensAsync } from './tokenizer';
 
 export interface BilledTokens {
   readonly tokens: UsageCounts;
@@ -22,18 +22,21 @@ export interface BilledTokens {
 
 const NOTHING: BilledTokens = { tokens: { ...NO_TOKENS, toolCalls: {} }, source: 'none' };
 
-/** The tokens a request is billed for; `body` is the client's parsed request. */
-export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): BilledTokens {
+/**
+ * The tokens a request is billed for; `body` is the client's parsed request. Asynchronous: a prompt of
+ * megabytes is counted in slices that yield to the event loop (docs/limits.md).
+ */
+export async function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
   const { usage, end } = outcome;
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(countTokens(requestText(body)), countTokens(outcome.outputText())), source: 'estimated' };
+    return { tokens: estimated(await countTokensAsync(requestText(body)), await outcome.outputTokens()), source: 'estimated' };
   }
-  const output = countTokens(outcome.outputText());
+  const output = await outcome.outputTokens();
   if (usage === null && output === 0) return NOTHING;
-  const input = usage === null ? estimated(countTokens(requestText(body)), 0) : counts(usage);
+  const input = usage === null ? estimated(await countTokensAsync(requestText(body)), 0) : counts(usage);
   return { tokens: { ...input, outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 

@@ -4,14 +4,12 @@
  * the last line of its output (scripts read it with `tail -n 1`); nothing else ever prints it.
  */
 import { issueApiKey, keyStatus } from '../auth/issue-key';
+import { isValidKeyName, printableKeyName } from '../auth/key-name';
 import { formatUnits } from '../billing/money';
 import type { ApiKeyRecord, Store } from '../store/store';
 import { formatModels, formatSpendLimit, parseModelList, parseSpendLimit } from './key-limits';
 import { requireAccount, requireKey } from './lookup';
 import { formatTable, formatTime } from './table';
-
-/** Key labels are shown in one table cell: printable, one line, at most 100 characters. */
-const KEY_NAME_PATTERN = /^[^\u0000-\u001f\u007f]{1,100}$/;
 
 /**
  * `key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]`: creates a key and
@@ -22,7 +20,7 @@ export async function createKeyCommand(
   input: { account: string; name?: string | null; spendLimit?: string | null; models?: string | null },
   out: (line: string) => void,
 ): Promise<{ key: string; record: ApiKeyRecord }> {
-  if (input.name != null && !KEY_NAME_PATTERN.test(input.name)) {
+  if (input.name != null && !isValidKeyName(input.name)) {
     throw new Error('invalid key name: use 1-100 printable characters on one line');
   }
   const spendLimit = input.spendLimit == null ? null : parseSpendLimit(input.spendLimit);
@@ -57,7 +55,7 @@ export async function listKeysCommand(
   const rows = keys.map((key) => [
     key.id,
     account?.name ?? key.accountId,
-    key.name ?? '-',
+    key.name === null ? '-' : printableKeyName(key.name),
     `${key.prefix}…${key.last4}`,
     formatTime(key.createdAt),
     keyStatus(key, now.getTime()),

@@ -82,8 +82,12 @@ export interface ServerConfig {
   readonly headers_timeout_ms: number;
   readonly request_timeout_ms: number;
   readonly keep_alive_timeout_ms: number;
-  /** Trust X-Forwarded-Proto/-For from the one proxy in front (Koa's `app.proxy`). */
+  /** Trust X-Forwarded-Proto/-For from the proxies in front (Koa's `app.proxy`). */
   readonly trust_proxy: boolean;
+  /** How many X-Forwarded-For entries, from the right, proxies wrote (Koa's `app.maxIpsCount`). */
+  readonly trusted_proxy_hops: number;
+  readonly shutdown_grace_ms: number;
+  readonly shutdown_unready_ms: number;
 }
 
 export interface ConsoleConfig {

@@ -16,6 +16,7 @@ import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
 import { summarize } from '../metrics/summary';
 import { errorBody, errorHeaders } from '../protocols/errors';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from '../protocols/types';
+import type { ActiveStreams } from './active-streams';
 import type { Chain } from './chain';
 import type { GatewayContext, GatewayState } from './context';
 import { GatewayError, toGatewayError } from './errors';
@@ -102,11 +103,25 @@ function logManagementRequest(ctx: BaseContext, logger: Logger, startedAt: numbe
   );
 }
 
+/** Koa's view of the proxies in front: whether to trust X-Forwarded-*, and how many hops wrote them. */
+export function applyProxySettings(app: Koa<BaseState>, server: GatewayConfig['server']): void {
+  app.proxy = server.trust_proxy;
+  // The client address is the entry the outermost trusted proxy appended: `trusted_proxy_hops` from
+  // the right. Entries further left are whatever the client wrote, and a client can write anything.
+  app.maxIpsCount = server.trusted_proxy_hops;
+}
+
+/** What the kernel is given beside the ops routes' dependencies. */
+export interface KernelDeps extends Omit<OpsDeps, 'runtime'> {
+  /** Where streamed answers are tracked for shutdown. */
+  readonly streams?: ActiveStreams;
+}
+
 /** Builds the Koa app over a runtime reference; `admin` adds the console and its API. */
-export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps, 'runtime'>, admin?: AdminDeps): Koa<BaseState> {
+export function createApp(runtime: RuntimeRef, logger: Logger, ops: KernelDeps, admin?: AdminDeps): Koa<BaseState> {
   const app = new Koa<BaseState>();
   app.silent = true;
-  app.proxy = runtime.current.config.server.trust_proxy;
+  applyProxySettings(app, runtime.current.config.server);
 
   app.use(async function requestBoundary(ctx, next) {
     const startedAt = performance.now();
@@ -119,6 +134,7 @@ export function createApp(runtime: RuntimeRef, logger: Logger, ops: Omit<OpsDeps
     let error: GatewayError | null = null;
     try {
       await next();
+      ops.streams?.track(ctx.body, ctx.res);
     } catch (thrown) {
       const err = (error = toGatewayError(thrown));
       if (err.status >= 500) logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);

@@ -58,10 +58,11 @@ export interface ExchangeOutcome {
   /** Usage as reported once by the protocol or translator code that read the upstream. */
   readonly usage: Usage | null;
   /**
-   * The output text the client received, parsed from the relayed bytes on demand by the protocol
-   * code: what billing counts when `usage` is null or partial. '' when nothing was relayed.
+   * The output tokens the client received, counted with the tokenizer by the protocol code as the
+   * answer passed (a stream is never held whole): what billing uses when `usage` is null or partial.
+   * 0 when nothing was relayed. Asynchronous: counting what is left yields to the event loop.
    */
-  readonly outputText: () => string;
+  readonly outputTokens: () => Promise<number>;
   /** The id of the reply the client got, where a later request may reference it (Responses); else null. */
   readonly replyId: string | null;
 }

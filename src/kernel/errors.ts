@@ -23,6 +23,8 @@ export const ERRORS = {
   TOLLGATE_ERR_BODY_FORBIDDEN_KEY: { status: 400, type: 'invalid_request_error', code: 'forbidden_key' },
   TOLLGATE_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', code: 'request_too_large', anthropicType: 'request_too_large' },
   TOLLGATE_ERR_BODY_CONTENT_TYPE: { status: 415, type: 'invalid_request_error', code: 'unsupported_media_type' },
+  TOLLGATE_ERR_BODY_CONTENT_ENCODING: { status: 415, type: 'invalid_request_error', code: 'unsupported_content_encoding' },
+  TOLLGATE_ERR_BODY_INVALID_ENCODING: { status: 400, type: 'invalid_request_error', code: 'invalid_content_encoding' },
   TOLLGATE_ERR_REQUEST_INVALID: { status: 400, type: 'invalid_request_error', code: 'invalid_value' },
   TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },
   TOLLGATE_ERR_UNSUPPORTED_PROTOCOL: { status: 400, type: 'invalid_request_error', code: 'unsupported_model_for_endpoint' },
@@ -44,6 +46,7 @@ export const ERRORS = {
   TOLLGATE_ERR_PROVIDER_UNCONFIGURED: { status: 503, type: 'service_unavailable_error', code: 'provider_not_configured', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_AUTH: { status: 502, type: 'server_error', code: 'upstream_auth_failed', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'server_error', code: 'upstream_unreachable', anthropicType: 'api_error' },
+  TOLLGATE_ERR_UPSTREAM_OVERLOADED: { status: 503, type: 'service_unavailable_error', code: 'upstream_overloaded', anthropicType: 'overloaded_error' },
   TOLLGATE_ERR_NO_HEALTHY_UPSTREAM: { status: 503, type: 'service_unavailable_error', code: 'no_healthy_upstream', anthropicType: 'overloaded_error' },
   TOLLGATE_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'server_error', code: 'upstream_timeout', anthropicType: 'timeout_error' },
   TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE: { status: 502, type: 'server_error', code: 'upstream_invalid_response', anthropicType: 'api_error' },
@@ -51,6 +54,7 @@ export const ERRORS = {
   TOLLGATE_ERR_UPSTREAM_ERROR: { status: 502, type: 'server_error', code: null, anthropicType: 'api_error' },
   TOLLGATE_ERR_UNSUPPORTED_TRANSLATION: { status: 400, type: 'invalid_request_error', code: 'unsupported_model_for_endpoint' },
   TOLLGATE_ERR_STREAM_INTERRUPTED: { status: 502, type: 'server_error', code: 'stream_interrupted', anthropicType: 'api_error' },
+  TOLLGATE_ERR_SHUTTING_DOWN: { status: 503, type: 'service_unavailable_error', code: 'shutting_down', anthropicType: 'overloaded_error' },
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', code: 'internal_error', anthropicType: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;
 

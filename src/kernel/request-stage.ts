@@ -27,7 +27,8 @@ function parseBody(raw: Buffer): Record<string, unknown> {
   try {
     body = JSON.parse(raw.toString('utf8'));
   } catch (err) {
-    const detail = err instanceof SyntaxError ? ` (${err.message})` : '';
+    // The parser's message quotes the body: never echo binary or control bytes back, nor much of it.
+    const detail = err instanceof SyntaxError ? ` (${shown(err.message.replace(/[\u0080-\u009f\ufffd]/g, '?'))})` : '';
     throw new GatewayError('TOLLGATE_ERR_BODY_INVALID_JSON', `The request body is not valid JSON${detail}.`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {

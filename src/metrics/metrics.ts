@@ -5,6 +5,7 @@
  * counting when a reload swaps the plugin chain. Label values are bounded: endpoints, configured
  * model ids, configured provider ids, fixed outcome words; account ids only when the operator asks.
  */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NANO_PER_UNIT } from '../billing/money';
 import type { BreakerState } from '../upstream/breakers';
@@ -49,9 +50,20 @@ function units(nano: bigint): number {
   return Number(nano / NANO_PER_UNIT) + Number(nano % NANO_PER_UNIT) / Number(NANO_PER_UNIT);
 }
 
+/** How finely the event loop's delay is sampled, in ms: a block shorter than this may go unseen. */
+const LOOP_DELAY_RESOLUTION_MS = 10;
+/** The quantiles of loop delay reported; 1 is the longest block since the last scrape. */
+const LOOP_DELAY_QUANTILES: ReadonlyArray<[string, (h: IntervalHistogram) => number]> = [
+  ['0.5', (h) => h.percentile(50)],
+  ['0.99', (h) => h.percentile(99)],
+  ['1', (h) => h.max],
+];
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   private live: LiveView | null = null;
+  /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */
+  private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
 
   private readonly requests = new Counter({
     name: 'tollgate_requests_total',
@@ -205,7 +217,28 @@ export class GatewayMetrics {
         this.set(metrics.live?.rateLimitDegraded() === true ? 1 : 0);
       },
     });
+    this.loopDelay.enable();
+    new Gauge({
+      name: 'tollgate_event_loop_lag_seconds',
+      help: `Event-loop delay since the previous scrape, by quantile (1 = the longest block), sampled every ${LOOP_DELAY_RESOLUTION_MS} ms. Any request that blocks the loop delays every other one.`,
+      labelNames: ['quantile'] as const,
+      registers: [this.registry],
+      collect() {
+        const histogram = metrics.loopDelay;
+        // Without a sample yet (a scrape right after start) the histogram reads NaN: report 0.
+        for (const [quantile, read] of LOOP_DELAY_QUANTILES) {
+          const ns = read(histogram);
+          this.set({ quantile }, histogram.count === 0 || !Number.isFinite(ns) ? 0 : ns / 1e9);
+        }
+        histogram.reset();
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Stops sampling the event loop (the gateway is stopping). */
+  stop(): void {
+    this.loopDelay.disable();
   }
 
   /** Where the scrape-time gauges read from; set once the gateway's runtime exists. */

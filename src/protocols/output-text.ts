@@ -1,10 +1,8 @@
 /**
- * The text a reply carried, read back from the bytes that were relayed: what billing counts with a
- * tokenizer when the upstream reported no usage (or the stream broke off). Parsed lazily, only when
- * needed, so the relay itself never pays for it. Tool-call arguments and reasoning count as output,
- * as the providers bill them.
+ * The text a reply carried: what billing counts with a tokenizer when the upstream reported no usage
+ * (or the stream broke off). Streams are read event by event (`output-count.ts`), whole replies once.
+ * Tool-call arguments and reasoning count as output, as the providers bill them.
  */
-import { SseParser } from './sse';
 import type { EndpointId } from './types';
 import { tryParse } from './usage-json';
 
@@ -54,17 +52,6 @@ function responsesEventText(data: Json): string {
   return typeof data.type === 'string' && RESPONSES_DELTAS.has(data.type) ? text(data.delta) : '';
 }
 
-function streamText(chunks: readonly Buffer[], read: (data: Json) => string): string {
-  const parser = new SseParser();
-  let out = '';
-  for (const chunk of chunks) {
-    for (const event of parser.push(chunk)) {
-      if (event.data !== '[DONE]') out += read(object(tryParse(event.data)));
-    }
-  }
-  return out;
-}
-
 /** The output text of a whole reply that has already been parsed. */
 export function replyText(endpoint: EndpointId, body: unknown): string {
   return bodyText(endpoint, object(body));
@@ -97,16 +84,16 @@ function bodyText(endpoint: EndpointId, body: Json): string {
   }
 }
 
-/** The output text in `chunks`, the bytes of a reply in `endpoint`'s protocol (streamed or whole). */
-export function outputTextOf(endpoint: EndpointId, stream: boolean, chunks: readonly Buffer[]): string {
-  if (!stream) return bodyText(endpoint, object(tryParse(Buffer.concat(chunks).toString('utf8'))));
+/** The output text of one stream event's data in `endpoint`'s protocol ('' for events that carry none). */
+export function eventText(endpoint: EndpointId, data: string): string {
+  if (data === '[DONE]') return '';
   switch (endpoint) {
     case 'chat':
-      return streamText(chunks, chatChunkText);
+      return chatChunkText(object(tryParse(data)));
     case 'messages':
-      return streamText(chunks, messagesEventText);
+      return messagesEventText(object(tryParse(data)));
     case 'responses':
-      return streamText(chunks, responsesEventText);
+      return responsesEventText(object(tryParse(data)));
     case 'count_tokens':
       return '';
   }

@@ -69,8 +69,8 @@ export interface UsageTap {
   observe(chunk: Buffer): void;
   /** The usage seen so far; null when the upstream reported none (or none that could be read). */
   result(): Usage | null;
-  /** The output text relayed so far, parsed on demand (for counting when usage is missing). */
-  outputText(): string;
+  /** The output tokens relayed so far, counted as they passed (for billing when usage is missing). */
+  outputTokens(): Promise<number>;
   /** The id of the reply the client received (a Responses `resp_…`), when the stream named one. */
   replyId?(): string | null;
 }

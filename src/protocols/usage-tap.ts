@@ -5,8 +5,8 @@
 import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { chatUsageFromChunk } from './openai-chat/usage';
 import { responseIdFromEvent, responsesUsageFromEvent } from './openai-responses/usage';
-import { outputTextOf } from './output-text';
-import { SseParser } from './sse';
+import { OutputTokenCount } from './output-count';
+import { SseParser, type SseEvent } from './sse';
 import type { EndpointId, Usage, UsageCounts, UsageTap } from './types';
 
 /** Folds one event into the usage so far: the new counts, `sofar` when it says nothing, null when unreadable. */
@@ -18,17 +18,31 @@ class StreamUsageTap implements UsageTap {
   /** A usage report that could not be read spoils the stream's usage: billing then counts for itself. */
   private unreadable = false;
   private id: string | null = null;
-  /** References to the relayed chunks (no copies), read back only if output must be counted. */
-  private readonly chunks: Buffer[] = [];
+  /** The output counted as it passes, in a bounded window: nothing relayed is kept. */
+  private readonly output: OutputTokenCount;
+  /** Set when the stream could not be parsed (an event over the size cap): the tap stops reading. */
+  private broken = false;
+
   constructor(
     private readonly endpoint: EndpointId,
     private readonly fold: Fold,
-  ) {}
+  ) {
+    this.output = new OutputTokenCount(endpoint);
+  }
 
   observe(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    for (const { event, data } of this.parser.push(chunk)) {
+    if (this.broken) return;
+    let events: SseEvent[];
+    try {
+      events = this.parser.push(chunk);
+    } catch {
+      // The bytes still reach the client unchanged; only the tap gives up on an oversized event.
+      this.broken = true;
+      return;
+    }
+    for (const { event, data } of events) {
       if (this.endpoint === 'responses') this.id = responseIdFromEvent(event, data) ?? this.id;
+      this.output.add(data);
       if (this.unreadable) continue;
       const before = this.counts;
       const after = this.fold(event, data, before);
@@ -37,8 +51,8 @@ class StreamUsageTap implements UsageTap {
     }
   }
 
-  outputText(): string {
-    return outputTextOf(this.endpoint, true, this.chunks);
+  outputTokens(): Promise<number> {
+    return this.output.total();
   }
 
   result(): Usage | null {
@@ -56,7 +70,7 @@ function mentionsUsage(data: string): boolean {
 }
 
 /** A tap that never finds usage, for exchanges that are not billed (count_tokens). */
-const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputText: () => '' };
+const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputTokens: () => Promise.resolve(0) };
 
 /** The tap for a native stream on `endpoint` (whole replies are read once: see `reply-usage.ts`). */
 export function usageTapFor(endpoint: EndpointId): UsageTap {

@@ -17,7 +17,13 @@ export type FailureKind = 'connect_error' | 'reset' | 'timeout' | 'status' | 'in
  * Reports how the committed exchange ended; called exactly once, later for streams. `replyId` is the
  * id of the reply the client got where a later request may reference it (a Responses `resp_…`).
  */
-export type ReportEnd = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string, replyId?: string | null) => void;
+export type ReportEnd = (
+  end: ExchangeEnd,
+  usage: Usage | null,
+  status: number,
+  outputTokens: () => Promise<number>,
+  replyId?: string | null,
+) => void;
 
 /** An answer decided but not yet sent: `commit()` sets the Koa response and wires the end report. */
 export interface Commit {

@@ -76,6 +76,8 @@ async function attemptAll(
   const deadlineAt = Date.now() + policy.deadline_ms;
   let last: AttemptFailure | null = null;
   let lastTarget: Target | null = null;
+  /** The shortest wait a provider's 429 asked for, for the 503 that answers when all were busy. */
+  let overloadedFor: number | null = null;
   const openUntil: number[] = [];
   let attempts = 0;
   /** Whether the attempt under way holds a retry from the budget. */
@@ -132,6 +134,7 @@ async function attemptAll(
       }
       attempts += 1;
       if (error.kind === 'aborted') return clientLeft(ctx, recorder);
+      if (error.kind === 'status' && error.status === 429) overloadedFor = Math.min(overloadedFor ?? Infinity, error.retryAfterMs ?? 1000);
       last = error;
       lastTarget = target;
       if (!isRetryable(outcomeOf(error), policy)) break;
@@ -142,14 +145,14 @@ async function attemptAll(
       retrying = false;
     }
   }
-  answerWithoutCommit(ctx, recorder, last, openUntil);
+  answerWithoutCommit(ctx, recorder, last, openUntil, overloadedFor);
 }
 
 /** Counts a stream that broke after its commit against its provider, then reports as usual. */
 function reportTo(report: ReportEnd, breakers: ProviderBreakers, target: Target): ReportEnd {
-  return (end, usage, status, outputText, replyId) => {
+  return (end, usage, status, outputTokens, replyId) => {
     if (end.kind === 'failed') breakers.recordFailure(target.provider.id, end.error);
-    report(end, usage, status, outputText, replyId);
+    report(end, usage, status, outputTokens, replyId);
   };
 }
 
@@ -159,7 +162,18 @@ function clientLeft(ctx: GatewayContext, recorder: ExchangeRecorder): void {
 }
 
 /** No answer was committed: the last failure's answer, or why nothing could be tried. */
-function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, last: AttemptFailure | null, openUntil: number[]): void {
+function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, last: AttemptFailure | null, openUntil: number[], overloadedFor: number | null): void {
+  if (last !== null && last.kind === 'status' && last.status === 429) {
+    // The provider's 429 is its capacity, not the client's limit: relayed as is, the client would take
+    // it for its own rate limit (RELIABILITY.md C3). Said as 503 with the provider's shortest wait.
+    const seconds = Math.max(1, Math.ceil((overloadedFor ?? 1000) / 1000));
+    const error = new GatewayError('TOLLGATE_ERR_UPSTREAM_OVERLOADED', `The providers of the model '${ctx.state.request!.model.id}' are overloaded; retry in ${seconds} s.`, {
+      headers: { 'retry-after': String(seconds) },
+      cause: last,
+    });
+    recorder.fail(error, error.status);
+    throw error;
+  }
   if (last !== null) {
     recorder.fail(last, last.clientStatus);
     return last.respond(ctx);

@@ -11,7 +11,7 @@ import type { ReportEnd } from './attempt';
 /** nginx's status for a request whose client closed the connection first; it only reaches logs. */
 export const CLIENT_CLOSED_REQUEST = 499;
 
-const NOTHING_RELAYED = (): string => '';
+const NOTHING_RELAYED = (): Promise<number> => Promise.resolve(0);
 
 /** Usage of an exchange that did not end delivered counts only what was produced: it is partial. */
 function usageFor(end: ExchangeEnd, usage: Usage | null): Usage | null {
@@ -41,7 +41,7 @@ export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecord
   let upstreamRequestId: string | null = null;
   ctx.state.exchange = exchange;
   let settled = false;
-  const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputText: () => string, replyId: string | null = null) => {
+  const done = (end: ExchangeEnd, usage: Usage | null, status: number, outputTokens: () => Promise<number>, replyId: string | null = null) => {
     if (settled) return;
     settled = true;
     settle({
@@ -53,7 +53,7 @@ export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecord
       committedAt,
       upstreamRequestId,
       usage: usageFor(end, usage),
-      outputText,
+      outputTokens,
       replyId,
     });
   };

@@ -25,7 +25,14 @@ export function readFirstEvent(body: Readable): Promise<StreamHead> {
     };
     const onData = (chunk: Buffer) => {
       chunks.push(chunk);
-      const [first] = parser.push(chunk);
+      let first: SseEvent | undefined;
+      try {
+        [first] = parser.push(chunk);
+      } catch (error) {
+        // A first event over the size cap: an invalid reply, not something to hold.
+        body.destroy();
+        return onError(error as Error);
+      }
       if (first !== undefined) finish(first);
     };
     const onEnd = () => finish(null);

@@ -9,6 +9,7 @@ import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
+import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
 import { needsUsageRequested, UsageChunkRemover, withUsageRequested } from '../protocols/openai-chat/stream-usage';
 import { replyId, replyUsage } from '../protocols/reply-usage';
@@ -44,6 +45,23 @@ export function credentialsRefused(target: Target, response: UpstreamResponse): 
   );
 }
 
+/**
+ * Rejects a 3xx: an API endpoint that redirects is misconfigured (a wrong base URL), and the redirect,
+ * stripped of the Location the client could not follow anyway, means nothing to an SDK: a 502.
+ */
+export function redirected(target: Target, response: UpstreamResponse): AttemptFailure {
+  discard(response.body);
+  return invalidReply(target, `the provider answered ${response.status}, a redirect: check its base_url`);
+}
+
+/** Rejects an answer streamed when the request was not (or whole when it was): the SDK could not read it. */
+export function streamMismatch(target: Target, response: UpstreamResponse, stream: boolean): AttemptFailure {
+  discard(response.body);
+  // A streaming client handed one JSON body reads zero chunks and no error (PROTOCOLS.md §0 fact 4);
+  // a plain client handed a stream fails to parse it.
+  return invalidReply(target, `the provider answered ${stream ? 'without' : 'with'} a stream, contrary to the request`);
+}
+
 export function invalidReply(target: Target, why: string): AttemptFailure {
   return new AttemptFailure(
     'invalid',
@@ -73,7 +91,9 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
     });
     if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
     if (response.status >= 400) throw await relayedError(target, response);
-    if (isEventStream(response)) return await streamAnswer(ctx, target, response, askUsage ? new UsageChunkRemover() : undefined);
+    if (response.status >= 300) throw redirected(target, response);
+    if (isEventStream(response) !== request.stream) throw streamMismatch(target, response, request.stream);
+    if (request.stream) return await streamAnswer(ctx, target, response, askUsage ? new UsageChunkRemover() : undefined);
     return await plainAnswer(ctx, target, response);
   } catch (error) {
     throw attemptFailure(error, provider.id, signal);
@@ -100,7 +120,13 @@ async function plainAnswer(ctx: GatewayContext, target: Target, response: Upstre
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
       ctx.body = bytes;
-      report({ kind: 'delivered' }, replyUsage(endpoint, parsed), response.status, () => replyText(endpoint, parsed), replyId(endpoint, parsed));
+      report(
+        { kind: 'delivered' },
+        replyUsage(endpoint, parsed),
+        response.status,
+        () => countTokensAsync(replyText(endpoint, parsed)),
+        replyId(endpoint, parsed),
+      );
     },
   };
 }
@@ -125,10 +151,12 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
         head: head.chunks,
         tap,
         ...(filter !== undefined && { filter }),
-        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputText(), tap.replyId?.() ?? null),
+        onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputTokens(), tap.replyId?.() ?? null),
         failureFrame: (error) =>
           streamErrorFrame(
-            new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${target.provider.id}' broke off the stream.`, { cause: error }),
+            error instanceof GatewayError
+              ? error
+              : new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${target.provider.id}' broke off the stream.`, { cause: error }),
             endpoint.id,
           ),
       });

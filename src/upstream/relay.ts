@@ -5,6 +5,8 @@
  */
 import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
+import type { Interruptible } from '../kernel/active-streams';
+import { GatewayError } from '../kernel/errors';
 import type { UsageTap } from '../protocols/types';
 
 export interface RelayOptions {
@@ -26,7 +28,12 @@ export interface StreamFilter {
   end(): Buffer;
 }
 
-export class Relay extends Readable {
+/** Why a stream still running at the shutdown deadline ends. */
+export function shutdownError(): GatewayError {
+  return new GatewayError('TOLLGATE_ERR_SHUTTING_DOWN', 'The gateway is shutting down and ended the stream; retry the request.');
+}
+
+export class Relay extends Readable implements Interruptible {
   private ended = false;
 
   constructor(
@@ -37,6 +44,17 @@ export class Relay extends Readable {
     for (const chunk of options.head ?? []) {
       options.tap.observe(chunk);
       this.relay(chunk);
+    }
+    // A reply whole in one read has already ended while its first event was judged: its 'end' fired
+    // before anyone here listened, so there is nothing to wait for.
+    if (source.readableEnded) {
+      this.push(null);
+      this.finish({ kind: 'delivered' });
+      return;
+    }
+    if (source.destroyed) {
+      this.fail(source.errored ?? new Error('upstream closed the stream before its end'));
+      return;
     }
     source.on('data', (chunk: Buffer) => {
       options.tap.observe(chunk);
@@ -70,6 +88,12 @@ export class Relay extends Readable {
     this.finish({ kind: 'aborted' });
     this.source.destroy();
     callback(error);
+  }
+
+  shutdown(): void {
+    if (this.ended) return;
+    this.fail(shutdownError());
+    this.source.destroy();
   }
 
   private fail(error: unknown): void {

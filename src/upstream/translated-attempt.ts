@@ -5,7 +5,8 @@
  */
 import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { outputTextOf } from '../protocols/output-text';
+import { countTokensAsync } from '../billing/tokenizer';
+import { replyText } from '../protocols/output-text';
 import { ENDPOINTS } from '../protocols/types';
 import { tryParse } from '../protocols/usage-json';
 import { upstreamPath, type Target } from '../routing/resolve';
@@ -14,7 +15,7 @@ import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
 import { attemptFailure } from './failures';
 import { isErrorEvent, readFirstEvent } from './first-event';
 import { translatedRequestHeaders, upstreamRequestIdOf } from './headers';
-import { credentialsRefused, invalidReply } from './native-attempt';
+import { credentialsRefused, invalidReply, redirected, streamMismatch } from './native-attempt';
 import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { failureFromErrorEvent } from './stream-error';
 import { TranslatingRelay } from './translating-relay';
@@ -53,11 +54,8 @@ export async function attemptTranslated(
       const bytes = scrubbed(await readBody(response.body, MAX_ERROR_BODY_BYTES, 'cut'), provider.api_key);
       throw new AttemptFailure('status', response.status, translator.error(response.status, bytes, response.headers), retryAfterMs(response.headers));
     }
-    if (isEventStream(response) !== request.stream) {
-      discard(response.body);
-      // A streaming client handed one JSON body reads zero chunks and no error (PROTOCOLS.md §0 fact 4).
-      throw invalidReply(target, `the provider answered ${request.stream ? 'without' : 'with'} a stream, contrary to the request`);
-    }
+    if (response.status >= 300) throw redirected(target, response);
+    if (isEventStream(response) !== request.stream) throw streamMismatch(target, response, request.stream);
     return request.stream ? await streamAnswer(target, translator, context, response) : await plainAnswer(target, translator, context, response);
   } catch (error) {
     throw attemptFailure(error, provider.id, signal);
@@ -80,7 +78,7 @@ async function plainAnswer(target: Target, translator: Translator, context: Tran
     commit(ctx, report) {
       ctx.status = 200;
       ctx.body = reply.body;
-      report({ kind: 'delivered' }, reply.usage, 200, () => outputTextOf(translator.upstreamEndpoint, false, [bytes]));
+      report({ kind: 'delivered' }, reply.usage, 200, () => countTokensAsync(replyText(translator.upstreamEndpoint, parsed)));
     },
   };
 }
@@ -104,7 +102,7 @@ async function streamAnswer(target: Target, translator: Translator, context: Tra
         head: head.chunks,
         providerId: target.provider.id,
         upstreamEndpoint: translator.upstreamEndpoint,
-        onEnd: (kind, usage, outputText) => report(kind, usage, 200, outputText),
+        onEnd: (kind, usage, outputTokens) => report(kind, usage, 200, outputTokens),
       });
       // The headers leave with the first translated event in one write (no separate flushHeaders()).
     },

@@ -4,27 +4,29 @@
  * It is the one place that knows how a translated stream ended, so it reports the end and the usage.
  */
 import { Readable } from 'node:stream';
+import type { Interruptible } from '../kernel/active-streams';
 import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { SseParser } from '../protocols/sse';
-import { outputTextOf } from '../protocols/output-text';
+import { SseParser, type SseEvent } from '../protocols/sse';
+import { OutputTokenCount } from '../protocols/output-count';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
+import { shutdownError } from './relay';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
   /** Chunks already read from the source (to judge its first event), translated before the rest. */
   readonly head?: readonly Buffer[];
-  /** The upstream's protocol, to read the output text back from its bytes when billing needs it. */
+  /** The upstream's protocol, to count the output as it passes, for billing when usage is missing. */
   readonly upstreamEndpoint: EndpointId;
   /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
-  readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputText: () => string) => void;
+  readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputTokens: () => Promise<number>) => void;
 }
 
-export class TranslatingRelay extends Readable {
+export class TranslatingRelay extends Readable implements Interruptible {
   private readonly parser = new SseParser();
-  /** References to the upstream's chunks, read back only if the output must be counted. */
-  private readonly chunks: Buffer[] = [];
+  /** The output counted as it passes, in a bounded window: nothing read is kept. */
+  private readonly output: OutputTokenCount;
   private reported = false;
   /** Set once the source is left to drain on its own: it must not be destroyed then. */
   private released = false;
@@ -35,9 +37,19 @@ export class TranslatingRelay extends Readable {
     private readonly options: TranslatingRelayOptions,
   ) {
     super();
+    this.output = new OutputTokenCount(options.upstreamEndpoint);
     for (const chunk of options.head ?? []) this.translate(chunk);
     // A reply whole in its first chunks has already ended and left the source to drain.
     if (this.released) return;
+    // A reply whole in one read may have ended (its 'end' already fired) before its terminal event.
+    if (source.readableEnded) {
+      this.sourceEnded();
+      return;
+    }
+    if (source.destroyed) {
+      this.interrupt(source.errored ?? new Error('upstream closed the stream before its end'));
+      return;
+    }
     source.on('data', (chunk: Buffer) => this.translate(chunk));
     source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.interrupt(error));
@@ -57,9 +69,16 @@ export class TranslatingRelay extends Readable {
   }
 
   private translate(chunk: Buffer): void {
-    this.chunks.push(chunk);
+    let events: SseEvent[];
+    try {
+      events = this.parser.push(chunk);
+    } catch (error) {
+      // An event over the size cap: the upstream is broken, and the stream ends with an error event.
+      return this.interrupt(error);
+    }
     let frames = '';
-    for (const event of this.parser.push(chunk)) {
+    for (const event of events) {
+      this.output.add(event.data);
       frames += this.translation.event(event);
       if (this.translation.ended) break;
     }
@@ -88,10 +107,19 @@ export class TranslatingRelay extends Readable {
     this.interrupt(new Error('upstream ended the stream before its terminal event'));
   }
 
-  /** The upstream broke off: end the client's stream with an error event, never a fake success. */
+  shutdown(): void {
+    if (this.reported) return;
+    this.interrupt(shutdownError());
+    if (!this.released) this.source.destroy();
+  }
+
+  /** The upstream broke off (or the gateway is stopping): end the client's stream with an error event, never a fake success. */
   private interrupt(cause: unknown): void {
     if (this.reported) return;
-    const error = new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
+    const error =
+      cause instanceof GatewayError
+        ? cause
+        : new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
     const frames = this.translation.interrupt(error);
     if (frames !== '') this.push(frames);
     this.push(null);
@@ -101,7 +129,7 @@ export class TranslatingRelay extends Readable {
   private report(end: ExchangeEnd): void {
     if (this.reported) return;
     this.reported = true;
-    const { chunks } = this;
-    this.options.onEnd(end, this.translation.usage(), () => outputTextOf(this.options.upstreamEndpoint, true, chunks));
+    const { output } = this;
+    this.options.onEnd(end, this.translation.usage(), () => output.total());
   }
 }

@@ -53,8 +53,8 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
     const account = await store.createAccount({ name: 'shared', role: 'user' });
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
-    // The admitted replies are held until the 47 others are back: were one to settle first, the
-    // money it gives back could admit a request still on its way (a loaded machine made that happen).
+    // The admitted replies are held until the 47 others are back, as in billing.test.ts: were one to
+    // settle first, the money it gives back could admit a request still on its way.
     let answered = 0;
     let allRefused!: () => void;
     const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
@@ -68,7 +68,6 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
           body,
         }).then(async (res) => {
           await res.arrayBuffer();
-          // Counted whatever the status: if more than three were admitted, the gate still opens.
           if (++answered === 47) allRefused();
           return res.status;
         }),

@@ -40,6 +40,11 @@ export interface SseReply {
   readonly events: readonly SseEvent[];
   readonly thenReset?: boolean;
   readonly thenHang?: boolean;
+  /**
+   * The whole stream, headers and end included, in one `end()` call, so it reaches the gateway in a
+   * single read (a fast short answer, a buffering proxy). Pauses are ignored.
+   */
+  readonly oneWrite?: boolean;
 }
 
 /** Accepts the request and never answers. */
@@ -185,6 +190,10 @@ async function play(step: UpstreamStep, exchange: Exchange): Promise<void> {
     step.status ?? 200,
     headersFor({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, step.headers),
   );
+  if (step.oneWrite === true) {
+    res.end(step.events.map((event) => ('pauseMs' in event ? '' : sseFrame(event))).join(''));
+    return;
+  }
   res.flushHeaders();
   for (const event of step.events) {
     if (exchange.gone) return;

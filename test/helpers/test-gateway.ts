@@ -74,6 +74,8 @@ server:
   host: 127.0.0.1
   max_body_bytes: ${TEST_MAX_BODY_BYTES}
   max_json_depth: ${TEST_MAX_JSON_DEPTH}
+  # Tests stop gateways by the hundred: no window in which readiness says 503 before the listener closes.
+  shutdown_unready_ms: 0
 store:
   url: "sqlite::memory:"
 providers:

@@ -51,7 +51,7 @@ function outcomeWith(attemptLog: AttemptRecord[], committedAt: number | null, us
     committedAt,
     upstreamRequestId: 'up-1',
     usage,
-    outputText: () => '',
+    outputTokens: () => Promise.resolve(0),
     replyId: null,
   };
 }

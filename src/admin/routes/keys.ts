@@ -1,8 +1,9 @@
 /** The signed-in account's API keys: list, Add Token, change limits, revoke. Only ever its own. */
 import type Router from '@koa/router';
 import { issueApiKey } from '../../auth/issue-key';
+import { isValidKeyName } from '../../auth/key-name';
 import type { ApiKeyRecord } from '../../store/store';
-import { ApiError, notFound } from '../api-error';
+import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
@@ -33,6 +34,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const { account } = callerOf(ctx);
     const body = await readJsonObject(ctx);
     const name = optionalString(body, 'name', 'A name', 60);
+    if (name !== null && !isValidKeyName(name)) throw invalid('name', 'A name cannot hold control characters (line breaks, escape sequences, direction overrides).');
     const expiresAt = optionalFutureDate(body, 'expires_at', 'The expiry');
     const spendLimit = optionalAmount(body, 'spend_limit', 'The spend limit') ?? null;
     const models = optionalModelList(body, 'models', knownModels()) ?? null;

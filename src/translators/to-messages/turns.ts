@@ -48,10 +48,21 @@ export function normalisedTurns(turns: readonly Turn[], rules: TurnRules): Turn[
  */
 function mergeSameRole(turns: readonly Turn[]): Turn[] {
   const merged: Turn[] = [];
+  // The run of one role being merged: its blocks are appended in place, never copied again, so a
+  // run of n turns costs O(n) rather than the O(n²) of rebuilding the merged turn at each step.
+  let run: Block[] | null = null;
   for (const turn of turns) {
     const previous = merged.at(-1);
-    if (previous?.role !== turn.role) merged.push(turn);
-    else merged[merged.length - 1] = { role: turn.role, content: [...asBlocks(previous.content), ...asBlocks(turn.content)] };
+    if (previous?.role !== turn.role) {
+      merged.push(turn);
+      run = null;
+      continue;
+    }
+    if (run === null) {
+      run = [...asBlocks(previous.content)];
+      merged[merged.length - 1] = { role: turn.role, content: run };
+    }
+    for (const block of asBlocks(turn.content)) run.push(block);
   }
   return merged;
 }
