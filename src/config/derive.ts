@@ -42,6 +42,7 @@ interface ValidatedModel {
   readonly free: boolean;
   readonly max_output_tokens: number;
   readonly thinking: ThinkingStyle;
+  readonly aliases: string[];
   readonly failover?: Partial<FailoverPolicy>;
 }
 
@@ -103,6 +104,7 @@ function deriveModel(model: ValidatedModel, id: string): ModelConfig {
     free: model.free,
     max_output_tokens: model.max_output_tokens,
     thinking: model.thinking,
+    aliases: model.aliases,
     ...(model.failover !== undefined && { failover: model.failover }),
   };
 }

@@ -62,8 +62,10 @@ export interface ModelConfig {
   readonly free: boolean;
   /** Used when a translated request omits its own limit. */
   readonly max_output_tokens: number;
-  /** How reasoning effort is expressed to this model when a request is translated to Messages. */
+  /** How reasoning effort is expressed to this model when a request is translated. */
   readonly thinking: ThinkingStyle;
+  /** Other names clients may send for this model; `*` matches any run of characters. Always set by the loader. */
+  readonly aliases?: readonly string[];
   /** Fields of the upstream plugin's failover policy this model overrides. */
   readonly failover?: Partial<FailoverPolicy>;
   readonly description?: string;

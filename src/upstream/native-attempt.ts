@@ -57,7 +57,8 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
   const { endpoint, requestId } = ctx.state;
   const request = ctx.state.request!;
   const { provider, route } = target;
-  const body = route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+  // Compared with the name the client sent, which an alias makes differ from the model's id.
+  const body = route.upstream_model === request.body.model ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
 
   try {
     const response = await client.send({

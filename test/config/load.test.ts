@@ -274,6 +274,7 @@ describe('config/load parseConfig', () => {
       free: false,
       max_output_tokens: 4096,
       thinking: 'adaptive',
+      aliases: [],
     });
   });
 
