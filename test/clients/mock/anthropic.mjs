@@ -145,7 +145,8 @@ function checkThinkingRule(messages) {
 function latestUserTurn(messages) {
   const last = [...messages].reverse().find((message) => message.role === 'user');
   const blocks = typeof last.content === 'string' ? [{ type: 'text', text: last.content }] : last.content;
-  const text = blocks.filter((block) => block.type === 'text').map((block) => block.text).join('\n');
+  // The prompt is the last text block; earlier ones carry the client's reminders and context.
+  const text = blocks.filter((block) => block.type === 'text').at(-1)?.text ?? '';
   const results = blocks
     .filter((block) => block.type === 'tool_result')
     .map((block) => (typeof block.content === 'string' ? block.content : (block.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('')));

@@ -196,10 +196,16 @@ function textOf(content) {
   return (content ?? []).filter((part) => ['text', 'input_text', 'output_text'].includes(part.type)).map((part) => part.text).join('\n');
 }
 
+/** The prompt of a user message: its last text part (earlier ones carry the client's reminders and context). */
+function promptOf(content) {
+  if (typeof content === 'string') return content;
+  return (content ?? []).filter((part) => ['text', 'input_text'].includes(part.type)).at(-1)?.text ?? '';
+}
+
 function latestChatTurn(messages) {
   const lastUser = messages.map((m) => m.role).lastIndexOf('user');
   const results = messages.slice(lastUser + 1).filter((m) => m.role === 'tool').map((m) => textOf(m.content));
-  return { text: lastUser >= 0 ? textOf(messages[lastUser].content) : '', results };
+  return { text: lastUser >= 0 ? promptOf(messages[lastUser].content) : '', results };
 }
 
 function latestResponsesTurn(input) {
@@ -209,7 +215,7 @@ function latestResponsesTurn(input) {
     if (isUser(item)) lastUser = i;
   });
   const results = input.slice(lastUser + 1).filter((item) => item.type === 'function_call_output').map((item) => (typeof item.output === 'string' ? item.output : textOf(item.output)));
-  return { text: lastUser >= 0 ? textOf(input[lastUser].content) : '', results };
+  return { text: lastUser >= 0 ? promptOf(input[lastUser].content) : '', results };
 }
 
 function pickCall(tools, choice, text) {

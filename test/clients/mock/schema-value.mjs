@@ -45,9 +45,13 @@ export function valueFor(schema, hint = {}) {
 function objectFor(schema, hint) {
   const given = hint !== null && typeof hint === 'object' && !Array.isArray(hint) ? hint : {};
   const properties = schema.properties ?? {};
+  const required = new Set(schema.required ?? []);
   const value = {};
-  // Every declared property is filled: strict OpenAI schemas require them all anyway.
-  for (const [name, propertySchema] of Object.entries(properties)) value[name] = valueFor(propertySchema, given[name]);
+  // As a model does: required properties and those the prompt asked for; optional ones stay out
+  // (strict OpenAI schemas list every property as required, so they are all filled there).
+  for (const [name, propertySchema] of Object.entries(properties)) {
+    if (required.has(name) || name in given) value[name] = valueFor(propertySchema, given[name]);
+  }
   for (const [name, given_] of Object.entries(given)) if (!(name in value)) value[name] = given_;
   return value;
 }
