@@ -6,6 +6,7 @@
  * last-run.json (read by scripts/clients-matrix.mjs); the last line is "N passed, N failed".
  *
  *   node test/clients/run.mjs [filter]     (after `npm run build` and `npm run clients:install`)
+ *   CLIENTS_UPSTREAM_LOG=/tmp/upstream.json node test/clients/run.mjs "Claude Code"   (keeps what the mock received)
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,8 @@ for (const file of CASE_FILES) {
 
 await tollgate.stop();
 await upstream.close();
+// For debugging a case: every request the mock upstream got (what Tollgate sent) and its answer.
+if (process.env.CLIENTS_UPSTREAM_LOG) writeFileSync(process.env.CLIENTS_UPSTREAM_LOG, `${JSON.stringify(upstream.log, null, 1)}\n`);
 
 const passed = results.filter((r) => r.passed).length;
 const failed = results.length - passed;

@@ -121,8 +121,9 @@ function validateMessages(messages, budgetThinking) {
       pendingToolUses = [];
     } else if (message.role === 'assistant') {
       pendingToolUses = blocks.filter((block) => block.type === 'tool_use').map((block) => block.id);
-    } else {
-      throw invalid(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    } else if (message.role !== 'system') {
+      // Mid-conversation system turns are accepted (Claude Code sends them).
+      throw invalid(`messages.${i}.role: Input should be 'user', 'assistant' or 'system'`);
     }
   });
   if (budgetThinking) checkThinkingRule(messages);
