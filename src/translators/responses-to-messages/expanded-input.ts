@@ -9,15 +9,20 @@ import { mintedResponses } from './minted';
 const SEND_IT_ALL = 'send the whole conversation in input instead';
 
 export function expandedInput(body: Readonly<Json>): Json[] {
-  const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : requireArray(body.input, 'input');
-  const resolved = own.map((entry, i) => (isReference(entry) ? referencedItem(entry, `input[${i}]`) : entry));
-  if (!isSet(body.previous_response_id)) return resolved as Json[];
+  const resolved = ownInput(body);
+  if (!isSet(body.previous_response_id)) return resolved;
   const id = requireString(body.previous_response_id, 'previous_response_id');
   const previous = mintedResponses.conversation(id);
   if (previous === undefined) {
     throw invalid('previous_response_id', `'${id}' is not a response this gateway answered in the last 30 minutes; ${SEND_IT_ALL}.`);
   }
-  return [...previous, ...(resolved as Json[])];
+  return [...previous, ...resolved];
+}
+
+/** The request's own input items, references resolved: what a minted response keeps of its request. */
+export function ownInput(body: Readonly<Json>): Json[] {
+  const own = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : requireArray(body.input, 'input');
+  return own.map((entry, i) => (isReference(entry) ? referencedItem(entry, `input[${i}]`) : (entry as Json)));
 }
 
 /** An `item_reference`; the SDKs may also leave the type out and send the id alone. */

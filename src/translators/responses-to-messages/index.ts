@@ -4,7 +4,7 @@ import { buildResponse, responsesRequestEcho, ResponsesStreamWriter } from '../.
 import { composeTranslator } from '../compose';
 import type { Json } from '../to-messages/fields';
 import { MESSAGES_UPSTREAM } from '../to-messages/upstream';
-import { expandedInput } from './expanded-input';
+import { ownInput } from './expanded-input';
 import { mintedResponses } from './minted';
 import { responsesToMessagesRequest } from './request';
 
@@ -31,11 +31,12 @@ function remembered(response: ResponseObject, body: Readonly<Json>): ResponseObj
   if (!response.store) return response;
   let input: Json[];
   try {
-    input = expandedInput(body);
+    input = ownInput(body);
   } catch {
-    // What the request referred to expired since it was read; the response stands on its own.
+    // An item the request referred to expired since it was read; the response stands on its own.
     input = [];
   }
-  mintedResponses.remember(response.id, [...input, ...(response.output as unknown as Json[])]);
+  const previous = typeof body.previous_response_id === 'string' ? body.previous_response_id : null;
+  mintedResponses.remember(response.id, previous, input, response.output as unknown as Json[]);
   return response;
 }
