@@ -20,7 +20,27 @@ export function crossCheck(config: GatewayConfig, locator: YamlLocator): ConfigI
   return [
     ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
     ...Object.values(config.models).flatMap((model) => checkModel(model, knownProviders, locator)),
+    ...checkAliases(config, locator),
   ];
+}
+
+/** An alias may not be another model's id, nor belong to two models: a name must mean one model. */
+function checkAliases(config: GatewayConfig, locator: YamlLocator): ConfigIssue[] {
+  const owner = new Map<string, string>();
+  const issues: ConfigIssue[] = [];
+  for (const model of Object.values(config.models)) {
+    (model.aliases ?? []).forEach((alias, index) => {
+      const at = ['models', model.id, 'aliases', index];
+      if (Object.hasOwn(config.models, alias) && alias !== model.id) {
+        issues.push(locator.issue(at, `"${alias}" is the id of another model; an alias must name no other model`));
+        return;
+      }
+      const first = owner.get(alias);
+      if (first !== undefined && first !== model.id) issues.push(locator.issue(at, `"${alias}" is already an alias of model "${first}"`));
+      else owner.set(alias, model.id);
+    });
+  }
+  return issues;
 }
 
 function checkProvider(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {

@@ -50,6 +50,7 @@ interface ValidatedModel {
   readonly max_output_tokens: number;
   readonly context_window?: number;
   readonly thinking: ThinkingStyle;
+  readonly aliases: string[];
   readonly failover?: Partial<FailoverPolicy>;
 }
 
@@ -112,6 +113,7 @@ function deriveModel(model: ValidatedModel, id: string): ModelConfig {
     max_output_tokens: model.max_output_tokens,
     ...(model.context_window !== undefined && { context_window: model.context_window }),
     thinking: model.thinking,
+    aliases: model.aliases,
     ...(model.failover !== undefined && { failover: model.failover }),
   };
 }

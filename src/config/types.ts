@@ -67,8 +67,10 @@ export interface ModelConfig {
   readonly max_output_tokens: number;
   /** The most input one request can have; present on every priced model (a cross-field rule). */
   readonly context_window?: number;
-  /** How reasoning effort is expressed to this model when a request is translated to Messages. */
+  /** How reasoning effort is expressed to this model when a request is translated. */
   readonly thinking: ThinkingStyle;
+  /** Other names clients may send for this model; `*` matches any run of characters. Always set by the loader. */
+  readonly aliases?: readonly string[];
   /** Fields of the upstream plugin's failover policy this model overrides. */
   readonly failover?: Partial<FailoverPolicy>;
   readonly description?: string;

@@ -93,6 +93,11 @@ export class GatewayError extends Error {
   readonly param: string | null;
   /** Extra response headers, e.g. `retry-after`. */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * Machine-readable detail for the Anthropic envelope's `error.details`, which the Anthropic SDK
+   * reads to recover by itself (e.g. `thread_unsupported_request` makes it resend unthreaded).
+   */
+  readonly details: Readonly<Record<string, unknown>> | null;
 
   constructor(
     code: ErrorCode,
@@ -103,6 +108,7 @@ export class GatewayError extends Error {
       headers?: Record<string, string>;
       /** Replaces the table's entry: only for upstream errors a translator re-shapes, whose status and types vary. */
       spec?: ErrorSpec;
+      details?: Record<string, unknown>;
     } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -111,6 +117,7 @@ export class GatewayError extends Error {
     this.spec = options.spec ?? ERRORS[code];
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
+    this.details = options.details ?? null;
   }
 
   get status(): number {

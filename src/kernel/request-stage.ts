@@ -3,6 +3,7 @@
  * read the body as bytes, scan it, parse it once, check the endpoint's required fields and resolve
  * the model. It runs after auth so an unauthenticated client costs no body read.
  */
+import { findModel } from '../config/model-aliases';
 import { readRawBody } from './body';
 import type { GatewayContext, Next, ParsedRequest } from './context';
 import { unservableProvider } from '../routing/resolve';
@@ -52,7 +53,7 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
   validateRequest(endpoint.id, body);
 
   const modelId = body.model as string;
-  const model = Object.hasOwn(config.models, modelId) ? config.models[modelId] : undefined;
+  const model = findModel(config, modelId);
   if (model === undefined || scan.modelSpan === null) {
     throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_FOUND', `The model '${shown(modelId)}' does not exist on this gateway.`, {
       param: 'model',

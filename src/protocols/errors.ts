@@ -13,7 +13,7 @@ export interface OpenAIErrorBody {
 
 export interface AnthropicErrorBody {
   type: 'error';
-  error: { type: string; message: string };
+  error: { type: string; message: string; details?: Readonly<Record<string, unknown>> };
   request_id?: string;
 }
 
@@ -24,6 +24,7 @@ export function errorBody(err: GatewayError, shape: ErrorShape, requestId?: stri
       type: 'error',
       error: { type: err.spec.anthropicType ?? anthropicTypeFor(err.status), message: err.message },
     };
+    if (err.details !== null) body.error.details = err.details;
     if (requestId !== undefined) body.request_id = requestId;
     return body;
   }

@@ -76,7 +76,8 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
   const { endpoint, requestId } = ctx.state;
   const request = ctx.state.request!;
   const { provider, route } = target;
-  const renamed = route.upstream_model === request.model.id ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+  // Compared with the name the client sent, which an alias makes differ from the model's id.
+  const renamed = route.upstream_model === request.body.model ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
   // Billing needs the provider's own counts of a chat stream (reasoning is billed, never shown).
   const askUsage = endpoint.id === 'chat' && needsUsageRequested(request.body);
   const body = askUsage ? withUsageRequested(renamed, request.body) : renamed;

@@ -286,6 +286,7 @@ describe('config/load parseConfig', () => {
       max_output_tokens: 128000,
       context_window: 400000,
       thinking: 'adaptive',
+      aliases: [],
     });
   });
 

@@ -38,7 +38,7 @@ interface Fixture {
   readonly provider?: Partial<ProviderConfig>;
   readonly client?: Json;
   readonly upstream?: unknown;
-  readonly error?: { status: number; param?: string; message_includes?: string };
+  readonly error?: { status: number; param?: string; message_includes?: string; details?: Json };
   readonly expected?: unknown;
   readonly end?: 'delivered' | 'failed';
   readonly usage?: Json | null;
@@ -130,6 +130,7 @@ function runRequest(translator: Translator, pair: TranslatorPair, fixture: Fixtu
     expect(error.status).to.equal(fixture.error.status);
     if (fixture.error.param !== undefined) expect(error.param).to.equal(fixture.error.param);
     if (fixture.error.message_includes !== undefined) expect(error.message).to.include(fixture.error.message_includes);
+    if (fixture.error.details !== undefined) expect(error.details).to.deep.equal(fixture.error.details);
     return;
   }
   expect(translator.request(ctx)).to.deep.equal(fixture.upstream);

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ThinkingPart } from '../turn';
+import { splitNamespace } from './namespaced-name';
 
 /** Status of one output item, and of a response that did not fail. */
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete';
@@ -27,6 +28,8 @@ export interface ResponseFunctionCallItem {
   status: ResponseStatus;
   call_id: string;
   name: string;
+  /** The namespace tool the function belongs to; absent for a top-level function. */
+  namespace?: string;
   arguments: string;
 }
 
@@ -75,4 +78,10 @@ export function reasoningItemFor(part: ThinkingPart): ResponseReasoningItem {
   if (part.type === 'redacted_thinking') return reasoningItem([], REDACTED_THINKING_PREFIX + part.data, 'completed');
   const summary: ResponseSummaryText[] = part.text === '' ? [] : [{ type: 'summary_text', text: part.text }];
   return reasoningItem(summary, part.signature === '' ? null : part.signature, 'completed');
+}
+
+/** A function_call item for the client's flat tool name, split into name and namespace. */
+export function functionCallItem(callId: string, flatName: string, args: string, status: ResponseStatus): ResponseFunctionCallItem {
+  const { name, namespace } = splitNamespace(flatName);
+  return { type: 'function_call', id: newResponsesId('fc'), status, call_id: callId, name, ...(namespace !== undefined && { namespace }), arguments: args };
 }

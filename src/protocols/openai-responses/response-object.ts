@@ -115,7 +115,8 @@ export function responseObject(
     parallel_tool_calls: echo.parallel_tool_calls ?? true,
     previous_response_id: echo.previous_response_id ?? null,
     reasoning: null,
-    store: echo.store ?? true,
+    // Only a response someone keeps may claim to be stored: the echo says so where that is true.
+    store: echo.store ?? false,
     temperature: echo.temperature ?? 1,
     text: { format: { type: 'text' } },
     tool_choice: echo.tool_choice ?? 'auto',

@@ -10,6 +10,7 @@ import { sseFrame } from '../sse';
 import type { Usage } from '../types';
 import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
 import {
+  functionCallItem,
   newResponsesId,
   outputText,
   REDACTED_THINKING_PREFIX,
@@ -51,6 +52,8 @@ export interface ResponsesStreamOptions {
   readonly model: string;
   readonly createdAt?: number;
   readonly echo?: ResponsesRequestEcho;
+  /** Called with the final response object of a stream that completed or was cut off by the limit. */
+  readonly onFinished?: (response: ResponseObject) => void;
 }
 
 /**
@@ -66,8 +69,7 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
       if (last?.type === 'message') last.content[0].text += part.text;
       else output.push({ type: 'message', id: newResponsesId('msg'), status: 'completed', role: 'assistant', content: [outputText(part.text)] });
     } else if (part.type === 'tool_call') {
-      const args = part.arguments || '{}';
-      output.push({ type: 'function_call', id: newResponsesId('fc'), status: 'completed', call_id: part.id, name: part.name, arguments: args });
+      output.push(functionCallItem(part.id, part.name, part.arguments || '{}', 'completed'));
     } else {
       output.push(reasoningItemFor(part));
     }
@@ -96,8 +98,10 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   private sequenceNumber = 0;
   private readonly output: ResponseOutputItem[] = [];
   private open: OpenItem | null = null;
+  private readonly onFinished: ResponsesStreamOptions['onFinished'];
 
   constructor(options: ResponsesStreamOptions) {
+    this.onFinished = options.onFinished;
     this.id = options.id ?? newResponsesId('resp');
     this.who = { id: this.id, createdAt: options.createdAt ?? nowSeconds(), model: options.model, echo: options.echo ?? {} };
   }
@@ -121,7 +125,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   /** Opens a function_call item with `arguments: ""`. */
   toolCallStart(id: string, name: string): string {
     const frames = this.itemDone('completed');
-    const item: ResponseFunctionCallItem = { type: 'function_call', id: newResponsesId('fc'), status: 'in_progress', call_id: id, name, arguments: '' };
+    const item = functionCallItem(id, name, '', 'in_progress');
     this.open = { item, outputIndex: this.output.length };
     return frames + this.event('response.output_item.added', { output_index: this.output.length, item });
   }
@@ -186,6 +190,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
     // As in the non-streamed object: the item the limit cut off is the incomplete one.
     if (status === 'incomplete' && this.output.length > 0) this.output[this.output.length - 1].status = 'incomplete';
     const response = responseObject(this.who, status, this.output, usage);
+    this.onFinished?.(response);
     return frames + this.event(status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
   }
 

@@ -14,6 +14,8 @@ export function userPart(block: Json, param: string): Json {
       return imagePart(block, param);
     case 'document':
       return documentPart(block, param);
+    case 'tool_reference':
+      return toolReferencePart(block, param);
     default:
       throw invalid(param, `'${String(block.type)}' blocks cannot be sent to this model.`);
   }
@@ -38,4 +40,14 @@ function documentPart(block: Json, param: string): Json {
   }
   const kind = source.type === 'base64' ? `base64 ${String(source.media_type)}` : `'${String(source.type)}'`;
   throw invalid(`${param}.source`, `documents must be base64 PDF or plain text for this model; got a ${kind} source.`);
+}
+
+/**
+ * Claude Code's tool search answers with `tool_reference` blocks, which load a deferred tool on
+ * Anthropic's side. Here every deferred tool is already declared (see tools.ts), so the reference
+ * only tells the model the tool is there to use.
+ */
+function toolReferencePart(block: Json, param: string): Json {
+  if (typeof block.tool_name !== 'string' || block.tool_name === '') throw invalid(`${param}.tool_name`, 'must be a non-empty string.');
+  return { type: 'text', text: `Tool loaded: ${block.tool_name}` };
 }

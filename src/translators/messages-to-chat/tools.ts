@@ -4,12 +4,22 @@ import { invalid, isAbsent, object, type Json } from './fields';
 
 /** `tools`, `tool_choice` and `parallel_tool_calls` for the chat request. */
 export function toolFields(body: Json, toolNames: ToolNameMap): Json {
-  const tools = Array.isArray(body.tools) ? body.tools.map(object) : [];
+  const declared = Array.isArray(body.tools) ? body.tools.map(object) : [];
+  const tools = declared.map((tool, i) => ({ tool, param: `tools[${i}]` })).filter(({ tool }) => !isToolSearch(tool));
   if (tools.length === 0) return toolChoiceWithoutTools(body.tool_choice);
   return {
-    tools: tools.map((tool, i) => chatTool(tool, `tools[${i}]`, toolNames)),
+    tools: tools.map(({ tool, param }) => chatTool(tool, param, toolNames)),
     ...toolChoiceFields(body.tool_choice, toolNames),
   };
+}
+
+/**
+ * Anthropic's tool search server tools find `defer_loading` tools on demand. Chat has no deferred
+ * loading: every tool, deferred or not, is declared as an ordinary function (`defer_loading` is not
+ * copied), so the search has nothing left to find and is not sent.
+ */
+function isToolSearch(tool: Json): boolean {
+  return typeof tool.type === 'string' && tool.type.startsWith('tool_search_tool_');
 }
 
 function chatTool(tool: Json, param: string, toolNames: ToolNameMap): Json {

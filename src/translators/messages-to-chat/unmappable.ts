@@ -1,4 +1,5 @@
 /** Top-level Messages fields that have no Chat Completions counterpart and cannot be dropped. */
+import { GatewayError } from '../../kernel/errors';
 import { invalid, isAbsent, type Json } from './fields';
 
 /**
@@ -12,9 +13,25 @@ const UNMAPPABLE_FIELDS: Readonly<Record<string, string>> = {
 
 /** Refuses a request that sets any of those fields, with a 400 naming the first one. */
 export function refuseUnmappableFields(body: Json): void {
+  refuseThread(body.thread);
   for (const [field, reason] of Object.entries(UNMAPPABLE_FIELDS)) {
     const value = body[field];
     if (isAbsent(value) || (Array.isArray(value) && value.length === 0)) continue;
     throw invalid(field, `${reason}; remove ${field} or choose an Anthropic model.`);
   }
+}
+
+/**
+ * A message thread (beta `message-threads-2026-08-12`) lives on Anthropic's servers: a `continue`
+ * carries only the new messages, so translating it would send the model half a conversation. The
+ * refusal uses the shape the Anthropic SDK recognises (`error.details.error_code`), so its tool
+ * runner resends the whole history unthreaded by itself.
+ */
+function refuseThread(thread: unknown): void {
+  if (isAbsent(thread)) return;
+  throw new GatewayError(
+    'TOLLGATE_ERR_REQUEST_INVALID',
+    "thread: message threads are kept by Anthropic's API, which this model does not go through; send the whole conversation without thread.",
+    { param: 'thread', details: { error_code: 'thread_unsupported_request', unsupported: ['thread'] } },
+  );
 }

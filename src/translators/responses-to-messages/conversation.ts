@@ -73,7 +73,8 @@ function itemPiece(value: unknown, param: string, toolNames: ToolNameMap): ItemP
     case 'reasoning':
       return { kind: 'thinking', blocks: thinkingBlocks(item, param) };
     case 'item_reference':
-      throw invalid(param, 'refers to an item stored by OpenAI; Tollgate does not store items for Claude models. Send the item itself.');
+      // Resolved beforehand (expanded-input.ts); one left here has nothing to resolve to.
+      throw invalid(param, 'refers to an item this gateway does not hold; send the item itself.');
     default:
       throw invalid(
         `${param}.type`,

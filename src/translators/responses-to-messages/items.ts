@@ -1,4 +1,5 @@
 /** Function calls, their outputs and reasoning items as the Messages blocks they stand for. */
+import { joinNamespace } from '../../protocols/openai-responses/namespaced-name';
 import { REDACTED_THINKING_PREFIX } from '../../protocols/openai-responses/writer';
 import type { ToolNameMap } from '../tool-names';
 import { toolResult, toolUse, type Block } from '../to-messages/blocks';
@@ -9,7 +10,9 @@ import { contentBlocks } from './content';
 export function toolUseBlock(item: Json, param: string, toolNames: ToolNameMap): Block {
   const callId = nonEmptyString(item.call_id, `${param}.call_id`);
   const name = nonEmptyString(item.name, `${param}.name`);
-  return toolUse(callId, name, item.arguments, `${param}.arguments`, toolNames);
+  // A call to a function of a namespace tool goes by the flat name its declaration was given.
+  const flat = isSet(item.namespace) ? joinNamespace(nonEmptyString(item.namespace, `${param}.namespace`), name) : name;
+  return toolUse(callId, flat, item.arguments, `${param}.arguments`, toolNames);
 }
 
 /** A `function_call_output` item as a `tool_result` block. */

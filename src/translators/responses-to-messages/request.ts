@@ -9,13 +9,14 @@ import { invalid, isSet, type Json } from '../to-messages/fields';
 import { messagesRequest, type MessagesDialect } from '../to-messages/request';
 import type { TranslationContext } from '../types';
 import { conversationFor } from './conversation';
+import { expandedInput } from './expanded-input';
 import { formatFor, maxTokensFor, metadataFor, reasoningFor } from './output';
 import { toolChoiceFor, toolsFor } from './tools';
 
 /** How a Responses request spells each part of a Messages request; Responses has no stop sequences. */
 const RESPONSES_DIALECT: MessagesDialect = {
   rejectUnmappable: rejectServerState,
-  conversation: conversationFor,
+  conversation: (body, toolNames) => conversationFor({ ...body, input: expandedInput(body) }, toolNames),
   maxTokens: (body, model) => maxTokensFor(body.max_output_tokens, model),
   reasoning: (body, model, maxTokens) => reasoningFor(body.reasoning, model, maxTokens),
   effortParam: 'reasoning.effort',
@@ -31,16 +32,11 @@ export function responsesToMessagesRequest(ctx: TranslationContext): Record<stri
 }
 
 /**
- * Fields that ask OpenAI to keep or fetch state on its side. Tollgate stores no conversations, items
- * or prompts for Anthropic models, so ignoring them would answer a request the client never sent.
+ * Fields that ask OpenAI to keep or fetch state on its side that Tollgate does not keep for Anthropic
+ * models (its own recent responses it does keep: see expanded-input.ts), so ignoring them would
+ * answer a request the client never sent.
  */
 function rejectServerState(body: Readonly<Json>, model: ModelConfig): void {
-  if (isSet(body.previous_response_id)) {
-    throw invalid(
-      'previous_response_id',
-      `cannot be used with '${model.id}': Tollgate does not store conversations for Claude models. Send the whole conversation in input instead.`,
-    );
-  }
   if (isSet(body.conversation)) {
     throw invalid('conversation', `cannot be used with '${model.id}': Tollgate does not store conversations for Claude models. Send the whole conversation in input instead.`);
   }

@@ -3,12 +3,28 @@
  * (name and parameters beside its type); the Messages side of the mapping is in `to-messages/tools`.
  */
 import type { ToolNameMap } from '../tool-names';
-import { invalid, nonEmptyString, requireRecord, type Json } from '../to-messages/fields';
+import { joinNamespace } from '../../protocols/openai-responses/namespaced-name';
+import { invalid, isRecord, isSet, nonEmptyString, requireArray, requireRecord, type Json } from '../to-messages/fields';
 import { explicitChoice, forcesToolCall, functionTool, parallelToolCalls, toolsFor as messagesTools, withParallelDisabled } from '../to-messages/tools';
 
 /** The tool list to send; undefined when the client declared none. */
 export function toolsFor(value: unknown, toolNames: ToolNameMap): Json[] | undefined {
-  return messagesTools(value, toolNames, toolFor);
+  return messagesTools(isSet(value) ? flattenNamespaces(requireArray(value, 'tools')) : value, toolNames, toolFor);
+}
+
+/**
+ * A `namespace` tool groups functions (Codex CLI sends its tools so); Messages has no groups, so each
+ * function becomes a tool of its own under a flat name the reply splits back into name and namespace.
+ */
+function flattenNamespaces(tools: readonly unknown[]): unknown[] {
+  return tools.flatMap((value, i) => {
+    if (!isRecord(value) || value.type !== 'namespace') return [value];
+    const namespace = nonEmptyString(value.name, `tools[${i}].name`);
+    return requireArray(value.tools, `tools[${i}].tools`).map((inner, j) => {
+      const fn = requireRecord(inner, `tools[${i}].tools[${j}]`);
+      return { ...fn, name: joinNamespace(namespace, nonEmptyString(fn.name, `tools[${i}].tools[${j}].name`)) };
+    });
+  });
 }
 
 function toolFor(value: unknown, param: string, toolNames: ToolNameMap): Json {

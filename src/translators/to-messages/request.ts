@@ -10,7 +10,7 @@ import type { TranslationContext } from '../types';
 import { withoutUndefined, type Json } from './fields';
 import { samplingFor } from './sampling';
 import { rejectForcedTool } from './tools';
-import type { Conversation } from './turns';
+import type { Conversation, Turn } from './turns';
 
 /** How one client protocol's request reads as the parts of a Messages request. */
 export interface MessagesDialect {
@@ -39,7 +39,7 @@ export function messagesRequest(ctx: TranslationContext, dialect: MessagesDialec
   dialect.rejectUnmappable(body, ctx.model);
   const { system, messages } = dialect.conversation(body, ctx.toolNames);
   const maxTokens = dialect.maxTokens(body, ctx.model);
-  const reasoning = dialect.reasoning(body, ctx.model, maxTokens);
+  const reasoning = withoutUnsignedContinuation(dialect.reasoning(body, ctx.model, maxTokens), messages);
   const thinking = reasoning.thinking !== undefined;
   const tools = dialect.tools(body, ctx.toolNames);
   const toolChoice = dialect.toolChoice(body, ctx.toolNames, tools !== undefined);
@@ -59,6 +59,27 @@ export function messagesRequest(ctx: TranslationContext, dialect: MessagesDialec
     // `stream_options` stays here: whether the client gets a usage chunk is the reply writer's business.
     stream: body.stream === true ? true : undefined,
   });
+}
+
+/**
+ * Messages requires the assistant turn a tool result answers to open with its signed thinking
+ * whenever thinking is on. Most OpenAI-shaped clients never send `thinking_blocks` (or reasoning
+ * items) back, so that turn arrives bare; Anthropic's own error then says to disable thinking, which
+ * is what happens here, for this request only: the reasoning already done is not repeated.
+ */
+function withoutUnsignedContinuation(reasoning: ThinkingFields, messages: readonly Turn[]): ThinkingFields {
+  if (reasoning.thinking === undefined || !answersUnsignedToolCall(messages)) return reasoning;
+  return {};
+}
+
+/** Whether the last turn carries tool results for an assistant turn that does not open with thinking. */
+function answersUnsignedToolCall(messages: readonly Turn[]): boolean {
+  const last = messages.at(-1);
+  const answered = messages.at(-2);
+  if (last?.role !== 'user' || typeof last.content === 'string' || answered === undefined) return false;
+  if (!last.content.some((block) => block.type === 'tool_result')) return false;
+  const opening = typeof answered.content === 'string' ? 'text' : answered.content[0]?.type;
+  return opening !== 'thinking' && opening !== 'redacted_thinking';
 }
 
 /** `output_config`: the effort from reasoning plus the structured-output format, if either is set. */

@@ -1,0 +1,38 @@
+/** Running a CLI client: a throwaway HOME, telemetry and updates off, only 127.0.0.1 reachable by config. */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../node_modules/.bin/', import.meta.url));
+
+/** Runs `command` with `args` (or `args(home)`) in a fresh HOME; resolves with its exit code and output. */
+export async function runCli(command, args, { env = {}, setup, timeoutMs = 90_000 } = {}) {
+  const home = mkdtempSync(join(tmpdir(), 'tollgate-client-'));
+  try {
+    if (setup !== undefined) await setup(home);
+    const child = spawn(join(BIN, command), typeof args === 'function' ? args(home) : args, {
+      cwd: home,
+      env: {
+        PATH: process.env.PATH,
+        HOME: home,
+        XDG_CONFIG_HOME: join(home, '.config'),
+        TMPDIR: home,
+        NO_PROXY: '127.0.0.1,localhost',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
+    return { code, stdout, stderr, home };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
