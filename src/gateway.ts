@@ -97,7 +97,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   if (ownsStore) await store.migrate();
 
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(PACKAGE_VERSION);
   const reloader = new Reloader({
     config,
     chain: await buildChain(PLUGINS, { config, store, logger, metrics }),

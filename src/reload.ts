@@ -115,6 +115,7 @@ export class Reloader {
         `reload: ${needsRestart.join(', ')} changed in the file but needs a restart; the running values stay in effect until then`,
       );
     }
+    this.options.metrics.recordReload('success');
     return { ok: true, changes: { applied, needsRestart } };
   }
 
@@ -127,6 +128,7 @@ export class Reloader {
         : [{ file, line: 0, col: 0, path: '', message: problem instanceof Error ? problem.message : String(problem) }];
     const lines = issues.map(formatIssue);
     this.options.logger.error({ config: file, issues: lines }, `reload refused, still serving the previous config:\n${lines.join('\n')}`);
+    this.options.metrics.recordReload(problem instanceof ConfigError ? 'invalid' : 'failed');
     return { ok: false, issues };
   }
 }
