@@ -4,6 +4,7 @@
  * has shipped, since stores in the field have already applied it.
  */
 import type Database from 'better-sqlite3';
+import { SQLITE_AUDIT_MIGRATION } from './audit';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface SqliteMigration {
@@ -145,6 +146,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX sessions_expiry ON sessions (expires_at);
     `,
   },
+  { version: 4, ...SQLITE_AUDIT_MIGRATION },
 ];
 
 const CREATE_TRACKING_TABLE = `
