@@ -46,7 +46,7 @@ export interface Gateway {
    * new requests run under the new config and a new plugin chain, requests already running finish on
    * the old one, which is closed after the last of them. Concurrent calls run one after the other.
    */
-  reload(): Promise<ReloadResult>;
+  reload(actor?: string): Promise<ReloadResult>;
   /**
    * Reports unready at once (`GET /readyz` 503), stops accepting, lets in-flight requests finish up
    * to `graceMs`, then closes plugins and store.
@@ -155,8 +155,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (ownsStore) await store.close();
   }
 
-  async function reload(): Promise<ReloadResult> {
-    const result = await reloader.reload();
+  async function reload(actor?: string): Promise<ReloadResult> {
+    const result = await reloader.reload(actor);
     applyServerTimeouts(server, reloader.runtime.current.config.server);
     app.proxy = reloader.runtime.current.config.server.trust_proxy;
     return result;

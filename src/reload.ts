@@ -62,11 +62,41 @@ export class Reloader {
     this.runtime = { current: this.current.runtime };
   }
 
-  /** Reloads the config file; calls run one after the other, each against what the previous one left. Never rejects. */
-  reload(): Promise<ReloadResult> {
-    const result = this.queue.then(() => this.apply()).catch((err: unknown) => this.refuse(err));
+  /**
+   * Reloads the config file; calls run one after the other, each against what the previous one left.
+   * `actor` (what asked: `SIGHUP` from the signal) goes in the audit log with the outcome. Never rejects.
+   */
+  reload(actor = 'SIGHUP'): Promise<ReloadResult> {
+    const result = this.queue
+      .then(() => this.apply())
+      .catch((err: unknown) => this.refuse(err))
+      .then(async (outcome) => {
+        await this.audit(actor, outcome);
+        return outcome;
+      });
     this.queue = result;
     return result;
+  }
+
+  /** Appends the reload to the audit log: what applied, or where the file was wrong (paths only: a message may quote a value). */
+  private async audit(actor: string, result: ReloadResult): Promise<void> {
+    const after = result.ok
+      ? { result: 'success', applied: result.changes.applied, needs_restart: result.changes.needsRestart }
+      : { result: 'refused', issues: result.issues.length, paths: result.issues.map((issue) => issue.path).filter((path) => path !== '') };
+    try {
+      await this.options.store.appendAudit({
+        actor,
+        surface: 'server',
+        action: 'config.reload',
+        target: this.options.configFile ?? null,
+        accountId: null,
+        before: null,
+        after,
+        requestId: null,
+      });
+    } catch (err) {
+      this.options.logger.error({ err }, 'audit: appending the reload entry failed');
+    }
   }
 
   /** Refuses further reloads, waits for one under way, then closes every chain, replaced ones included. */
