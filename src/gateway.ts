@@ -17,6 +17,8 @@ import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
 import { PACKAGE_VERSION } from './paths';
 import { openStore } from './store/open';
+import { tracesSettings } from './telemetry/settings';
+import { exportingTracing, passThroughTracing, type Tracing } from './telemetry/tracing';
 import type { Store } from './store/store';
 
 export interface GatewayOptions {
@@ -30,6 +32,8 @@ export interface GatewayOptions {
   /** An open, migrated store; opened from `config.store` when absent (and then closed on stop). */
   readonly store?: Store;
   readonly logger?: Logger;
+  /** Where the standard OTEL_* variables are read (tracing); `process.env` by default. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface Gateway {
@@ -108,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     loadConfig: options.loadConfig ?? ((file) => loadConfigFile(file)),
   });
   metrics.watch(liveView(() => reloader.runtime.current.chain));
+  const tracing = startTracing(config, options.env ?? process.env, metrics, logger);
   let stopping: Promise<void> | null = null;
   let draining = false;
   const app = createApp(
@@ -123,6 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics,
       version: PACKAGE_VERSION,
     },
+    tracing,
   );
 
   const server = createServer(
@@ -152,6 +158,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     clearTimeout(timer);
     server.closeAllConnections();
     await reloader.close();
+    // The last requests' spans go out before the process does (bounded by the export timeout).
+    await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, 'tracing: the last spans could not be exported'));
     if (ownsStore) await store.close();
   }
 
@@ -172,6 +180,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reload,
     stop: (graceMs) => (stopping ??= stop(graceMs)),
   };
+}
+
+/** Tracing as gateway.yaml and the OTEL_* variables set it; off (context passed through only) by default. */
+function startTracing(config: GatewayConfig, env: Readonly<Record<string, string | undefined>>, metrics: GatewayMetrics, logger: Logger): Tracing {
+  const settings = tracesSettings(config.telemetry.traces, env);
+  if (settings === null) return passThroughTracing;
+  // The URL only: headers may carry a tracing service's key.
+  logger.info({ endpoint: settings.url, sampleRatio: settings.sampleRatio }, 'tracing: exporting spans over OTLP/HTTP');
+  return exportingTracing(settings, PACKAGE_VERSION, (reason, count) => metrics.spansDropped.inc({ reason }, count));
 }
 
 /** The server timeouts apply live: node reads them from the server object as connections need them. */

@@ -32,7 +32,7 @@ export interface ReloadChanges {
  * Redis connection are opened once. Whole sections are listed by name; server fields one by one.
  */
 const RESTART_ONLY_SERVER_FIELDS = ['host', 'port'] as const;
-const RESTART_ONLY_SECTIONS = ['store', 'redis'] as const;
+const RESTART_ONLY_SECTIONS = ['store', 'redis', 'telemetry'] as const;
 
 export interface ReloaderOptions {
   readonly config: GatewayConfig;
@@ -242,7 +242,7 @@ function restartOnlyChanges(running: GatewayConfig, next: GatewayConfig): string
 /** `next` with the restart-only fields of `running`: what a live reload can actually apply. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): GatewayConfig {
   const server: ServerConfig = Object.freeze({ ...next.server, host: running.server.host, port: running.server.port });
-  return Object.freeze({ ...next, server, store: running.store, redis: running.redis });
+  return Object.freeze({ ...next, server, store: running.store, redis: running.redis, telemetry: running.telemetry });
 }
 
 /** What differs between two configs: `server` field by field, keyed sections (models, providers, plugins) key by key. */
