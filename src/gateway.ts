@@ -186,9 +186,20 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 function startTracing(config: GatewayConfig, env: Readonly<Record<string, string | undefined>>, metrics: GatewayMetrics, logger: Logger): Tracing {
   const settings = tracesSettings(config.telemetry.traces, env);
   if (settings === null) return passThroughTracing;
-  // The URL only: headers may carry a tracing service's key.
-  logger.info({ endpoint: settings.url, sampleRatio: settings.sampleRatio }, 'tracing: exporting spans over OTLP/HTTP');
+  // The URL without its user and password, and never the headers: either may carry a tracing service's key.
+  logger.info({ endpoint: withoutCredentials(settings.url), sampleRatio: settings.sampleRatio }, 'tracing: exporting spans over OTLP/HTTP');
   return exportingTracing(settings, PACKAGE_VERSION, (reason, count) => metrics.spansDropped.inc({ reason }, count));
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }
 
 /** The server timeouts apply live: node reads them from the server object as connections need them. */

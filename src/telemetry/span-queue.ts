@@ -24,6 +24,7 @@ export class BoundedSpanQueue implements SpanProcessor {
   private exporting: Promise<void> | null = null;
   private readonly timer: NodeJS.Timeout;
   private stopped = false;
+  private scheduled = false;
 
   constructor(
     private readonly exporter: SpanExporter,
@@ -43,7 +44,14 @@ export class BoundedSpanQueue implements SpanProcessor {
       return;
     }
     this.queue.push(span);
-    if (this.queue.length >= this.options.maxExportBatchSize && this.exporting === null) void this.exportBatch();
+    // A full batch goes out on the next turn of the event loop, not inside whatever ended the span.
+    if (this.queue.length >= this.options.maxExportBatchSize && this.exporting === null && !this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.exportBatch();
+      });
+    }
   }
 
   /** Sends what is queued, batch after batch, until the queue is empty. */

@@ -25,7 +25,9 @@ describe('telemetry/BoundedSpanQueue', () => {
     const drops: [DropReason, number][] = [];
     const queue = new BoundedSpanQueue(exporter, { maxQueueSize: 3, maxExportBatchSize: 2, scheduledDelayMs: 60_000, onDrop: (reason, count) => drops.push([reason, count]) });
     queue.onEnd(span('a'));
-    queue.onEnd(span('b')); // a full batch: exported at once, the export held
+    queue.onEnd(span('b')); // a full batch: exported on the next turn, the export held
+    expect(exporter.batches).to.deep.equal([]);
+    await new Promise((resolve) => setImmediate(resolve));
     for (const name of ['c', 'd', 'e', 'f']) queue.onEnd(span(name));
     expect(exporter.batches.map((batch) => batch.map((s) => s.name))).to.deep.equal([['a', 'b']]);
     expect(drops).to.deep.equal([['queue_full', 1]]);
