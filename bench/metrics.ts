@@ -79,6 +79,7 @@ function recordCost(): number {
     errorCode: null,
     outcome: 'delivered',
     provider: 'up',
+    providerProtocol: 'anthropic',
     attempts: 1,
     attemptLog: [{ provider: 'up', outcome: 'ok', durationMs: 1 }],
     upstreamRequestId: 'req_up',

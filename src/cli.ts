@@ -5,6 +5,7 @@
  * `cli/`, written against `Store` so tests need no process.
  */
 import { accountCommand } from './cli/account-command';
+import { auditCommand } from './cli/audit-command';
 import { UsageError } from './cli/args';
 import { configCommand } from './cli/config-command';
 import type { CliIo } from './cli/context';
@@ -50,10 +51,13 @@ Commands:
                                               LAST N lines printed and are shown only this once
   redeem-codes list [--limit N]               list codes (amount, expiry, who redeemed; never the code)
   ledger verify                               check every balance against the ledger; exits 1 on drift
+  audit list [--actor A] [--target ID] [--action ACTION] [--since DAY] [--until DAY] [--limit N] [--csv]
+                                              the audit log, newest first: who changed which account,
+                                              balance, key, token or code, and every config reload
   help                                        show this text
 
-The account, key, redeem-codes and ledger commands also take --config FILE.
-Credits and codes record who made them as cli:$USER (or cli when $USER is unset).
+The account, key, redeem-codes, ledger and audit commands also take --config FILE.
+Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
 
 Config file: --config FILE (or FILE for config check), else $TOLLGATE_CONFIG, else ./gateway.yaml.
 Port: --port N, else $PORT, else server.port from the config file.
@@ -89,6 +93,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return redeemCodesCommand(args, io);
     case 'ledger':
       return ledgerCommand(args, io);
+    case 'audit':
+      return auditCommand(args, io);
     default:
       throw new UsageError(`unknown command "${command}"; run "tollgate help"`);
   }

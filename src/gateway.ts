@@ -19,6 +19,8 @@ import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
 import { PACKAGE_VERSION } from './paths';
 import { openStore } from './store/open';
+import { tracesSettings } from './telemetry/settings';
+import { exportingTracing, passThroughTracing, type Tracing } from './telemetry/tracing';
 import type { Store } from './store/store';
 
 export interface GatewayOptions {
@@ -32,6 +34,8 @@ export interface GatewayOptions {
   /** An open, migrated store; opened from `config.store` when absent (and then closed on stop). */
   readonly store?: Store;
   readonly logger?: Logger;
+  /** Where the standard OTEL_* variables are read (tracing); `process.env` by default. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface Gateway {
@@ -48,7 +52,7 @@ export interface Gateway {
    * new requests run under the new config and a new plugin chain, requests already running finish on
    * the old one, which is closed after the last of them. Concurrent calls run one after the other.
    */
-  reload(): Promise<ReloadResult>;
+  reload(actor?: string): Promise<ReloadResult>;
   /**
    * Reports unready at once (`GET /readyz` 503), keeps accepting for `unreadyMs` so a load balancer
    * sees it, stops accepting, lets in-flight requests finish up to `graceMs`, ends the streams still
@@ -124,7 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   // Loaded before listening: loading it on first use would block the event loop for about a second.
   loadTokenizer();
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(PACKAGE_VERSION);
   const reloader = new Reloader({
     config,
     chain: await buildChain(PLUGINS, { config, store, logger, metrics }),
@@ -135,6 +139,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     loadConfig: options.loadConfig ?? ((file) => loadConfigFile(file)),
   });
   metrics.watch(liveView(() => reloader.runtime.current.chain));
+  const tracing = startTracing(config, options.env ?? process.env, metrics, logger);
   let stopping: Promise<void> | null = null;
   let draining = false;
   const streams = new ActiveStreams();
@@ -151,6 +156,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       metrics,
       version: PACKAGE_VERSION,
     },
+    tracing,
   );
 
   const server = createServer(
@@ -191,11 +197,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     server.closeAllConnections();
     metrics.stop();
     await reloader.close();
+    // The last requests' spans go out before the process does (bounded by the export timeout).
+    await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, 'tracing: the last spans could not be exported'));
     if (ownsStore) await store.close();
   }
 
-  async function reload(): Promise<ReloadResult> {
-    const result = await reloader.reload();
+  async function reload(actor?: string): Promise<ReloadResult> {
+    const result = await reloader.reload(actor);
     applyServerTimeouts(server, reloader.runtime.current.config.server);
     applyProxySettings(app, reloader.runtime.current.config.server);
     return result;
@@ -211,6 +219,26 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reload,
     stop: (options) => (stopping ??= stop(typeof options === 'number' ? { graceMs: options } : options)),
   };
+}
+
+/** Tracing as gateway.yaml and the OTEL_* variables set it; off (context passed through only) by default. */
+function startTracing(config: GatewayConfig, env: Readonly<Record<string, string | undefined>>, metrics: GatewayMetrics, logger: Logger): Tracing {
+  const settings = tracesSettings(config.telemetry.traces, env);
+  if (settings === null) return passThroughTracing;
+  // The URL without its user and password, and never the headers: either may carry a tracing service's key.
+  logger.info({ endpoint: withoutCredentials(settings.url), sampleRatio: settings.sampleRatio }, 'tracing: exporting spans over OTLP/HTTP');
+  return exportingTracing(settings, PACKAGE_VERSION, (reason, count) => metrics.spansDropped.inc({ reason }, count));
+}
+
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return '(not a URL)';
+  }
 }
 
 /** The server timeouts apply live: node reads them from the server object as connections need them. */

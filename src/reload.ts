@@ -32,7 +32,7 @@ export interface ReloadChanges {
  * Redis connection are opened once. Whole sections are listed by name; server fields one by one.
  */
 const RESTART_ONLY_SERVER_FIELDS = ['host', 'port'] as const;
-const RESTART_ONLY_SECTIONS = ['store', 'redis'] as const;
+const RESTART_ONLY_SECTIONS = ['store', 'redis', 'telemetry'] as const;
 
 export interface ReloaderOptions {
   readonly config: GatewayConfig;
@@ -62,11 +62,41 @@ export class Reloader {
     this.runtime = { current: this.current.runtime };
   }
 
-  /** Reloads the config file; calls run one after the other, each against what the previous one left. Never rejects. */
-  reload(): Promise<ReloadResult> {
-    const result = this.queue.then(() => this.apply()).catch((err: unknown) => this.refuse(err));
+  /**
+   * Reloads the config file; calls run one after the other, each against what the previous one left.
+   * `actor` (what asked: `SIGHUP` from the signal) goes in the audit log with the outcome. Never rejects.
+   */
+  reload(actor = 'SIGHUP'): Promise<ReloadResult> {
+    const result = this.queue
+      .then(() => this.apply())
+      .catch((err: unknown) => this.refuse(err))
+      .then(async (outcome) => {
+        await this.audit(actor, outcome);
+        return outcome;
+      });
     this.queue = result;
     return result;
+  }
+
+  /** Appends the reload to the audit log: what applied, or where the file was wrong (paths only: a message may quote a value). */
+  private async audit(actor: string, result: ReloadResult): Promise<void> {
+    const after = result.ok
+      ? { result: 'success', applied: result.changes.applied, needs_restart: result.changes.needsRestart }
+      : { result: 'refused', issues: result.issues.length, paths: result.issues.map((issue) => issue.path).filter((path) => path !== '') };
+    try {
+      await this.options.store.appendAudit({
+        actor,
+        surface: 'server',
+        action: 'config.reload',
+        target: this.options.configFile ?? null,
+        accountId: null,
+        before: null,
+        after,
+        requestId: null,
+      });
+    } catch (err) {
+      this.options.logger.error({ err }, 'audit: appending the reload entry failed');
+    }
   }
 
   /** Refuses further reloads, waits for one under way, then closes every chain, replaced ones included. */
@@ -115,6 +145,7 @@ export class Reloader {
         `reload: ${needsRestart.join(', ')} changed in the file but needs a restart; the running values stay in effect until then`,
       );
     }
+    this.options.metrics.recordReload('success');
     return { ok: true, changes: { applied, needsRestart } };
   }
 
@@ -127,6 +158,7 @@ export class Reloader {
         : [{ file, line: 0, col: 0, path: '', message: problem instanceof Error ? problem.message : String(problem) }];
     const lines = issues.map(formatIssue);
     this.options.logger.error({ config: file, issues: lines }, `reload refused, still serving the previous config:\n${lines.join('\n')}`);
+    this.options.metrics.recordReload(problem instanceof ConfigError ? 'invalid' : 'failed');
     return { ok: false, issues };
   }
 }
@@ -210,7 +242,7 @@ function restartOnlyChanges(running: GatewayConfig, next: GatewayConfig): string
 /** `next` with the restart-only fields of `running`: what a live reload can actually apply. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): GatewayConfig {
   const server: ServerConfig = Object.freeze({ ...next.server, host: running.server.host, port: running.server.port });
-  return Object.freeze({ ...next, server, store: running.store, redis: running.redis });
+  return Object.freeze({ ...next, server, store: running.store, redis: running.redis, telemetry: running.telemetry });
 }
 
 /** What differs between two configs: `server` field by field, keyed sections (models, providers, plugins) key by key. */

@@ -21,6 +21,7 @@ const ADMIN_LINKS: readonly NavLink[] = [
   { href: '/console/admin/accounts', text: 'Accounts' },
   { href: '/console/admin/codes', text: 'Codes' },
   { href: '/console/admin/providers', text: 'Providers' },
+  { href: '/console/admin/audit', text: 'Audit log' },
 ];
 
 const PRICES_LINK: NavLink = { href: '/console/prices', text: 'Prices' };

@@ -2,6 +2,7 @@
 import type { Page } from './page.js';
 import { accountPage } from './pages/account.js';
 import { adminAccountsPage } from './pages/admin-accounts.js';
+import { adminAuditPage } from './pages/admin-audit.js';
 import { adminCodesPage } from './pages/admin-codes.js';
 import { adminProvidersPage } from './pages/admin-providers.js';
 import { dashboardPage } from './pages/dashboard.js';
@@ -20,6 +21,7 @@ const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console/admin/accounts', adminAccountsPage],
   ['/console/admin/codes', adminCodesPage],
   ['/console/admin/providers', adminProvidersPage],
+  ['/console/admin/audit', adminAuditPage],
 ]);
 
 export function findPage(path: string): Page | undefined {

@@ -147,3 +147,16 @@ export interface ProviderHealth {
   failures: number;
   error_rate: number;
 }
+
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  surface: 'console' | 'api' | 'cli' | 'server';
+  action: string;
+  target: string | null;
+  account_id: string | null;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  request_id: string | null;
+}

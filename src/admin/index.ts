@@ -8,6 +8,7 @@ import { ApiError } from './api-error';
 import type { AdminDeps, ApiContext, ApiState } from './context';
 import { accountRoutes } from './routes/account';
 import { adminAccountRoutes } from './routes/admin-accounts';
+import { adminAuditRoutes } from './routes/admin-audit';
 import { adminCodeRoutes } from './routes/admin-codes';
 import { adminProviderRoutes } from './routes/admin-providers';
 import { keyRoutes } from './routes/keys';
@@ -61,6 +62,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   adminAccountRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);
+  adminAuditRoutes(router, deps);
   return router;
 }
 

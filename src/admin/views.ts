@@ -5,6 +5,7 @@
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
 import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../store/store';
+import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
 
@@ -138,4 +139,28 @@ export function codeView(code: RedemptionCodeRecord, now = Date.now()): Record<(
 
 export function tokenView(token: SessionRecord) {
   return { id: token.id, name: token.name, created_at: iso(token.createdAt) };
+}
+
+export const AUDIT_FIELDS = ['id', 'at', 'actor', 'surface', 'action', 'target', 'account_id', 'before', 'after', 'request_id'] as const;
+
+/** An audit entry; before and after stay JSON objects here and become JSON text in a CSV cell. */
+export function auditView(entry: AuditRecord) {
+  return {
+    id: entry.id,
+    at: entry.at.toISOString(),
+    actor: entry.actor,
+    surface: entry.surface,
+    action: entry.action,
+    target: entry.target,
+    account_id: entry.accountId,
+    before: entry.before,
+    after: entry.after,
+    request_id: entry.requestId,
+  };
+}
+
+/** One CSV row of an audit entry. */
+export function auditCsvRow(entry: AuditRecord): Record<(typeof AUDIT_FIELDS)[number], string | null> {
+  const view = auditView(entry);
+  return { ...view, before: view.before === null ? null : JSON.stringify(view.before), after: view.after === null ? null : JSON.stringify(view.after) };
 }

@@ -4,6 +4,9 @@ import { createTokenCommand, passwordFromStdin, setPasswordCommand } from './acc
 import { creditAccountCommand } from './account-credit';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
+import { credited, passwordChanged, tokenCreated } from '../audit/states';
+import { auditFromCli } from './audit';
+import { requireAccount } from './lookup';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
 import { cliActor, EXIT_OK, withBook, withStore } from './context';
@@ -35,19 +38,29 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
     case 'create': {
       expectPositionals(rest, 1, 'account create NAME [--admin] [--email ADDRESS] [--password-stdin]');
       const input = { name: rest[0], admin: values.admin === true, email: values.email, password: await stdinPassword(values['password-stdin'], io) };
-      await withStore(values.config, io, (store) => createAccountCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const account = await createAccountCommand(store, input, io.out);
+        const after = { name: account.name, email: account.email, role: account.role };
+        await auditFromCli(store, io, { action: 'account.create', target: account.id, accountId: account.id, before: null, after });
+      });
       return EXIT_OK;
     }
     case 'password': {
       expectPositionals(rest, 1, 'account password NAME [--password-stdin]');
       const input = { name: rest[0], password: await stdinPassword(values['password-stdin'], io) };
-      await withStore(values.config, io, (store) => setPasswordCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const account = await setPasswordCommand(store, input, io.out);
+        await auditFromCli(store, io, passwordChanged(account.id, 0));
+      });
       return EXIT_OK;
     }
     case 'token': {
       expectPositionals(rest, 1, 'account token NAME [--name LABEL]');
       const input = { name: rest[0], label: values.name ?? null };
-      await withStore(values.config, io, (store) => createTokenCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const { record } = await createTokenCommand(store, input, io.out);
+        await auditFromCli(store, io, tokenCreated(record));
+      });
       return EXIT_OK;
     }
     case 'credit': {
@@ -55,7 +68,12 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       expectPositionals(rest, 2, usage);
       if (values.note === undefined) throw new UsageError(`--note is required; usage: tollgate ${usage}`);
       const input = { account: rest[0], amount: rest[1], note: values.note, actor: cliActor(io) };
-      await withBook(values.config, io, (store, book) => creditAccountCommand(store, book, input, io.out));
+      await withBook(values.config, io, async (store, book) => {
+        const before = await book.balance((await requireAccount(store, input.account)).id);
+        const credit = await creditAccountCommand(store, book, input, io.out);
+        const after = await book.balance(credit.accountId);
+        await auditFromCli(store, io, credited('account.credit', credit, before.balance, after.balance));
+      });
       return EXIT_OK;
     }
     case 'show':

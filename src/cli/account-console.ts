@@ -4,7 +4,7 @@
  */
 import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../admin/passwords';
 import { hashSecret, newManagementToken } from '../admin/secrets';
-import type { Account, Store } from '../store/store';
+import type { Account, SessionRecord, Store } from '../store/store';
 import { requireAccount } from './lookup';
 
 /** A password given on standard input (trailing newline dropped), checked like the console does. */
@@ -30,11 +30,15 @@ export async function setPasswordCommand(store: Store, input: { name: string; pa
   return account;
 }
 
-export async function createTokenCommand(store: Store, input: { name: string; label: string | null }, out: (line: string) => void): Promise<string> {
+export async function createTokenCommand(
+  store: Store,
+  input: { name: string; label: string | null },
+  out: (line: string) => void,
+): Promise<{ token: string; record: SessionRecord }> {
   const account = await requireAccount(store, input.name);
   const token = newManagementToken();
   const record = await store.createSession({ accountId: account.id, hash: hashSecret(token), kind: 'token', name: input.label, expiresAt: null });
   out(`management token ${record.id} of ${account.name} (shown once; send it as "Authorization: Bearer …" to /api):`);
   out(token);
-  return token;
+  return { token, record };
 }

@@ -4,6 +4,14 @@ import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
 import { EXIT_OK, withStore } from './context';
 import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsCommand } from './keys';
+import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
+import type { ApiKeyRecord, Store } from '../store/store';
+import { auditFromCli } from './audit';
+
+/** The key as stored now; null when there is none (the command itself then says so). */
+async function keyById(store: Store, id: string): Promise<ApiKeyRecord | null> {
+  return (await store.listKeys()).find((key) => key.id === id) ?? null;
+}
 
 export async function keyCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
@@ -27,13 +35,20 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       const account = values.account;
       if (account === undefined) throw new UsageError(`--account is required; usage: tollgate ${usage}`);
       const input = { account, name: values.name, spendLimit: values['spend-limit'], models: values.models };
-      await withStore(values.config, io, (store) => createKeyCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const { record } = await createKeyCommand(store, input, io.out);
+        await auditFromCli(store, io, keyCreated(record));
+      });
       return EXIT_OK;
     }
     case 'limits': {
       expectPositionals(rest, 1, 'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]');
       const input = { id: rest[0], spendLimit: values['spend-limit'], models: values.models };
-      await withStore(values.config, io, (store) => setKeyLimitsCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const before = await keyById(store, input.id);
+        const after = await setKeyLimitsCommand(store, input, io.out);
+        if (before !== null) await auditFromCli(store, io, keyLimitsChanged(before, after));
+      });
       return EXIT_OK;
     }
     case 'list':
@@ -42,7 +57,12 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     case 'revoke':
       expectPositionals(rest, 1, 'key revoke ID');
-      await withStore(values.config, io, (store) => revokeKeyCommand(store, rest[0], io.out));
+      await withStore(values.config, io, async (store) => {
+        const before = await keyById(store, rest[0]);
+        await revokeKeyCommand(store, rest[0], io.out);
+        const after = await keyById(store, rest[0]);
+        if (before !== null) await auditFromCli(store, io, keyRevoked(before, after?.revokedAt ?? null));
+      });
       return EXIT_OK;
     default:
       throw new UsageError('usage: tollgate key create|list|limits|revoke …; run "tollgate help"');

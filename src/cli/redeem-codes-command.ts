@@ -4,6 +4,8 @@ import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
 import { cliActor, EXIT_OK, withStore } from './context';
 import { createRedemptionCodesCommand, listRedemptionCodesCommand } from './redeem-codes';
+import { formatUnits } from '../billing/money';
+import { auditFromCli } from './audit';
 
 export async function redeemCodesCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
@@ -29,7 +31,18 @@ export async function redeemCodesCommand(args: string[], io: CliIo): Promise<num
         throw new UsageError(`--amount and --count are required; usage: tollgate ${usage}`);
       }
       const input = { amount, count, expiresDays: values['expires-days'], actor: cliActor(io) };
-      await withStore(values.config, io, (store) => createRedemptionCodesCommand(store, input, io.out));
+      await withStore(values.config, io, async (store) => {
+        const { records } = await createRedemptionCodesCommand(store, input, io.out);
+        const first = records[0];
+        const after = {
+          count: records.length,
+          amount: formatUnits(first.amount),
+          expires_at: first.expiresAt?.toISOString() ?? null,
+          first_id: first.id,
+          last_id: records.at(-1)!.id,
+        };
+        await auditFromCli(store, io, { action: 'code.create', target: null, accountId: null, before: null, after });
+      });
       return EXIT_OK;
     }
     case 'list': {

@@ -12,6 +12,7 @@ import type {
   ServerConfig,
   ConsoleConfig,
   RedisConfig,
+  TelemetryConfig,
   StoreConfig,
   ThinkingStyle,
 } from './types';
@@ -61,6 +62,7 @@ export interface ValidatedGatewayData {
   readonly console: ConsoleConfig;
   readonly store: StoreConfig;
   readonly redis: RedisConfig;
+  readonly telemetry: TelemetryConfig;
   readonly providers: Record<string, ValidatedProvider>;
   readonly models: Record<string, ValidatedModel>;
   readonly plugins: PluginConfigs;
@@ -75,6 +77,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     console: data.console,
     store: data.store,
     redis: data.redis,
+    telemetry: data.telemetry,
     providers: mapValues(data.providers, deriveProvider),
     models: mapValues(data.models, deriveModel),
     plugins: data.plugins,

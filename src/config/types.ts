@@ -99,6 +99,19 @@ export interface ConsoleConfig {
   readonly login_failures_per_window: number;
 }
 
+/** OpenTelemetry traces (src/telemetry); each field may also come from the standard OTEL_* variables. */
+export interface TracesConfig {
+  /** OTLP/HTTP traces URL; '' leaves it to the environment (and off when that has none either). */
+  readonly endpoint: string;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Absent: OTEL_TRACES_SAMPLER_ARG, else 1. */
+  readonly sample_ratio?: number;
+}
+
+export interface TelemetryConfig {
+  readonly traces: TracesConfig;
+}
+
 export interface StoreConfig {
   /** `sqlite:<path>` (embedded, the default) or `postgres://…`. */
   readonly url: string;
@@ -228,6 +241,7 @@ export interface GatewayConfig {
   readonly console: ConsoleConfig;
   readonly store: StoreConfig;
   readonly redis: RedisConfig;
+  readonly telemetry: TelemetryConfig;
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   readonly models: Readonly<Record<string, ModelConfig>>;
   readonly plugins: PluginConfigs;

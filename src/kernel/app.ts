@@ -14,6 +14,7 @@ import type { GatewayConfig } from '../config/types';
 import { requestLogLine } from '../metrics/request-log';
 import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
 import { summarize } from '../metrics/summary';
+import { passThroughTracing, type Tracing } from '../telemetry/tracing';
 import { errorBody, errorHeaders } from '../protocols/errors';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from '../protocols/types';
 import type { ActiveStreams } from './active-streams';
@@ -117,8 +118,17 @@ export interface KernelDeps extends Omit<OpsDeps, 'runtime'> {
   readonly streams?: ActiveStreams;
 }
 
-/** Builds the Koa app over a runtime reference; `admin` adds the console and its API. */
-export function createApp(runtime: RuntimeRef, logger: Logger, ops: KernelDeps, admin?: AdminDeps): Koa<BaseState> {
+/**
+ * Builds the Koa app over a runtime reference; `admin` adds the console and its API, `tracing` the
+ * request spans (off: the client's trace context is only passed on upstream).
+ */
+export function createApp(
+  runtime: RuntimeRef,
+  logger: Logger,
+  ops: KernelDeps,
+  admin?: AdminDeps,
+  tracing: Tracing = passThroughTracing,
+): Koa<BaseState> {
   const app = new Koa<BaseState>();
   app.silent = true;
   applyProxySettings(app, runtime.current.config.server);
@@ -152,7 +162,7 @@ export function createApp(runtime: RuntimeRef, logger: Logger, ops: KernelDeps, 
 
   const router = new Router<BaseState>();
   for (const endpoint of Object.values(ENDPOINTS)) {
-    router.post(endpoint.path, endpointHandler(endpoint, runtime));
+    router.post(endpoint.path, endpointHandler(endpoint, runtime, tracing, logger));
     router.all(endpoint.path, function methodNotAllowed(ctx) {
       ctx.state.errorShape = endpoint.errorShape;
       ctx.set('allow', 'POST');
@@ -181,12 +191,30 @@ function isClientHangUp(err: unknown): boolean {
   return err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '');
 }
 
-function endpointHandler(endpoint: Endpoint, runtime: RuntimeRef) {
+function endpointHandler(endpoint: Endpoint, runtime: RuntimeRef, tracing: Tracing, logger: Logger) {
   return async function handleEndpoint(ctx: BaseContext): Promise<void> {
+    const startedAt = performance.now();
     ctx.state.errorShape = endpoint.errorShape;
     const { config, chain } = runtime.current;
-    const extra: Omit<GatewayState, 'requestId' | 'clientRequestId'> = { config, endpoint };
+    const trace = tracing.startRequest(ctx.req.headers, endpoint, startedAt);
+    const extra: Omit<GatewayState, 'requestId' | 'clientRequestId'> = { config, endpoint, trace };
     Object.assign(ctx.state, extra);
-    await chain.run(ctx as unknown as GatewayContext);
+    if (!tracing.enabled) return chain.run(ctx as unknown as GatewayContext);
+    let error: GatewayError | null = null;
+    try {
+      await chain.run(ctx as unknown as GatewayContext);
+    } catch (thrown) {
+      error = toGatewayError(thrown);
+      throw thrown;
+    } finally {
+      // The server span ends with the answer's last byte and carries the settled charge: summed up
+      // off the request's path, like the metrics and the log line (they share one summary).
+      const state = ctx.state as Partial<GatewayState>;
+      const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
+      void summarize(state, observed).then(
+        (summary) => trace.finish(state, summary),
+        (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'tracing: ending a request span failed'),
+      );
+    }
   };
 }

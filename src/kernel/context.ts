@@ -7,6 +7,7 @@ import type { GatewayConfig, ModelConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
 import type { Account, ApiKeyRecord, ChargeRecord } from '../store/store';
+import type { RequestTrace } from '../telemetry/tracing';
 import type { Translator } from '../translators/types';
 
 /** The client's request once the kernel has read, checked and resolved it. */
@@ -115,6 +116,8 @@ export interface GatewayState {
   translation?: TranslationState;
   rateLimit?: RateLimitState;
   exchange?: Exchange;
+  /** Filled by the kernel: the request's spans (or only its incoming trace context, tracing off). */
+  trace?: RequestTrace;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

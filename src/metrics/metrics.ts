@@ -8,9 +8,11 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NANO_PER_UNIT } from '../billing/money';
+import { CLIENT_CLOSED_REQUEST } from '../upstream/exchange';
 import type { BreakerState } from '../upstream/breakers';
 import type { CreditKind } from '../store/store';
-import { TOKEN_KINDS, type TokenKind } from '../protocols/types';
+import { inputTotal, TOKEN_KINDS, type TokenKind } from '../protocols/types';
+import { genAiOperation, genAiProviderName } from '../telemetry/gen-ai';
 import type { RequestSummary } from './summary';
 
 /** What the gauges read at scrape time from the plugin chain currently serving. */
@@ -38,8 +40,27 @@ const BALANCE_REASON: Readonly<Record<string, string>> = {
 
 /** Request latencies, from a fast refusal to a long stream. */
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** The GenAI conventions' advised buckets: token counts (powers of 4), time to first token, time per output token. */
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10];
+const TPOT_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5];
+const GEN_AI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
+
+/** How a reload ended: applied, refused for an invalid file, or refused for another reason (stopping, a plugin failing to start). */
+export type ReloadOutcome = 'success' | 'invalid' | 'failed';
+
 /** Tollgate's own time per request: sub-millisecond to a quarter second. */
 const OVERHEAD_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25];
+
+/**
+ * The bounded error label of a request: Tollgate's own code when it answered with one, else what the
+ * status says (an upstream's error relayed as it was, or the client leaving); '' for a success.
+ */
+function errorCodeLabel(summary: RequestSummary): string {
+  if (summary.errorCode !== null) return summary.errorCode;
+  if (summary.status === CLIENT_CLOSED_REQUEST) return 'client_closed';
+  return summary.status >= 400 ? 'upstream_error' : '';
+}
 
 function statusClass(status: number): string {
   return `${Math.floor(status / 100)}xx`;
@@ -67,8 +88,8 @@ export class GatewayMetrics {
 
   private readonly requests = new Counter({
     name: 'tollgate_requests_total',
-    help: 'Requests to the API endpoints, by endpoint, model, provider that answered and status class.',
-    labelNames: ['endpoint', 'model', 'provider', 'status_class'] as const,
+    help: 'Requests to the API endpoints, by endpoint, model, provider that answered, status class and error code (a TOLLGATE_ERR_* code, upstream_error, client_closed, or "" for none).',
+    labelNames: ['endpoint', 'model', 'provider', 'status_class', 'error_code'] as const,
     registers: [this.registry],
   });
   private readonly duration = new Histogram({
@@ -170,6 +191,40 @@ export class GatewayMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
+  private readonly genAiTokens = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'GenAI semantic conventions: tokens per request by type (input includes cache reads and writes; output). Unit {token}.',
+    labelNames: [...GEN_AI_LABELS, 'gen_ai_token_type'] as const,
+    buckets: TOKEN_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly genAiTimeToFirstToken = new Histogram({
+    name: 'gen_ai_server_time_to_first_token',
+    help: 'GenAI semantic conventions: seconds from the request reaching the gateway to its first streamed event, for successful streams.',
+    labelNames: GEN_AI_LABELS,
+    buckets: TTFT_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly genAiTimePerOutputToken = new Histogram({
+    name: 'gen_ai_server_time_per_output_token',
+    help: 'GenAI semantic conventions: seconds per output token after the first, for successful streams of more than one output token.',
+    labelNames: GEN_AI_LABELS,
+    buckets: TPOT_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly reloads = new Counter({
+    name: 'tollgate_config_reloads_total',
+    help: 'Reloads of gateway.yaml by result: success, invalid (the file failed validation; the previous config stays), failed (any other refusal).',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  /** Moved by the span exporter when its bounded queue is full (src/telemetry). */
+  readonly spansDropped = new Counter({
+    name: 'tollgate_trace_spans_dropped_total',
+    help: 'Finished spans dropped instead of exported because the export queue was full or an export failed.',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   /** Moved by the metrics plugin as requests start and end. */
   readonly inFlight = new Gauge({
     name: 'tollgate_inflight_requests',
@@ -196,8 +251,14 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  constructor(version = 'unknown') {
     const metrics = this;
+    new Gauge({
+      name: 'tollgate_build_info',
+      help: 'Always 1; the labels say which Tollgate version runs on which Node.js version.',
+      labelNames: ['version', 'node'] as const,
+      registers: [this.registry],
+    }).set({ version, node: process.version }, 1);
     new Gauge({
       name: 'tollgate_breaker_state',
       help: 'Circuit breaker state per provider: 0 closed, 1 half-open, 2 open.',
@@ -261,12 +322,17 @@ export class GatewayMetrics {
     this.credited.inc({ kind }, units(amount));
   }
 
+  /** Counts one reload of gateway.yaml. */
+  recordReload(result: ReloadOutcome): void {
+    this.reloads.inc({ result });
+  }
+
   /** Counts one finished request. */
   record(summary: RequestSummary, options: { readonly labelAccounts: boolean }): void {
     const { endpoint, model } = summary;
     const provider = summary.provider ?? '';
     const statusLabel = statusClass(summary.status);
-    this.requests.inc({ endpoint, model, provider, status_class: statusLabel });
+    this.requests.inc({ endpoint, model, provider, status_class: statusLabel, error_code: errorCodeLabel(summary) });
     this.duration.observe({ endpoint, model, status_class: statusLabel }, summary.durationMs / 1000);
     if (summary.ttfbMs !== null) this.ttfb.observe({ endpoint, model, provider }, summary.ttfbMs / 1000);
     if (summary.overheadMs !== null) this.overhead.observe({ endpoint, stream: String(summary.stream === true) }, summary.overheadMs / 1000);
@@ -287,6 +353,7 @@ export class GatewayMetrics {
     for (const tool of summary.unpricedTools) this.unpricedToolCalls.inc({ model, tool }, summary.toolCalls[tool] ?? 0);
     if (summary.overage > 0n) this.overage.inc({ model }, units(summary.overage));
     if (summary.unbilled > 0n) this.unbilled.inc({ model }, units(summary.unbilled));
+    this.recordGenAi(summary);
     if (summary.usageSource !== null) this.usageSource.inc({ source: summary.usageSource });
     if (summary.status === 429 && summary.rateLimited !== null) this.rateLimited.inc({ kind: RATE_LIMIT_KIND[summary.rateLimited] });
     const reason = summary.errorCode === null ? undefined : BALANCE_REASON[summary.errorCode];
@@ -299,6 +366,26 @@ export class GatewayMetrics {
         for (const kind of TOKEN_KINDS) this.accountTokens.inc({ account, kind: TOKEN_KIND_LABELS[kind] }, summary.tokens[kind]);
       }
       if (summary.cost !== null) this.accountCost.inc({ account }, units(summary.cost));
+    }
+  }
+
+  /** The GenAI conventions' histograms, for requests that reached a provider. */
+  private recordGenAi(summary: RequestSummary): void {
+    if (summary.endpoint === '' || summary.providerProtocol === null) return;
+    const labels = {
+      gen_ai_operation_name: genAiOperation(summary.endpoint),
+      gen_ai_provider_name: genAiProviderName(summary.providerProtocol),
+      gen_ai_request_model: summary.model,
+    };
+    const tokens = summary.tokens;
+    if (tokens !== null && summary.endpoint !== 'count_tokens') {
+      this.genAiTokens.observe({ ...labels, gen_ai_token_type: 'input' }, inputTotal(tokens));
+      this.genAiTokens.observe({ ...labels, gen_ai_token_type: 'output' }, tokens.outputTokens);
+    }
+    if (summary.stream !== true || summary.ttfbMs === null || summary.outcome !== 'delivered' || summary.status >= 400) return;
+    this.genAiTimeToFirstToken.observe(labels, summary.ttfbMs / 1000);
+    if (tokens !== null && tokens.outputTokens > 1) {
+      this.genAiTimePerOutputToken.observe(labels, (summary.durationMs - summary.ttfbMs) / 1000 / (tokens.outputTokens - 1));
     }
   }
 }

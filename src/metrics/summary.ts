@@ -4,6 +4,7 @@
  * chain, so the summary waits for `exchange.finished` and then for the charge, without ever holding
  * up the response (callers do not await it on the request's path).
  */
+import type { ProviderProtocol } from '../config/types';
 import type { AttemptRecord, ExchangeEnd, GatewayState } from '../kernel/context';
 import type { ErrorCode } from '../kernel/errors';
 import { TOKEN_KINDS, type EndpointId, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
@@ -30,6 +31,8 @@ export interface RequestSummary {
   readonly outcome: ExchangeEnd['kind'] | null;
   /** The provider that answered (or was tried last). */
   readonly provider: string | null;
+  /** That provider's wire protocol, from the config the request ran under; null when none was tried. */
+  readonly providerProtocol: ProviderProtocol | null;
   /** Upstream attempts made, failovers included (skipped routes not counted). */
   readonly attempts: number;
   readonly attemptLog: readonly AttemptRecord[];
@@ -96,6 +99,11 @@ export function summarize(state: Partial<GatewayState>, observed: Observed, onEn
   return summary;
 }
 
+function providerProtocolOf(state: Partial<GatewayState>, provider: string | null): ProviderProtocol | null {
+  if (provider === null || state.config === undefined) return null;
+  return state.config.providers[provider]?.protocol ?? null;
+}
+
 async function computeSummary(state: Partial<GatewayState>, observed: Observed, onEnded?: () => void): Promise<RequestSummary> {
   const outcome = state.exchange === undefined ? null : await state.exchange.finished;
   const endedAt = performance.now();
@@ -140,6 +148,7 @@ async function computeSummary(state: Partial<GatewayState>, observed: Observed, 
     errorCode: observed.errorCode,
     outcome: outcome?.end.kind ?? null,
     provider: outcome?.provider ?? null,
+    providerProtocol: providerProtocolOf(state, outcome?.provider ?? null),
     attempts: outcome?.attempts ?? 0,
     attemptLog,
     upstreamRequestId: outcome?.upstreamRequestId ?? null,

@@ -49,6 +49,11 @@ export function cacheWriteTotal(counts: TokenCounts): number {
   return counts.cacheWriteTokens + counts.cacheWrite1hTokens;
 }
 
+/** Every input-side token: uncached input, cache writes of every lifetime, cache reads. */
+export function inputTotal(counts: TokenCounts): number {
+  return counts.inputTokens + cacheWriteTotal(counts) + counts.cacheReadTokens;
+}
+
 /** Calls of server-side tools the provider bills per call (`web_search`: 3), by tool name. */
 export type ToolCalls = Readonly<Record<string, number>>;
 

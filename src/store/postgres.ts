@@ -7,6 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
+import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
+import * as auditQueries from './postgres-audit';
 import * as consoleQueries from './postgres-console';
 import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLimitParam } from './postgres-console';
 import { PostgresLedger } from './postgres-ledger';
@@ -342,6 +344,14 @@ export class PostgresStore implements Store {
 
   listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]> {
     return this.ledger.listRedemptionCodes(limit);
+  }
+
+  appendAudit(entry: NewAuditEntry): Promise<AuditRecord> {
+    return auditQueries.appendAudit(this.pool, entry);
+  }
+
+  listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
+    return auditQueries.listAudit(this.pool, filter);
   }
 
   async ping(): Promise<boolean> {

@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
+import { SqliteAudit } from './sqlite-audit';
 import { ACCOUNT_COLUMNS, SqliteConsole } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
 import {
@@ -111,6 +113,7 @@ export class SqliteStore implements Store {
   private statements: Statements | null = null;
   private ledgerPart: SqliteLedger | null = null;
   private consolePart: SqliteConsole | null = null;
+  private auditPart: SqliteAudit | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
 
@@ -147,8 +150,21 @@ export class SqliteStore implements Store {
     return this.consolePart;
   }
 
+  private get audit(): SqliteAudit {
+    this.auditPart ??= new SqliteAudit(this.db);
+    return this.auditPart;
+  }
+
   async migrate(): Promise<void> {
     applySqliteMigrations(this.db);
+  }
+
+  async appendAudit(entry: NewAuditEntry): Promise<AuditRecord> {
+    return this.audit.append(entry);
+  }
+
+  async listAudit(filter: AuditFilter): Promise<AuditRecord[]> {
+    return this.audit.list(filter);
   }
 
   async findAccountById(id: string): Promise<Account | null> {

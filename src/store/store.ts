@@ -1,3 +1,5 @@
+import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
+
 /**
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
  * same interface so the rest of Tollgate never knows which one it talks to.
@@ -341,6 +343,11 @@ export interface Store {
   /** Redeems a code once, whoever races for it: one credit, later attempts `used`. */
   redeemCode(hash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult>;
   listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]>;
+
+  /** Appends one entry to the audit log (store/audit.ts); never anything secret. */
+  appendAudit(entry: NewAuditEntry): Promise<AuditRecord>;
+  /** Audit entries matching `filter`, newest first. */
+  listAudit(filter: AuditFilter): Promise<AuditRecord[]>;
 
   /** Whether the store answers; for readiness. */
   ping(): Promise<boolean>;

@@ -7,6 +7,8 @@
  */
 import type { FailoverPolicy } from '../config/types';
 import type { GatewayContext } from '../kernel/context';
+import { withTraceHeaders } from '../telemetry/traced-client';
+import type { AttemptTrace } from '../telemetry/tracing';
 import { GatewayError } from '../kernel/errors';
 import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
 import { attemptOrder } from '../routing/plan';
@@ -108,17 +110,22 @@ async function attemptAll(
     const deadline = setTimeout(() => attempt.abort(ABORTED_BY_DEADLINE), Math.max(0, deadlineAt - Date.now()));
     const startedAt = performance.now();
     const log = (outcome: string) => recorder.logAttempt({ provider: target.provider.id, outcome, durationMs: performance.now() - startedAt });
+    // Made once the breaker lets the attempt through: a skipped route is no attempt, and has no span.
+    const traced: { span: AttemptTrace | null } = { span: null };
     try {
       const translator = speaksNatively(target.provider, ctx.state.endpoint) ? null : deps.translatorFor(ctx, target);
       const commit = await deps.breakers.run(target.provider.id, () => {
         recorder.attempt(target);
+        traced.span = ctx.state.trace?.startAttempt(target, attempts + 1) ?? null;
+        const sender = traced.span === null ? client : withTraceHeaders(client, traced.span.headers);
         return translator === null
-          ? attemptNative(ctx, target, client, attempt.signal)
-          : attemptTranslated(ctx, target, client, translator, attempt.signal);
+          ? attemptNative(ctx, target, sender, attempt.signal)
+          : attemptTranslated(ctx, target, sender, translator, attempt.signal);
       });
       log('ok');
+      traced.span?.committed();
       recorder.committed(commit.upstreamRequestId);
-      commit.commit(ctx, reportTo(recorder.report, deps.breakers, target));
+      commit.commit(ctx, reportTo(recorder.report, deps.breakers, target, traced.span));
       return;
     } catch (error) {
       if (error instanceof BreakerOpenError) {
@@ -126,7 +133,13 @@ async function attemptAll(
         openUntil.push(error.halfOpenAt);
         continue;
       }
-      if (error instanceof AttemptFailure) log(error.kind === 'status' ? `status_${error.status}` : error.kind);
+      if (error instanceof AttemptFailure) {
+        const outcome = error.kind === 'status' ? `status_${error.status}` : error.kind;
+        log(outcome);
+        traced.span?.failed(outcome, error.status);
+      } else {
+        traced.span?.failed('error', null);
+      }
       if (!(error instanceof AttemptFailure)) {
         // A request that cannot be sent (a 400 from translation): not the provider's fault, not retried.
         recorder.fail(error, error instanceof GatewayError ? error.status : 500);
@@ -148,10 +161,11 @@ async function attemptAll(
   answerWithoutCommit(ctx, recorder, last, openUntil, overloadedFor);
 }
 
-/** Counts a stream that broke after its commit against its provider, then reports as usual. */
-function reportTo(report: ReportEnd, breakers: ProviderBreakers, target: Target): ReportEnd {
+/** Counts a stream that broke after its commit against its provider, ends the attempt's span, then reports as usual. */
+function reportTo(report: ReportEnd, breakers: ProviderBreakers, target: Target, span: AttemptTrace | null): ReportEnd {
   return (end, usage, status, outputTokens, replyId) => {
     if (end.kind === 'failed') breakers.recordFailure(target.provider.id, end.error);
+    span?.ended(end, usage, status);
     report(end, usage, status, outputTokens, replyId);
   };
 }

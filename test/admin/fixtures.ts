@@ -159,4 +159,6 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['POST', '/api/admin/redemption-codes', { count: 1, amount: '100' }],
   ['POST', '/api/admin/redemption-codes?format=csv', { count: 1, amount: '100' }],
   ['GET', '/api/admin/providers'],
+  ['GET', '/api/admin/audit'],
+  ['GET', '/api/admin/audit?format=csv'],
 ];

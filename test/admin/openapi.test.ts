@@ -11,6 +11,8 @@ import { parse } from 'yaml';
 import { API_ERROR_STATUS, ApiError } from '../../src/admin/api-error';
 import { managementRoutes } from '../../src/admin/index';
 import {
+  AUDIT_FIELDS,
+  auditView,
   accountSummaryView,
   accountView,
   CODE_FIELDS,
@@ -22,6 +24,7 @@ import {
   usageView,
 } from '../../src/admin/views';
 import { PACKAGE_VERSION, SCHEMAS_DIR } from '../../src/paths';
+import { AUDIT_ACTIONS } from '../../src/store/audit';
 import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
 
@@ -373,6 +376,8 @@ describe('schemas/management-api.yaml', () => {
       ['Code', () => codeView({ ...code, createdBy: null, expiresAt: null, redeemedBy: 'alice', redeemedAt: at })],
       ['Token', () => tokenView(token)],
       ['Token', () => tokenView({ ...token, name: 'deploy script' })],
+      ['AuditEntry', () => auditView({ id: 'aud_1', at, actor: 'root', surface: 'console', action: 'account.disable', target: account.id, accountId: account.id, before: { disabled: false }, after: { disabled: true }, requestId: 'req_1' })],
+      ['AuditEntry', () => auditView({ id: 'aud_2', at, actor: 'SIGHUP', surface: 'server', action: 'config.reload', target: 'gateway.yaml', accountId: null, before: null, after: null, requestId: null })],
       ['Error', () => new ApiError('not_found', 'This key was not found.').toJSON()],
       ['Error', () => new ApiError('invalid_request', 'A name is required.', 'name').toJSON()],
     ];
@@ -385,9 +390,15 @@ describe('schemas/management-api.yaml', () => {
       });
     }
 
+    it('lists exactly the audit actions the store knows', () => {
+      const action = deref(document, { $ref: '#/components/schemas/AuditAction' });
+      expect(action.enum).to.deep.equal([...AUDIT_ACTIONS]);
+    });
+
     it('orders the CSV columns of the examples as the exports do', () => {
       expect(csvExample(document, 'listUsage')).to.deep.equal([...USAGE_FIELDS]);
       expect(csvExample(document, 'adminListCodes')).to.deep.equal([...CODE_FIELDS]);
+      expect(csvExample(document, 'adminListAudit')).to.deep.equal([...AUDIT_FIELDS]);
       expect(csvExample(document, 'adminCreateCodes')).to.deep.equal(propertyNames(document, { $ref: '#/components/schemas/NewCode' }));
     });
   });

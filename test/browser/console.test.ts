@@ -347,6 +347,26 @@ describe('browser: console', function () {
     expect(providers.get('broken')?.[5]).to.equal('2');
     expect(providers.get('openai')?.[2]).to.equal('closed (healthy)');
     expect(providers.get('anthropic')?.[2]).to.equal('closed (healthy)');
+
+    // Audit log: the disabling above, by this admin through the console; filtered by actor and target, with a CSV link.
+    await goToAdmin('Audit log');
+    await page.getByTestId('audit-table').waitFor();
+    const disabled = (await tableRows('audit-table')).find((row) => row[3] === 'account.disable');
+    expect(disabled?.slice(1, 3)).to.deep.equal([admin.name, 'console']);
+    expect(disabled?.[6]).to.equal('{"disabled":true}');
+    await page.getByLabel('Actor').fill(admin.name);
+    await page.getByLabel('Target id (acc_…, key_…)').fill(disabled![4]);
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    // The table is replaced once the filtered list has loaded.
+    const matches = (rows: string[][]) => rows.length > 0 && rows.every((row) => row[1] === admin.name && row[4] === disabled![4]);
+    let filtered = await tableRows('audit-table');
+    for (let tries = 0; tries < 100 && !matches(filtered); tries++) {
+      await page.waitForTimeout(50);
+      filtered = await tableRows('audit-table');
+    }
+    expect(matches(filtered), JSON.stringify(filtered)).to.equal(true);
+    const csvHref = await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href');
+    expect(csvHref).to.include('/api/admin/audit?').and.include('format=csv').and.include(`target=${disabled![4]}`);
     expectCleanConsole();
   });
 

@@ -143,16 +143,26 @@ describe('e2e: GET /metrics', () => {
 
     after(async () => teardown(s));
 
-    it('counts requests by endpoint, model, provider and status class', () => {
-      const requests = (model: string, provider: string, statusClass: string) =>
-        sampleValue(samples, 'tollgate_requests_total', { endpoint: 'messages', model, provider, status_class: statusClass });
+    it('counts requests by endpoint, model, provider, status class and error code', () => {
+      const requests = (model: string, provider: string, statusClass: string, errorCode = '') =>
+        sampleValue(samples, 'tollgate_requests_total', { endpoint: 'messages', model, provider, status_class: statusClass, error_code: errorCode });
       expect(requests('claude-ha', 'a', '2xx')).to.equal(2);
       expect(requests('claude-ha', 'b', '2xx')).to.equal(1);
       // Refused before its body was read: no model label value.
-      expect(requests('', '', '4xx')).to.equal(1);
+      expect(requests('', '', '4xx', 'TOLLGATE_ERR_AUTH_INVALID_KEY')).to.equal(1);
       // The 429 and the 402, refused after the model was resolved and before any upstream.
-      expect(requests('claude-ha', '', '4xx')).to.equal(2);
-      expect(samplesOf(samples, 'tollgate_requests_total')).to.have.length(4);
+      expect(requests('claude-ha', '', '4xx', 'TOLLGATE_ERR_RATE_LIMIT_TOKENS')).to.equal(1);
+      expect(requests('claude-ha', '', '4xx', 'TOLLGATE_ERR_INSUFFICIENT_BALANCE')).to.equal(1);
+      expect(samplesOf(samples, 'tollgate_requests_total')).to.have.length(5);
+    });
+
+    it('observes the GenAI token usage by type, and the time to first token of the stream', () => {
+      const labels = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: 'claude-ha' };
+      expect(sampleValue(samples, 'gen_ai_client_token_usage_count', { ...labels, gen_ai_token_type: 'input' })).to.equal(3);
+      expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...labels, gen_ai_token_type: 'input' })).to.equal(10 + 20 + 30);
+      expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...labels, gen_ai_token_type: 'output' })).to.equal(5 + 7 + 9);
+      expect(sampleValue(samples, 'gen_ai_server_time_to_first_token_count', labels)).to.equal(1);
+      expect(sampleValue(samples, 'gen_ai_server_time_per_output_token_count', labels)).to.equal(1);
     });
 
     it('observes one duration per request, and a time to first byte and an overhead per committed answer', () => {
@@ -340,7 +350,7 @@ describe('e2e: GET /metrics', () => {
 });
 
 function requestLabels(model: string): Record<string, string> {
-  return { endpoint: 'messages', model, provider: 'a', status_class: '2xx' };
+  return { endpoint: 'messages', model, provider: 'a', status_class: '2xx', error_code: '' };
 }
 
 function reloadYaml(url: string): string {

@@ -109,6 +109,24 @@ describe('e2e: reloading gateway.yaml', function () {
     expect((await messages('claude-broken')).status).to.equal(404);
   });
 
+  it('appends each reload to the audit log with what it applied or where the file was wrong, and counts it by result', async () => {
+    writeFileSync(file, withModel(yaml, 'claude-audited'));
+    expect((await tg.gateway.reload()).ok).to.equal(true);
+    writeFileSync(file, withModel(yaml, 'claude-audited').replace('- provider: anthropic', '- provider: nowhere'));
+    expect((await tg.gateway.reload('test-operator')).ok).to.equal(false);
+
+    const [refused, applied] = await tg.store.listAudit({ action: 'config.reload' });
+    expect(applied).to.deep.include({ actor: 'SIGHUP', surface: 'server', target: file, accountId: null, before: null, requestId: null });
+    expect(applied.after).to.deep.equal({ result: 'success', applied: ['models added: claude-audited'], needs_restart: [] });
+    expect(refused).to.deep.include({ actor: 'test-operator', surface: 'server', target: file });
+    expect(refused.after).to.deep.include({ result: 'refused', issues: 1 });
+    expect((refused.after!.paths as string[])[0]).to.match(/^models\..+\.routes\[0\]\.provider$/);
+
+    const scrape = await (await fetch(`${tg.url}/metrics`)).text();
+    expect(scrape).to.include('tollgate_config_reloads_total{result="success"} 1');
+    expect(scrape).to.include('tollgate_config_reloads_total{result="invalid"} 1');
+  });
+
   it('serves an added model to new requests while a stream started before finishes on the old config', async () => {
     const events = anthropicStream().events;
     fake.enqueue({ ...anthropicStream(), events: [events[0], { pauseMs: 1000 }, ...events.slice(1)] });

@@ -18,6 +18,7 @@ function summary(overrides: Partial<RequestSummary> = {}): RequestSummary {
     errorCode: null,
     outcome: 'delivered',
     provider: 'openai',
+    providerProtocol: 'openai',
     attempts: 1,
     attemptLog: [{ provider: 'openai', outcome: 'ok', durationMs: 5 }],
     upstreamRequestId: null,
@@ -71,7 +72,7 @@ describe('GatewayMetrics', () => {
     const one = new GatewayMetrics();
     const two = new GatewayMetrics();
     one.record(summary(), { labelAccounts: false });
-    const labels = { endpoint: 'chat', model: 'gpt-test', provider: 'openai', status_class: '2xx' };
+    const labels = { endpoint: 'chat', model: 'gpt-test', provider: 'openai', status_class: '2xx', error_code: '' };
     expect(sampleValue(await samplesOfMetrics(one), 'tollgate_requests_total', labels)).to.equal(1);
     expect(sampleValue(await samplesOfMetrics(two), 'tollgate_requests_total', labels)).to.equal(undefined);
   });
@@ -100,6 +101,50 @@ describe('GatewayMetrics', () => {
     expect(sampleValue(samples, 'tollgate_cost_units_total', { model: 'gpt-test' })).to.equal(3);
     expect(sampleValue(samples, 'tollgate_account_requests_total', { account: 'acc_1' })).to.equal(1);
     expect(sampleValue(samples, 'tollgate_account_tokens_total', { account: 'acc_1', kind: 'output' })).to.equal(2);
+  });
+
+  it('labels a request with its error code: Tollgate\'s own, upstream_error, client_closed, or none', async () => {
+    const metrics = new GatewayMetrics();
+    metrics.record(summary({ status: 402, errorCode: 'TOLLGATE_ERR_INSUFFICIENT_BALANCE' }), { labelAccounts: false });
+    metrics.record(summary({ status: 400 }), { labelAccounts: false });
+    metrics.record(summary({ status: 499 }), { labelAccounts: false });
+    metrics.record(summary(), { labelAccounts: false });
+    const codes = samplesOf(await samplesOfMetrics(metrics), 'tollgate_requests_total').map((sample) => sample.labels.error_code);
+    expect(codes.sort()).to.deep.equal(['', 'TOLLGATE_ERR_INSUFFICIENT_BALANCE', 'client_closed', 'upstream_error']);
+  });
+
+  it('observes GenAI token usage with cache tokens counted as input, by the provider\'s vendor name', async () => {
+    const metrics = new GatewayMetrics();
+    metrics.record(summary({ providerProtocol: 'anthropic', tokens: { inputTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 0, cacheReadTokens: 5, outputTokens: 2 } }), { labelAccounts: false });
+    const samples = await samplesOfMetrics(metrics);
+    const labels = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: 'gpt-test' };
+    expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...labels, gen_ai_token_type: 'input' })).to.equal(12);
+    expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...labels, gen_ai_token_type: 'output' })).to.equal(2);
+    // A plain reply has no first token of its own: no time-to-first-token sample.
+    expect(sampleValue(samples, 'gen_ai_server_time_to_first_token_count', labels)).to.equal(undefined);
+  });
+
+  it('observes the time to first token and per output token of a delivered stream', async () => {
+    const metrics = new GatewayMetrics();
+    const stream = { stream: true, ttfbMs: 200, durationMs: 1200, tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 11 } };
+    metrics.record(summary(stream), { labelAccounts: false });
+    metrics.record(summary({ ...stream, outcome: 'aborted', status: 499 }), { labelAccounts: false });
+    const samples = await samplesOfMetrics(metrics);
+    const labels = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'openai', gen_ai_request_model: 'gpt-test' };
+    expect(sampleValue(samples, 'gen_ai_server_time_to_first_token_sum', labels)).to.be.closeTo(0.2, 1e-9);
+    expect(sampleValue(samples, 'gen_ai_server_time_to_first_token_count', labels)).to.equal(1);
+    expect(sampleValue(samples, 'gen_ai_server_time_per_output_token_sum', labels)).to.be.closeTo(0.1, 1e-9);
+  });
+
+  it('says which version runs on which Node.js, and counts reloads by result', async () => {
+    const metrics = new GatewayMetrics('9.8.7');
+    metrics.recordReload('success');
+    metrics.recordReload('invalid');
+    metrics.recordReload('invalid');
+    const samples = await samplesOfMetrics(metrics);
+    expect(sampleValue(samples, 'tollgate_build_info', { version: '9.8.7', node: process.version })).to.equal(1);
+    expect(sampleValue(samples, 'tollgate_config_reloads_total', { result: 'success' })).to.equal(1);
+    expect(sampleValue(samples, 'tollgate_config_reloads_total', { result: 'invalid' })).to.equal(2);
   });
 
   it('reads breaker states at scrape time from whatever the live view returns then', async () => {

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
+import type { NewAuditEntry } from '../../src/store/audit';
 import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
 import { rejection } from '../helpers/async';
 import { PLAIN_CHARGE } from '../helpers/charges';
@@ -830,6 +831,54 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         ]);
         expect(await store.dailyUsage(a.account.id, at(5, 0))).to.deep.equal([]);
         expect(await store.dailyUsage('acc_0000000000000000', since)).to.deep.equal([]);
+      });
+    });
+
+    describe('audit log', () => {
+      const entry = (extra: Partial<NewAuditEntry> = {}): NewAuditEntry => ({
+        actor: 'alice',
+        surface: 'console',
+        action: 'key.limits',
+        target: 'key_0000000000000001',
+        accountId: 'acc_0000000000000001',
+        before: { spend_limit: null, models: ['a', 'b'] },
+        after: { spend_limit: '12.5', models: null, nested: { rpm: 3 } },
+        requestId: 'req_1',
+        ...extra,
+      });
+
+      it('appends an entry with an aud_ id and the time, and lists it back exactly', async () => {
+        const before = Date.now();
+        const appended = await store.appendAudit(entry());
+        expect(appended.id).to.match(/^aud_[0-9a-f]{16}$/);
+        expect(appended.at.getTime()).to.be.within(before, Date.now());
+        expect(await store.listAudit({})).to.deep.equal([appended]);
+      });
+
+      it('lists newest first, entries made in the same millisecond in reverse order of appending', async () => {
+        const ids: string[] = [];
+        for (let index = 0; index < 5; index++) ids.push((await store.appendAudit(entry({ requestId: `req_${index}` }))).id);
+        expect((await store.listAudit({})).map((record) => record.id)).to.deep.equal(ids.reverse());
+        expect(await store.listAudit({ limit: 2 })).to.have.length(2);
+      });
+
+      it('filters by actor, by target (the target or its account), by action and by time', async () => {
+        const first = await store.appendAudit(entry({ actor: 'alice', target: 'key_1', accountId: 'acc_1', action: 'key.create' }));
+        await sleep(5);
+        const middle = new Date();
+        await sleep(5);
+        const second = await store.appendAudit(entry({ actor: 'cli:root', target: 'acc_1', accountId: 'acc_1', action: 'account.credit' }));
+        const third = await store.appendAudit(entry({ actor: 'SIGHUP', surface: 'server', target: 'gateway.yaml', accountId: null, before: null, after: null, requestId: null, action: 'config.reload' }));
+        const ids = (records: { id: string }[]) => records.map((record) => record.id);
+        expect(ids(await store.listAudit({ actor: 'alice' }))).to.deep.equal([first.id]);
+        expect(ids(await store.listAudit({ target: 'acc_1' }))).to.deep.equal([second.id, first.id]);
+        expect(ids(await store.listAudit({ target: 'key_1' }))).to.deep.equal([first.id]);
+        expect(ids(await store.listAudit({ action: 'config.reload' }))).to.deep.equal([third.id]);
+        expect(ids(await store.listAudit({ since: middle }))).to.deep.equal([third.id, second.id]);
+        expect(ids(await store.listAudit({ until: middle }))).to.deep.equal([first.id]);
+        expect(ids(await store.listAudit({ actor: 'cli:root', since: middle, target: 'acc_1' }))).to.deep.equal([second.id]);
+        expect(await store.listAudit({ actor: 'nobody' })).to.deep.equal([]);
+        expect((await store.listAudit({ action: 'config.reload' }))[0]).to.deep.include({ surface: 'server', before: null, after: null, requestId: null, accountId: null });
       });
     });
 

@@ -9,6 +9,8 @@ import { accountName, amount, boolean, newPassword, optionalEmail, requiredStrin
 import { readJsonObject } from '../json-body';
 import { hashPassword } from '../passwords';
 import { accountSummaryView, accountView, creditView } from '../views';
+import { audit } from '../audit';
+import { credited } from '../../audit/states';
 
 export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   const admin = [signedIn(deps), adminOnly] as const;
@@ -37,6 +39,7 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     try {
       const account = await deps.store.createAccount({ name, email, role, passwordHash: await hashPassword(password) });
       deps.logger.info({ account: name, role, by: callerOf(ctx).account.name }, 'console: account created');
+      await audit(deps, ctx, { action: 'account.create', target: account.id, accountId: account.id, before: null, after: { name, email, role } });
       ctx.status = 201;
       ctx.body = { account: accountView(account) };
     } catch (error) {
@@ -54,18 +57,27 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     if (disabled && account.id === callerOf(ctx).account.id) throw invalid('disabled', 'You cannot disable your own account.');
     await deps.store.setAccountDisabled(account.id, disabled);
     deps.logger.info({ account: account.name, disabled, by: callerOf(ctx).account.name }, 'console: account updated');
+    await audit(deps, ctx, {
+      action: disabled ? 'account.disable' : 'account.enable',
+      target: account.id,
+      accountId: account.id,
+      before: { disabled: account.disabled },
+      after: { disabled },
+    });
     ctx.body = { account: accountView((await deps.store.findAccountById(account.id)) ?? account) };
   });
 
   router.post('/admin/accounts/:id/credits', ...admin, async (ctx) => {
     const account = await accountParam(ctx);
     const body = await readJsonObject(ctx);
-    const credited = amount(body, 'amount');
+    const worth = amount(body, 'amount');
     const note = requiredString(body, 'note', 'A note (why this credit)', 500);
-    const credit = await deps.funds.credit({ accountId: account.id, amount: credited, kind: 'admin', actor: callerOf(ctx).account.name, note });
+    const before = await deps.funds.balance(account.id);
+    const credit = await deps.funds.credit({ accountId: account.id, amount: worth, kind: 'admin', actor: callerOf(ctx).account.name, note });
     deps.metrics.recordCredit(credit.kind, credit.amount);
     deps.logger.info({ account: account.name, credit: credit.id, by: callerOf(ctx).account.name }, 'console: account credited');
     const balance = await deps.funds.balance(account.id);
+    await audit(deps, ctx, credited('account.credit', credit, before.balance, balance.balance));
     ctx.status = 201;
     ctx.body = { credit: creditView(credit), balance: formatUnits(balance.balance) };
   });

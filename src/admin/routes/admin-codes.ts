@@ -12,6 +12,7 @@ import { amount, integerInRange, optionalFutureDate } from '../fields';
 import { readJsonObject } from '../json-body';
 import { CODE_FIELDS, codeView } from '../views';
 import { limitParam, single } from './query';
+import { audit } from '../audit';
 
 const MAX_BATCH = 1000;
 const NEW_CODE_FIELDS = ['id', 'code', 'amount', 'expires_at'] as const;
@@ -43,6 +44,13 @@ export function adminCodeRoutes(router: Router<ApiState>, deps: AdminDeps): void
       expiresAt,
     });
     deps.logger.info({ count, amount: formatUnits(worth), by: callerOf(ctx).account.name }, 'console: redemption codes generated');
+    await audit(deps, ctx, {
+      action: 'code.create',
+      target: null,
+      accountId: null,
+      before: null,
+      after: { count, amount: formatUnits(worth), expires_at: expiresAt?.toISOString() ?? null, first_id: records[0]?.id ?? null, last_id: records.at(-1)?.id ?? null },
+    });
     const codes = records.map((record, index) => ({
       id: record.id,
       code: texts[index],

@@ -9,6 +9,8 @@ import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../con
 import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { keyView } from '../views';
+import { audit } from '../audit';
+import { keyCreated, keyLimitsChanged, keyRevoked } from '../../audit/states';
 
 /** Active keys an account may hold; far more than a person uses, few enough to list on one page. */
 const MAX_ACTIVE_KEYS = 200;
@@ -43,6 +45,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
     const issued = await issueApiKey(deps.store, { accountId: account.id, name, expiresAt, spendLimit, models, rateLimits });
     deps.logger.info({ account: account.name, key: issued.record.id }, 'console: key created');
+    await audit(deps, ctx, keyCreated(issued.record));
     ctx.status = 201;
     ctx.body = { key: keyView(issued.record), secret: issued.key };
   });
@@ -56,13 +59,17 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       rateLimits: optionalRateLimits(body, 'rate_limits'),
     };
     await deps.store.setKeyLimits(key.id, limits);
-    ctx.body = { key: keyView(await ownKey(ctx)) };
+    const changed = await ownKey(ctx);
+    await audit(deps, ctx, keyLimitsChanged(key, changed));
+    ctx.body = { key: keyView(changed) };
   });
 
   router.delete('/keys/:id', signedIn(deps), async (ctx) => {
     const key = await ownKey(ctx);
     await deps.store.revokeKey(key.id);
     deps.logger.info({ account: callerOf(ctx).account.name, key: key.id }, 'console: key revoked');
-    ctx.body = { key: keyView(await ownKey(ctx)) };
+    const revoked = await ownKey(ctx);
+    await audit(deps, ctx, keyRevoked(key, revoked.revokedAt));
+    ctx.body = { key: keyView(revoked) };
   });
 }

@@ -10,6 +10,8 @@ import { csrfTokenFor, hashSecret, newSessionSecret, plausibleSecret, SESSION_CO
 import { accountView } from '../views';
 import type { Account, AccountLogin } from '../../store/store';
 import { AccountExistsError } from '../../store/store';
+import { passwordChanged } from '../../audit/states';
+import { audit } from '../audit';
 
 const HOUR_MS = 3_600_000;
 /** Expired sessions are deleted at most this often, piggybacking on logins. */
@@ -115,6 +117,7 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       throw error;
     }
     deps.logger.info({ account: account.name }, 'console: account signed up');
+    await audit(deps, ctx, { action: 'account.signup', target: account.id, accountId: account.id, before: null, after: { name: account.name, email: account.email, role: account.role } }, account);
     ctx.status = 201;
     ctx.body = await startSession(ctx, account);
   });
@@ -154,9 +157,11 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     }
     await deps.store.setPassword(caller.account.id, await hashPassword(next));
     // Other logins of the account end: a changed password is often a response to a leak.
+    let ended = 0;
     for (const session of await deps.store.listSessions(caller.account.id, 'session')) {
-      if (session.id !== caller.session.id) await deps.store.deleteSession(session.id, caller.account.id);
+      if (session.id !== caller.session.id && (await deps.store.deleteSession(session.id, caller.account.id))) ended += 1;
     }
+    await audit(deps, ctx, passwordChanged(caller.account.id, ended));
     ctx.status = 204;
   });
 }

@@ -7,6 +7,8 @@ import { optionalString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { hashSecret, newManagementToken } from '../secrets';
 import { tokenView } from '../views';
+import { audit } from '../audit';
+import { tokenCreated, tokenRevoked } from '../../audit/states';
 
 const MAX_TOKENS = 20;
 
@@ -26,6 +28,7 @@ export function tokenRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const secret = newManagementToken();
     const token = await deps.store.createSession({ accountId: account.id, hash: hashSecret(secret), kind: 'token', name, expiresAt: null });
     deps.logger.info({ account: account.name, token: token.id }, 'console: management token created');
+    await audit(deps, ctx, tokenCreated(token));
     ctx.status = 201;
     ctx.body = { token: tokenView(token), secret };
   });
@@ -33,8 +36,10 @@ export function tokenRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.delete('/tokens/:id', signedIn(deps), async (ctx) => {
     const { account } = callerOf(ctx);
     const tokens = await deps.store.listSessions(account.id, 'token');
-    if (!tokens.some((token) => token.id === ctx.params.id)) throw notFound('This token');
-    await deps.store.deleteSession(ctx.params.id, account.id);
+    const token = tokens.find((candidate) => candidate.id === ctx.params.id);
+    if (token === undefined) throw notFound('This token');
+    await deps.store.deleteSession(token.id, account.id);
+    await audit(deps, ctx, tokenRevoked(token));
     ctx.status = 204;
   });
 }

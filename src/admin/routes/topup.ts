@@ -7,6 +7,8 @@ import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiState } from '../context';
 import { readJsonObject } from '../json-body';
 import { creditView } from '../views';
+import { audit } from '../audit';
+import { credited } from '../../audit/states';
 
 const CODE_PATTERN = new RegExp(`^${REDEMPTION_CODE_PREFIX}[A-Z2-7]{24}$`);
 
@@ -22,11 +24,13 @@ export function topupRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const body = await readJsonObject(ctx);
     const code = typeof body.code === 'string' ? body.code.trim() : '';
     if (!CODE_PATTERN.test(code)) throw invalid('code', `A redemption code looks like ${REDEMPTION_CODE_PREFIX}ABCD… (24 letters and digits after "${REDEMPTION_CODE_PREFIX}").`);
+    const before = await deps.funds.balance(account.id);
     const result = await deps.funds.redeem(code, account.id, account.name);
     if (!result.ok) throw REFUSALS[result.reason]();
     deps.metrics.recordCredit(result.credit.kind, result.credit.amount);
     deps.logger.info({ account: account.name, credit: result.credit.id }, 'console: code redeemed');
     const balance = await deps.funds.balance(account.id);
+    await audit(deps, ctx, credited('code.redeem', result.credit, before.balance, balance.balance));
     ctx.body = { credit: creditView(result.credit), balance: formatUnits(balance.balance) };
   });
 }

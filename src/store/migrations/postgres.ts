@@ -5,6 +5,7 @@
  * change the schema, append an entry; never edit one that has shipped.
  */
 import type { ClientBase } from 'pg';
+import { POSTGRES_AUDIT_MIGRATION } from './audit';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface PostgresMigration {
@@ -247,6 +248,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE charges ADD COLUMN prices TEXT;
     `,
   },
+  { version: 7, ...POSTGRES_AUDIT_MIGRATION },
 ];
 
 /**

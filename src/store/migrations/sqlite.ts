@@ -4,6 +4,7 @@
  * has shipped, since stores in the field have already applied it.
  */
 import type Database from 'better-sqlite3';
+import { SQLITE_AUDIT_MIGRATION } from './audit';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface SqliteMigration {
@@ -187,6 +188,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE charges ADD COLUMN prices TEXT;
     `,
   },
+  { version: 5, ...SQLITE_AUDIT_MIGRATION },
 ];
 
 const CREATE_TRACKING_TABLE = `

@@ -1,0 +1,69 @@
+/**
+ * What the audit log keeps of a changed thing, before and after: settings, amounts and ids, never a
+ * secret (no key, token, code text, password or hash). One function per kind, shared by the
+ * management API, the CLI and the server, so an entry reads the same whichever surface wrote it.
+ */
+import { formatUnits } from '../billing/money';
+import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
+import type { ApiKeyRecord, CreditRecord, SessionRecord } from '../store/store';
+
+/** An entry minus who made it: what each surface's own `audit` helper completes. */
+export type AuditChange = Pick<NewAuditEntry, 'action' | 'target' | 'accountId' | 'before' | 'after'>;
+
+/** What a key's owner or an operator may change on it. */
+export function keyLimitsState(key: ApiKeyRecord): AuditState {
+  return {
+    spend_limit: key.spendLimit === null ? null : formatUnits(key.spendLimit),
+    models: key.models,
+    rate_limits: key.rateLimits,
+  };
+}
+
+/** A new key as issued: its shown prefix and last four characters, its name and limits. */
+export function keyCreated(key: ApiKeyRecord): AuditChange {
+  return {
+    action: 'key.create',
+    target: key.id,
+    accountId: key.accountId,
+    before: null,
+    after: { name: key.name, prefix: key.prefix, last4: key.last4, expires_at: key.expiresAt?.toISOString() ?? null, ...keyLimitsState(key) },
+  };
+}
+
+export function keyRevoked(key: ApiKeyRecord, revokedAt: Date | null): AuditChange {
+  return {
+    action: 'key.revoke',
+    target: key.id,
+    accountId: key.accountId,
+    before: { revoked_at: key.revokedAt?.toISOString() ?? null },
+    after: { revoked_at: revokedAt?.toISOString() ?? null },
+  };
+}
+
+export function keyLimitsChanged(before: ApiKeyRecord, after: ApiKeyRecord): AuditChange {
+  return { action: 'key.limits', target: before.id, accountId: before.accountId, before: keyLimitsState(before), after: keyLimitsState(after) };
+}
+
+/** A credit (an administrator's or a redeemed code's) with the balance before and after it. */
+export function credited(action: Extract<AuditAction, 'account.credit' | 'code.redeem'>, credit: CreditRecord, balanceBefore: bigint, balanceAfter: bigint): AuditChange {
+  return {
+    action,
+    target: credit.accountId,
+    accountId: credit.accountId,
+    before: { balance: formatUnits(balanceBefore) },
+    after: { balance: formatUnits(balanceAfter), amount: formatUnits(credit.amount), credit_id: credit.id, note: credit.note },
+  };
+}
+
+export function tokenCreated(token: SessionRecord): AuditChange {
+  return { action: 'token.create', target: token.id, accountId: token.accountId, before: null, after: { name: token.name } };
+}
+
+export function tokenRevoked(token: SessionRecord): AuditChange {
+  return { action: 'token.revoke', target: token.id, accountId: token.accountId, before: { name: token.name }, after: null };
+}
+
+/** A password set or changed: that it happened, and how many other logins it ended; never the password. */
+export function passwordChanged(accountId: string, sessionsEnded: number): AuditChange {
+  return { action: 'account.password', target: accountId, accountId, before: null, after: { sessions_ended: sessionsEnded } };
+}
