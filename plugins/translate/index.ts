@@ -15,6 +15,7 @@ import { speaksNatively } from '../../src/routing/resolve';
 import { countTokens } from '../../src/billing/tokenizer';
 import { requestText } from '../../src/protocols/request-text';
 import { translatorFor } from '../../src/translators';
+import { wireOf } from '../../src/wire';
 
 function countLocally(ctx: GatewayContext): void {
   ctx.status = 200;
@@ -33,7 +34,7 @@ export const translatePlugin: PluginDefinition<'translate'> = {
         if (endpoint.id === 'count_tokens' && ctx.state.request!.model.family === 'openai') return countLocally(ctx);
         ctx.state.translation = {
           // null: the target speaks the client's protocol, and the bytes go through untouched.
-          for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, target.provider.protocol as 'openai' | 'anthropic')),
+          for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, wireOf(target.provider).family)),
         };
         await next();
       },

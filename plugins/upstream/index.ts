@@ -14,6 +14,7 @@ import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
 import { RetryBudget } from '../../src/upstream/retry-budget';
+import { wireOf } from '../../src/wire';
 
 /** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
 export interface UpstreamInstance extends PluginInstance {
@@ -23,15 +24,13 @@ export interface UpstreamInstance extends PluginInstance {
   providerHealth(): ReadonlyMap<string, ProviderHealth>;
 }
 
-const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
-
 /** The translator for a target of another protocol; without the translate plugin there is none. */
 function translatorOf(ctx: GatewayContext, target: Target): Translator {
   const translator = ctx.state.translation?.for(target) ?? null;
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${ctx.state.request!.model.id}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${ctx.state.request!.model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }

@@ -4,6 +4,7 @@
  */
 import type { ConfigIssue } from './config-error';
 import type { YamlLocator } from './locate';
+import { wireOf } from '../wire';
 import type { GatewayConfig, ModelConfig, ProviderConfig } from './types';
 
 const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor api_key: remove this field';
@@ -19,13 +20,15 @@ export function crossCheck(config: GatewayConfig, locator: YamlLocator): ConfigI
 
 function checkProvider(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {
   const at = ['providers', provider.id];
-  if (provider.protocol === 'echo') {
+  const { address } = wireOf(provider);
+  if (address === 'none') {
     // Judged by what the operator wrote: api_key's default "" is indistinguishable from an explicit "".
     return ['base_url', 'api_key']
       .filter((field) => locator.has([...at, field]))
       .map((field) => locator.issue([...at, field], ECHO_TAKES_NEITHER));
   }
   if (!locator.has([...at, 'base_url'])) {
+    if (address === 'derived') return [];
     return [locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
   }
   const problem = baseUrlProblem(provider.base_url);

@@ -1,4 +1,5 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
+import { wireOf } from '../wire';
 import type {
   FailoverPolicy,
   GatewayConfig,
@@ -73,17 +74,13 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
 }
 
 function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig {
+  const { base_url: baseUrl, ...rest } = provider;
   return {
     id,
-    protocol: provider.protocol,
-    // echo has no address; "" keeps the type a plain string for every other protocol.
+    ...rest,
+    // A protocol may build its address from other fields; echo has none ("" keeps the type a string).
     // One trailing "/" is dropped so request paths can be appended as "/chat/completions".
-    base_url: (provider.base_url ?? '').replace(/\/$/, ''),
-    api_key: provider.api_key,
-    headers: provider.headers,
-    anthropic_version: provider.anthropic_version,
-    timeouts: provider.timeouts,
-    max_connections: provider.max_connections,
+    base_url: (baseUrl ?? wireOf(provider).defaultBaseUrl(rest)).replace(/\/$/, ''),
   };
 }
 

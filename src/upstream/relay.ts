@@ -5,7 +5,9 @@
  */
 import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
+import { sseFrame } from '../protocols/sse';
 import type { UsageTap } from '../protocols/types';
+import type { FrameParser } from '../wire/types';
 
 export interface RelayOptions {
   /** Chunks already read from `source` (to judge its first event), relayed before the rest. */
@@ -15,6 +17,11 @@ export interface RelayOptions {
   readonly onEnd: (end: ExchangeEnd) => void;
   /** The frame that tells the client the stream broke; nothing follows it. */
   readonly failureFrame: (error: unknown) => string;
+  /**
+   * For a provider whose stream is not SSE (AWS event-stream): its parser, whose events are re-framed
+   * as the SSE the client expects. Null: the bytes pass through as they are.
+   */
+  readonly reframe: FrameParser | null;
 }
 
 export class Relay extends Readable {
@@ -25,13 +32,9 @@ export class Relay extends Readable {
     private readonly options: RelayOptions,
   ) {
     super();
-    for (const chunk of options.head ?? []) {
-      options.tap.observe(chunk);
-      this.push(chunk);
-    }
+    for (const chunk of options.head ?? []) this.relay(chunk);
     source.on('data', (chunk: Buffer) => {
-      options.tap.observe(chunk);
-      if (!this.push(chunk)) source.pause();
+      if (!this.relay(chunk)) source.pause();
     });
     source.once('end', () => {
       this.push(null);
@@ -53,6 +56,20 @@ export class Relay extends Readable {
     this.finish({ kind: 'aborted' });
     this.source.destroy();
     callback(error);
+  }
+
+  /** Sends one upstream chunk on (re-framed when needed); false when the client wants no more for now. */
+  private relay(chunk: Buffer): boolean {
+    const { reframe, tap } = this.options;
+    let out = chunk;
+    if (reframe !== null) {
+      let frames = '';
+      for (const event of reframe.push(chunk)) frames += sseFrame(event.event, event.data);
+      if (frames === '') return true;
+      out = Buffer.from(frames);
+    }
+    tap.observe(out);
+    return this.push(out);
   }
 
   private fail(error: unknown): void {

@@ -6,10 +6,11 @@
 import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { SseParser } from '../protocols/sse';
+import { sseFrame } from '../protocols/sse';
 import { outputTextOf } from '../protocols/output-text';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
+import type { FrameParser } from '../wire/types';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
@@ -17,12 +18,15 @@ export interface TranslatingRelayOptions {
   readonly head?: readonly Buffer[];
   /** The upstream's protocol, to read the output text back from its bytes when billing needs it. */
   readonly upstreamEndpoint: EndpointId;
+  /** The upstream protocol's frame parser (SSE or AWS event-stream), fresh for this stream. */
+  readonly frames: FrameParser;
+  /** Whether the upstream's frames are SSE; if not, the events are kept as SSE for reading the output back. */
+  readonly sse: boolean;
   /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
   readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputText: () => string) => void;
 }
 
 export class TranslatingRelay extends Readable {
-  private readonly parser = new SseParser();
   /** References to the upstream's chunks, read back only if the output must be counted. */
   private readonly chunks: Buffer[] = [];
   private reported = false;
@@ -57,9 +61,11 @@ export class TranslatingRelay extends Readable {
   }
 
   private translate(chunk: Buffer): void {
-    this.chunks.push(chunk);
+    const events = this.options.frames.push(chunk);
+    if (this.options.sse) this.chunks.push(chunk);
+    else for (const event of events) this.chunks.push(Buffer.from(sseFrame(event.event, event.data)));
     let frames = '';
-    for (const event of this.parser.push(chunk)) {
+    for (const event of events) {
       frames += this.translation.event(event);
       if (this.translation.ended) break;
     }
