@@ -5,7 +5,7 @@
 import type { ConfigIssue } from './config-error';
 import type { YamlLocator } from './locate';
 import { wireOf } from '../wire';
-import type { GatewayConfig, ModelConfig, ProviderConfig } from './types';
+import type { GatewayConfig, ModelConfig, ProtocolSetting, ProviderConfig } from './types';
 
 const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor api_key: remove this field';
 
@@ -27,12 +27,28 @@ function checkProvider(provider: ProviderConfig, locator: YamlLocator): ConfigIs
       .filter((field) => locator.has([...at, field]))
       .map((field) => locator.issue([...at, field], ECHO_TAKES_NEITHER));
   }
+  const issues = settingIssues(provider, locator);
   if (!locator.has([...at, 'base_url'])) {
-    if (address === 'derived') return [];
-    return [locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
+    if (address === 'derived') return issues;
+    return [...issues, locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
   }
   const problem = baseUrlProblem(provider.base_url);
-  return problem ? [locator.issue([...at, 'base_url'], problem)] : [];
+  return problem ? [...issues, locator.issue([...at, 'base_url'], problem)] : issues;
+}
+
+const PROTOCOL_SETTINGS: readonly ProtocolSetting[] = ['api_key', 'auth_header', 'region', 'access_key_id', 'secret_access_key', 'session_token', 'project_id', 'credentials_file'];
+
+/** Settings of another protocol written here, and required settings left empty. */
+function settingIssues(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {
+  const at = ['providers', provider.id];
+  const { accepted, required } = wireOf(provider).settings;
+  const issues = PROTOCOL_SETTINGS.filter((field) => !accepted.includes(field) && locator.has([...at, field])).map((field) =>
+    locator.issue([...at, field], `"${field}" is not a setting of ${provider.protocol} providers (they take: ${accepted.join(', ') || 'none'})`),
+  );
+  for (const field of required) {
+    if (provider[field] === '') issues.push(locator.issue(at, `${provider.protocol} providers need "${field}"`));
+  }
+  return issues;
 }
 
 /** Why a base_url is unusable, or undefined when it is fine. */

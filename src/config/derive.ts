@@ -22,6 +22,13 @@ interface ValidatedProvider {
   readonly protocol: ProviderProtocol;
   readonly base_url?: string;
   readonly api_key: string;
+  readonly auth_header: ProviderConfig['auth_header'];
+  readonly region: string;
+  readonly access_key_id: string;
+  readonly secret_access_key: string;
+  readonly session_token: string;
+  readonly project_id: string;
+  readonly credentials_file: string;
   readonly headers: Record<string, string>;
   readonly anthropic_version: string;
   readonly timeouts: ProviderTimeouts;
@@ -57,6 +64,17 @@ export interface ValidatedGatewayData {
   readonly models: Record<string, ValidatedModel>;
   readonly plugins: PluginConfigs;
 }
+
+/** The protocol-specific settings of a provider that sets none of them (the schema's defaults). */
+export const UNSET_PROTOCOL_SETTINGS = {
+  auth_header: 'authorization',
+  region: '',
+  access_key_id: '',
+  secret_access_key: '',
+  session_token: '',
+  project_id: '',
+  credentials_file: '',
+} as const satisfies Partial<ProviderConfig>;
 
 /** Builds the GatewayConfig from schema-valid data; call only after validation passed. */
 export function deriveConfig(data: ValidatedGatewayData, source: string): GatewayConfig {

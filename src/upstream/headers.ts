@@ -30,7 +30,7 @@ export function upstreamRequestHeaders(
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
   }
-  Object.assign(headers, provider.headers);
+  Object.assign(headers, provider.headers, wireOf(provider).protocolHeaders(provider, true));
   headers['content-type'] = 'application/json';
   // The relay taps the bytes for usage, so they must arrive uncompressed.
   headers['accept-encoding'] = 'identity';
@@ -47,7 +47,7 @@ export function translatedRequestHeaders(provider: ProviderConfig, requestId: st
   headers['content-type'] = 'application/json';
   headers['accept-encoding'] = 'identity';
   headers['x-request-id'] = requestId;
-  Object.assign(headers, wireOf(provider).translatedHeaders(provider));
+  Object.assign(headers, wireOf(provider).protocolHeaders(provider, false));
   return headers;
 }
 
@@ -64,10 +64,11 @@ export function relayedResponseHeaders(upstream: Readonly<Record<string, string 
 }
 
 /**
- * The provider's own id for a response: OpenAI sends `x-request-id`, Anthropic `request-id`. Logged
+ * The provider's own id for a response: OpenAI sends `x-request-id`, Anthropic `request-id`, AWS
+ * `x-amzn-requestid`. Logged
  * next to ours so an operator can quote it to the provider; bounded, since it comes from outside.
  */
 export function upstreamRequestIdOf(upstream: Readonly<Record<string, string | string[] | undefined>>): string | null {
-  const value = upstream['x-request-id'] ?? upstream['request-id'];
+  const value = upstream['x-request-id'] ?? upstream['request-id'] ?? upstream['x-amzn-requestid'];
   return typeof value === 'string' && value !== '' ? value.slice(0, 200) : null;
 }

@@ -8,6 +8,7 @@ export const ANTHROPIC_WIRE: WireProtocol = {
   family: 'anthropic',
   nativeEndpoints: ['messages', 'count_tokens'],
   address: 'required',
+  settings: { accepted: ['api_key'], required: [] },
   defaultBaseUrl: () => '',
   hasCredentials: hasApiKey,
   path(call) {
@@ -18,8 +19,10 @@ export const ANTHROPIC_WIRE: WireProtocol = {
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: ['anthropic-', 'x-stainless-', 'x-claude-code-'],
-  // DECISIONS.md 14: the provider's version, since the client spoke another protocol.
-  translatedHeaders: (provider) => ({ 'anthropic-version': provider.anthropic_version }),
+  // Native requests keep the client's version (DECISIONS.md 6); translated ones get the provider's (14).
+  protocolHeaders(provider, native): Record<string, string> {
+    return native ? {} : { 'anthropic-version': provider.anthropic_version };
+  },
   createClient: (provider) =>
     new HttpUpstreamClient(provider, {
       authenticate(request) {

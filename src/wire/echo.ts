@@ -8,6 +8,7 @@ export const ECHO_WIRE: WireProtocol = {
   family: null,
   nativeEndpoints: ['chat', 'responses', 'messages', 'count_tokens'],
   address: 'none',
+  settings: { accepted: [], required: [] },
   defaultBaseUrl: () => '',
   hasCredentials: () => true,
   // The echo client reads the endpoint, not the path; the paths are the native ones for its logs.
@@ -15,7 +16,7 @@ export const ECHO_WIRE: WireProtocol = {
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: [],
-  translatedHeaders: () => ({}),
+  protocolHeaders: () => ({}),
   createClient: (provider) => new EchoClient(provider),
   framing: SSE_FRAMING,
   // It answers in whichever protocol it was asked in.

@@ -6,13 +6,17 @@
 import type { ProviderConfig, ProviderProtocol } from '../config/types';
 import type { Endpoint } from '../protocols/types';
 import { ANTHROPIC_WIRE } from './anthropic';
+import { BEDROCK_WIRE } from './bedrock';
 import { ECHO_WIRE } from './echo';
 import { OPENAI_WIRE } from './openai';
+import { VERTEX_WIRE } from './vertex';
 import type { WireProtocol } from './types';
 
 export const WIRES: { readonly [P in ProviderProtocol]: WireProtocol } = {
   anthropic: ANTHROPIC_WIRE,
   openai: OPENAI_WIRE,
+  bedrock: BEDROCK_WIRE,
+  vertex: VERTEX_WIRE,
   echo: ECHO_WIRE,
 };
 

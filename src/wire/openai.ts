@@ -8,6 +8,7 @@ export const OPENAI_WIRE: WireProtocol = {
   family: 'openai',
   nativeEndpoints: ['chat', 'responses'],
   address: 'required',
+  settings: { accepted: ['api_key', 'auth_header'], required: [] },
   defaultBaseUrl: () => '',
   hasCredentials: hasApiKey,
   // base_url carries the version path (`https://api.openai.com/v1`).
@@ -15,11 +16,13 @@ export const OPENAI_WIRE: WireProtocol = {
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: ['openai-beta', 'x-stainless-'],
-  translatedHeaders: () => ({}),
+  protocolHeaders: () => ({}),
   createClient: (provider) =>
     new HttpUpstreamClient(provider, {
       authenticate(request) {
-        request.headers.authorization = `Bearer ${provider.api_key}`;
+        // Azure OpenAI takes its key as `api-key` (its v1 API also serves the OpenAI paths).
+        if (provider.auth_header === 'api-key') request.headers['api-key'] = provider.api_key;
+        else request.headers.authorization = `Bearer ${provider.api_key}`;
       },
     }),
   framing: SSE_FRAMING,

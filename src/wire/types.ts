@@ -5,7 +5,7 @@
  * descriptor, so a protocol added to the union does not compile until each of these parts exists.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ProviderConfig } from '../config/types';
+import type { ProtocolSetting, ProviderConfig } from '../config/types';
 import type { ParsedRequest } from '../kernel/context';
 import type { SseEvent } from '../protocols/sse';
 import type { EndpointId } from '../protocols/types';
@@ -78,6 +78,8 @@ export interface WireProtocol {
   readonly nativeEndpoints: readonly EndpointId[];
   /** `required`: the operator gives base_url; `derived`: optional, built from other fields; `none`: takes none. */
   readonly address: 'required' | 'derived' | 'none';
+  /** The protocol-specific settings a provider of this protocol takes, and which of them must be set. */
+  readonly settings: { readonly accepted: readonly ProtocolSetting[]; readonly required: readonly ProtocolSetting[] };
   /** The base URL when the operator gave none ('' when the protocol has none to offer). */
   defaultBaseUrl(provider: Omit<ProviderConfig, 'base_url' | 'id'>): string;
   /** Whether the provider has what it needs to be called (a key, or a credential source). */
@@ -90,8 +92,11 @@ export interface WireProtocol {
   translatedBody(body: Record<string, unknown>, call: UpstreamCall): Buffer;
   /** Client header prefixes forwarded on native requests (DECISIONS.md 11). */
   readonly forwardedHeaderPrefixes: readonly string[];
-  /** Headers a translated request carries, credentials aside (e.g. `anthropic-version`). */
-  translatedHeaders(provider: ProviderConfig): Record<string, string>;
+  /**
+   * Headers the protocol sets on every request, after the client's and the provider's, credentials
+   * aside: `native` false for a translated request (which then needs e.g. its own `anthropic-version`).
+   */
+  protocolHeaders(provider: ProviderConfig, native: boolean): Record<string, string>;
   /** The client that reaches this provider, made once at boot. */
   createClient(provider: ProviderConfig): UpstreamClient;
   readonly framing: StreamFraming;
