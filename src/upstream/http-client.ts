@@ -41,6 +41,7 @@ export class HttpUpstreamClient implements UpstreamClient {
       body: request.body,
       signal: request.signal,
     });
+    if (response.statusCode === 401) this.authenticator.refused?.();
     return { status: response.statusCode, headers: response.headers, body: response.body };
   }
 

@@ -53,6 +53,8 @@ export interface OutgoingRequest {
 /** Adds a provider's credentials to a request; may be async (signing, token refresh). */
 export interface RequestAuthenticator {
   authenticate(request: OutgoingRequest): void | Promise<void>;
+  /** The provider refused the credentials (401): forget any cached token, so the next request gets a new one. */
+  refused?(): void;
 }
 
 /** A native request's parts the body builder reads. */

@@ -35,6 +35,11 @@ export class GoogleTokenSource {
     return (await this.refreshing).value;
   }
 
+  /** Drops the cached token (the provider refused it: revoked, or expired early). */
+  forget(): void {
+    this.cached = null;
+  }
+
   private async fetch(): Promise<CachedToken> {
     const asked = this.source.tokenRequest(Math.floor(this.now() / 1000));
     const response = await request(asked.url, {
@@ -76,5 +81,6 @@ export function vertexAuthenticator(provider: ProviderConfig): RequestAuthentica
         });
       }
     },
+    refused: () => tokens?.forget(),
   };
 }
