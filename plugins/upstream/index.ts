@@ -3,12 +3,15 @@
  * commit point: `src/upstream/dispatch.ts`) and relays the answer. This file only wires the pieces
  * that live as long as the plugin: one client per provider and one breaker per provider.
  */
-import type { UpstreamPluginConfig } from '../../src/config/types';
+import type { Logger } from 'pino';
+import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
+import { closeRedis, connectRedis } from '../../src/shared-state/redis';
 import type { Translator } from '../../src/translators/types';
 import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
@@ -37,10 +40,19 @@ function translatorOf(ctx: GatewayContext, target: Target): Translator {
   return translator;
 }
 
+/** The session table: in process, or shared through Redis when the gateway has one. */
+async function openAffinity(config: AffinityConfig, gateway: GatewayConfig, logger: Logger): Promise<{ store: AffinityStore; close(): Promise<void> }> {
+  const local = new LocalAffinityStore(config.max_entries, config.ttl_ms);
+  if (!config.enabled || gateway.redis.url === '') return { store: local, close: async () => undefined };
+  const redis = await connectRedis(gateway.redis, { connectionName: 'tollgate-affinity' });
+  const store = new RedisAffinityStore(redis, `${gateway.redis.key_prefix}affinity:`, config.ttl_ms, local, logger);
+  return { store, close: () => closeRedis(redis) };
+}
+
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
   priority: PRIORITY.upstream,
-  setup(config: UpstreamPluginConfig, kit): UpstreamInstance {
+  async setup(config: UpstreamPluginConfig, kit): Promise<UpstreamInstance> {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {
       if (!isConfigured(client)) {
@@ -52,7 +64,15 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
     }
     const breakers = new ProviderBreakers(config.breaker, kit.logger);
     const retryBudget = new RetryBudget(config.retry_budget.percent, config.retry_budget.min_retries);
-    const deps = { clients, breakers, retryBudget, failover: config.failover, translatorFor: translatorOf };
+    const affinity = await openAffinity(config.affinity, kit.config, kit.logger);
+    const deps = {
+      clients,
+      breakers,
+      retryBudget,
+      failover: config.failover,
+      translatorFor: translatorOf,
+      affinity: { config: config.affinity, store: affinity.store },
+    };
 
     return {
       handle: (ctx: GatewayContext) => dispatch(ctx, deps),
@@ -61,6 +81,7 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
       async close() {
         breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));
+        await affinity.close();
       },
     };
   },

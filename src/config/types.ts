@@ -158,8 +158,19 @@ export interface RetryBudgetConfig {
   readonly min_retries: number;
 }
 
+/** Session affinity within a priority level (src/routing/affinity.ts). */
+export interface AffinityConfig {
+  readonly enabled: boolean;
+  /** `header`: the session is the value of `header`; `api_key`: every request of a key is one session. */
+  readonly key: 'header' | 'api_key';
+  readonly header: string;
+  readonly max_entries: number;
+  readonly ttl_ms: number;
+}
+
 export interface UpstreamPluginConfig {
   readonly enabled: boolean;
+  readonly affinity: AffinityConfig;
   readonly failover: FailoverPolicy;
   readonly retry_budget: RetryBudgetConfig;
   readonly breaker: BreakerConfig;

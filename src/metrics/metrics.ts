@@ -46,9 +46,19 @@ function units(nano: bigint): number {
   return Number(nano / NANO_PER_UNIT) + Number(nano % NANO_PER_UNIT) / Number(NANO_PER_UNIT);
 }
 
+/** Prompt tokens seen for one model on one provider: how many were read from the provider's cache. */
+interface CacheCounts {
+  readonly model: string;
+  readonly provider: string;
+  cacheRead: number;
+  prompt: number;
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   private live: LiveView | null = null;
+  /** By `model provider`; bounded by the configured models and providers. */
+  private readonly cacheCounts = new Map<string, CacheCounts>();
 
   private readonly requests = new Counter({
     name: 'tollgate_requests_total',
@@ -178,7 +188,30 @@ export class GatewayMetrics {
         this.set(metrics.live?.rateLimitDegraded() === true ? 1 : 0);
       },
     });
+    new Gauge({
+      name: 'tollgate_prompt_cache_hit_ratio',
+      help: 'Share of prompt tokens read from the provider\'s prompt cache (cache reads / (input + cache writes + cache reads)), per model and provider, since start. Falls when a session\'s requests spread over routes.',
+      labelNames: ['model', 'provider'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const counts of metrics.cacheCounts.values()) {
+          if (counts.prompt > 0) this.set({ model: counts.model, provider: counts.provider }, counts.cacheRead / counts.prompt);
+        }
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Adds one exchange's prompt tokens to its model and provider's cache counts. */
+  private countCache(model: string, provider: string, tokens: TokenCounts): void {
+    const key = `${model} ${provider}`;
+    let counts = this.cacheCounts.get(key);
+    if (counts === undefined) {
+      counts = { model, provider, cacheRead: 0, prompt: 0 };
+      this.cacheCounts.set(key, counts);
+    }
+    counts.cacheRead += tokens.cacheRead;
+    counts.prompt += tokens.input + tokens.cacheWrite + tokens.cacheRead;
   }
 
   /** Where the scrape-time gauges read from; set once the gateway's runtime exists. */
@@ -221,6 +254,7 @@ export class GatewayMetrics {
 
     if (summary.tokens !== null) {
       for (const [field, kind] of TOKEN_KINDS) this.tokens.inc({ model, kind }, summary.tokens[field]);
+      if (provider !== '') this.countCache(model, provider, summary.tokens);
     }
     if (summary.cost !== null) this.cost.inc({ model }, units(summary.cost));
     if (summary.usageSource !== null) this.usageSource.inc({ source: summary.usageSource });
