@@ -39,7 +39,8 @@ const PROVIDER: ProviderConfig = {
 
 function request(bodyBytes: number): OutgoingRequest {
   return {
-    url: new URL('https://bedrock-runtime.us-east-1.amazonaws.com/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke'),
+    origin: 'https://bedrock-runtime.us-east-1.amazonaws.com',
+    path: '/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/invoke',
     headers: { 'content-type': 'application/json', accept: 'application/json', 'accept-encoding': 'identity', 'x-request-id': 'req_bench', 'user-agent': 'bench' },
     body: Buffer.alloc(bodyBytes, 'a'),
   };

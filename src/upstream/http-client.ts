@@ -32,7 +32,7 @@ export class HttpUpstreamClient implements UpstreamClient {
 
   async send(request: UpstreamRequest): Promise<UpstreamResponse> {
     const path = this.basePath + request.path;
-    const outgoing = { url: new URL(path, this.origin), headers: { ...request.headers }, body: request.body };
+    const outgoing = { origin: this.origin, path, headers: { ...request.headers }, body: request.body };
     await this.authenticator.authenticate(outgoing);
     const response = await this.pool.request({
       method: 'POST',

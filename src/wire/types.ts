@@ -44,7 +44,10 @@ export interface UpstreamCall {
 
 /** A request ready to leave, which an authenticator may sign or add a token to. */
 export interface OutgoingRequest {
-  readonly url: URL;
+  /** `https://host[:port]`, from the provider's base URL. */
+  readonly origin: string;
+  /** Path and query under the origin, as sent. */
+  readonly path: string;
   /** Lower-case names; the authenticator adds its own. */
   readonly headers: Record<string, string>;
   readonly body: Buffer;

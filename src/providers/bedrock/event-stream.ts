@@ -29,20 +29,33 @@ function chunkEvent(payload: string): SseEvent {
   return { event: typeof type === 'string' ? type : null, data };
 }
 
+/**
+ * Never throws: the relays call it from stream listeners. A message it cannot read (bad length, CRC
+ * or payload) becomes an `api_error` event, which ends the stream the way an upstream error does,
+ * and everything after it is ignored.
+ */
 export class BedrockEventStreamParser implements FrameParser {
   private pending: Buffer = Buffer.alloc(0);
+  private broken = false;
 
   push(chunk: Buffer): SseEvent[] {
+    if (this.broken) return [];
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
     const events: SseEvent[] = [];
-    while (this.pending.length >= PRELUDE_BYTES) {
-      const total = this.pending.readUInt32BE(0);
-      if (total < PRELUDE_BYTES + 4) throw new Error(`an event-stream message of ${total} bytes`);
-      if (this.pending.length < total) break;
-      const message = codec.decode(this.pending.subarray(0, total));
-      this.pending = this.pending.subarray(total);
-      const event = this.event(message.headers, toUtf8(message.body));
-      if (event !== null) events.push(event);
+    try {
+      while (this.pending.length >= PRELUDE_BYTES) {
+        const total = this.pending.readUInt32BE(0);
+        if (total < PRELUDE_BYTES + 4) throw new Error(`an event-stream message of ${total} bytes`);
+        if (this.pending.length < total) break;
+        const message = codec.decode(this.pending.subarray(0, total));
+        this.pending = this.pending.subarray(total);
+        const event = this.event(message.headers, toUtf8(message.body));
+        if (event !== null) events.push(event);
+      }
+    } catch {
+      this.broken = true;
+      this.pending = Buffer.alloc(0);
+      events.push({ event: 'error', data: streamExceptionData('internalServerException', JSON.stringify({ message: 'AWS Bedrock sent a malformed event-stream message.' })) });
     }
     return events;
   }

@@ -27,7 +27,7 @@ export function bedrockSigner(provider: ProviderConfig): RequestAuthenticator {
   const signer = new SignatureV4({ service: SERVICE, region: provider.region, credentials, sha256 });
   return {
     async authenticate(request: OutgoingRequest) {
-      const { url } = request;
+      const url = new URL(request.path, request.origin);
       let signed;
       try {
         signed = await signer.sign({
