@@ -117,3 +117,39 @@ describe('e2e: a Bedrock provider with wrong AWS credentials', () => {
     }
   });
 });
+
+describe('e2e: a Bedrock provider without keys in gateway.yaml', () => {
+  const saved: Record<string, string | undefined> = {};
+  const ENV = { AWS_ACCESS_KEY_ID: AWS_TEST_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: AWS_TEST_CREDENTIALS.secretAccessKey, AWS_SESSION_TOKEN: AWS_TEST_CREDENTIALS.sessionToken };
+
+  before(() => {
+    for (const [name, value] of Object.entries(ENV)) {
+      saved[name] = process.env[name];
+      process.env[name] = value;
+    }
+  });
+
+  after(() => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  });
+
+  it('signs with the default AWS credential chain (here: the process environment)', async () => {
+    const [bedrock, vertex, fake] = await Promise.all([startFakeBedrock(), startFakeVertex(), startFakeUpstream()]);
+    // gateway.yaml's ${AWS_…:-} references resolve against an empty environment: the keys stay empty.
+    const tg = await startTestGateway({ yaml: cloudYaml(bedrock, vertex, fake, '/nonexistent/vertex-sa.json'), env: {} });
+    try {
+      const client = new Anthropic({ baseURL: tg.url, apiKey: tg.key, maxRetries: 0 });
+      const message = await client.messages.create({ model: 'claude-bedrock', max_tokens: 8, messages: [{ role: 'user', content: 'Hi!' }] });
+      expect(message.content).to.have.length(1);
+      expect(bedrock.requests).to.have.length(1);
+      expect(bedrock.requests[0].signatureValid).to.equal(true);
+      expect(bedrock.requests[0].headers['x-amz-security-token']).to.equal(AWS_TEST_CREDENTIALS.sessionToken);
+    } finally {
+      await Promise.all([bedrock.close(), vertex.close(), fake.close()]);
+      await tg.stop();
+    }
+  });
+});
