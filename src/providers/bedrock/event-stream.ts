@@ -20,12 +20,16 @@ function header(headers: MessageHeaders, name: string): string {
   return typeof value === 'string' ? value : '';
 }
 
+/** `{"bytes":"…"` and `{"type":"…"` as Bedrock and Anthropic write them: read without a JSON parse. */
+const BYTES_FIRST = /^\{"bytes":"([A-Za-z0-9+/=]*)"/;
+const TYPE_FIRST = /^\{"type":"([a-z_]+)"/;
+
 /** The Anthropic event a `chunk` payload carries; its `type` is the SSE event name Anthropic would use. */
 function chunkEvent(payload: string): SseEvent {
-  const bytes = (tryParse(payload) as { bytes?: unknown } | null)?.bytes;
+  const bytes = BYTES_FIRST.exec(payload)?.[1] ?? (tryParse(payload) as { bytes?: unknown } | null)?.bytes;
   if (typeof bytes !== 'string') throw new Error('a Bedrock chunk without bytes');
   const data = Buffer.from(bytes, 'base64').toString('utf8');
-  const type = (tryParse(data) as { type?: unknown } | null)?.type;
+  const type = TYPE_FIRST.exec(data)?.[1] ?? (tryParse(data) as { type?: unknown } | null)?.type;
   return { event: typeof type === 'string' ? type : null, data };
 }
 
