@@ -5,6 +5,7 @@
  *
  *   npm run build && node dist/bench/translation.js        (ROUNDS=… to change the sample count)
  */
+import { UNSET_PROTOCOL_SETTINGS } from '../src/config/derive';
 import { ToolNameMap } from '../src/translators/tool-names';
 import { translatorFor, type TranslationContext } from '../src/translators';
 import { SseParser, sseFrame } from '../src/protocols/sse';
@@ -46,7 +47,7 @@ function chatTranscript(): { bytes: Buffer; events: number } {
 
 const MODEL: ModelConfig = { id: 'client-model', family: 'anthropic', routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive' };
 const PROVIDER: ProviderConfig = {
-  id: 'p', protocol: 'anthropic', base_url: 'http://x', api_key: 'k', headers: {}, anthropic_version: '2023-06-01',
+  id: 'p', protocol: 'anthropic', base_url: 'http://x', api_key: 'k', ...UNSET_PROTOCOL_SETTINGS, headers: {}, anthropic_version: '2023-06-01',
   timeouts: { connect_ms: 1, first_byte_ms: 1, idle_ms: 1 }, max_connections: 1,
 };
 

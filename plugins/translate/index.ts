@@ -15,6 +15,7 @@ import { speaksNatively } from '../../src/routing/resolve';
 import { countTokensAsync } from '../../src/billing/tokenizer';
 import { requestText } from '../../src/protocols/request-text';
 import { translatorFor } from '../../src/translators';
+import { wireOf } from '../../src/wire';
 
 /** Counted in slices that yield: a prompt of megabytes must not stall every other request (docs/limits.md). */
 async function countLocally(ctx: GatewayContext): Promise<void> {
@@ -35,7 +36,7 @@ export const translatePlugin: PluginDefinition<'translate'> = {
         if (endpoint.id === 'count_tokens' && ctx.state.request!.model.family === 'openai') return countLocally(ctx);
         ctx.state.translation = {
           // null: the target speaks the client's protocol, and the bytes go through untouched.
-          for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, target.provider.protocol as 'openai' | 'anthropic')),
+          for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, wireOf(target.provider).family)),
         };
         await next();
       },

@@ -3,17 +3,21 @@
  * commit point: `src/upstream/dispatch.ts`) and relays the answer. This file only wires the pieces
  * that live as long as the plugin: one client per provider and one breaker per provider.
  */
-import type { UpstreamPluginConfig } from '../../src/config/types';
+import type { Logger } from 'pino';
+import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
+import { closeRedis, connectRedis } from '../../src/shared-state/redis';
 import type { Translator } from '../../src/translators/types';
 import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
 import { RetryBudget } from '../../src/upstream/retry-budget';
+import { wireOf } from '../../src/wire';
 
 /** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
 export interface UpstreamInstance extends PluginInstance {
@@ -23,25 +27,32 @@ export interface UpstreamInstance extends PluginInstance {
   providerHealth(): ReadonlyMap<string, ProviderHealth>;
 }
 
-const PROTOCOL_NAMES = { openai: 'OpenAI', anthropic: 'Anthropic Messages', echo: 'echo' } as const;
-
 /** The translator for a target of another protocol; without the translate plugin there is none. */
 function translatorOf(ctx: GatewayContext, target: Target): Translator {
   const translator = ctx.state.translation?.for(target) ?? null;
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${ctx.state.request!.model.id}' is served over the ${PROTOCOL_NAMES[target.provider.protocol]} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${ctx.state.request!.model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }
   return translator;
 }
 
+/** The session table: in process, or shared through Redis when the gateway has one. */
+async function openAffinity(config: AffinityConfig, gateway: GatewayConfig, logger: Logger): Promise<{ store: AffinityStore; close(): Promise<void> }> {
+  const local = new LocalAffinityStore(config.max_entries, config.ttl_ms);
+  if (!config.enabled || gateway.redis.url === '') return { store: local, close: async () => undefined };
+  const redis = await connectRedis(gateway.redis, { connectionName: 'tollgate-affinity' });
+  const store = new RedisAffinityStore(redis, `${gateway.redis.key_prefix}affinity:`, config.ttl_ms, local, logger);
+  return { store, close: () => closeRedis(redis) };
+}
+
 export const upstreamPlugin: PluginDefinition<'upstream'> = {
   name: 'upstream',
   priority: PRIORITY.upstream,
-  setup(config: UpstreamPluginConfig, kit): UpstreamInstance {
+  async setup(config: UpstreamPluginConfig, kit): Promise<UpstreamInstance> {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {
       if (!isConfigured(client)) {
@@ -53,7 +64,15 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
     }
     const breakers = new ProviderBreakers(config.breaker, kit.logger);
     const retryBudget = new RetryBudget(config.retry_budget.percent, config.retry_budget.min_retries);
-    const deps = { clients, breakers, retryBudget, failover: config.failover, translatorFor: translatorOf };
+    const affinity = await openAffinity(config.affinity, kit.config, kit.logger);
+    const deps = {
+      clients,
+      breakers,
+      retryBudget,
+      failover: config.failover,
+      translatorFor: translatorOf,
+      affinity: { config: config.affinity, store: affinity.store },
+    };
 
     return {
       handle: (ctx: GatewayContext) => dispatch(ctx, deps),
@@ -62,6 +81,7 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
       async close() {
         breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));
+        await affinity.close();
       },
     };
   },

@@ -4,7 +4,8 @@
  */
 import type { ConfigIssue } from './config-error';
 import type { YamlLocator } from './locate';
-import type { GatewayConfig, ModelConfig, ProviderConfig } from './types';
+import { wireOf } from '../wire';
+import type { GatewayConfig, ModelConfig, ProtocolSetting, ProviderConfig } from './types';
 
 /** Why a priced model needs each limit: billing holds them before it knows what a request will cost. */
 const PRICED_NEEDS = {
@@ -45,17 +46,35 @@ function checkAliases(config: GatewayConfig, locator: YamlLocator): ConfigIssue[
 
 function checkProvider(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {
   const at = ['providers', provider.id];
-  if (provider.protocol === 'echo') {
+  const { address } = wireOf(provider);
+  if (address === 'none') {
     // Judged by what the operator wrote: api_key's default "" is indistinguishable from an explicit "".
     return ['base_url', 'api_key']
       .filter((field) => locator.has([...at, field]))
       .map((field) => locator.issue([...at, field], ECHO_TAKES_NEITHER));
   }
+  const issues = settingIssues(provider, locator);
   if (!locator.has([...at, 'base_url'])) {
-    return [locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
+    if (address === 'derived') return issues;
+    return [...issues, locator.issue(at, 'missing required field "base_url" (only echo providers go without one)')];
   }
   const problem = baseUrlProblem(provider.base_url);
-  return problem ? [locator.issue([...at, 'base_url'], problem)] : [];
+  return problem ? [...issues, locator.issue([...at, 'base_url'], problem)] : issues;
+}
+
+const PROTOCOL_SETTINGS: readonly ProtocolSetting[] = ['api_key', 'auth_header', 'region', 'access_key_id', 'secret_access_key', 'session_token', 'project_id', 'credentials_file'];
+
+/** Settings of another protocol written here, and required settings left empty. */
+function settingIssues(provider: ProviderConfig, locator: YamlLocator): ConfigIssue[] {
+  const at = ['providers', provider.id];
+  const { accepted, required } = wireOf(provider).settings;
+  const issues = PROTOCOL_SETTINGS.filter((field) => !accepted.includes(field) && locator.has([...at, field])).map((field) =>
+    locator.issue([...at, field], `"${field}" is not a setting of ${provider.protocol} providers (they take: ${accepted.join(', ') || 'none'})`),
+  );
+  for (const field of required) {
+    if (provider[field] === '') issues.push(locator.issue(at, `${provider.protocol} providers need "${field}"`));
+  }
+  return issues;
 }
 
 /** Why a base_url is unusable, or undefined when it is fine. */

@@ -1,4 +1,5 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
+import { wireOf } from '../wire';
 import type {
   FailoverPolicy,
   GatewayConfig,
@@ -22,6 +23,13 @@ interface ValidatedProvider {
   readonly protocol: ProviderProtocol;
   readonly base_url?: string;
   readonly api_key: string;
+  readonly auth_header: ProviderConfig['auth_header'];
+  readonly region: string;
+  readonly access_key_id: string;
+  readonly secret_access_key: string;
+  readonly session_token: string;
+  readonly project_id: string;
+  readonly credentials_file: string;
   readonly headers: Record<string, string>;
   readonly anthropic_version: string;
   readonly timeouts: ProviderTimeouts;
@@ -68,6 +76,17 @@ export interface ValidatedGatewayData {
   readonly plugins: PluginConfigs;
 }
 
+/** The protocol-specific settings of a provider that sets none of them (the schema's defaults). */
+export const UNSET_PROTOCOL_SETTINGS = {
+  auth_header: 'authorization',
+  region: '',
+  access_key_id: '',
+  secret_access_key: '',
+  session_token: '',
+  project_id: '',
+  credentials_file: '',
+} as const satisfies Partial<ProviderConfig>;
+
 /** Builds the GatewayConfig from schema-valid data; call only after validation passed. */
 export function deriveConfig(data: ValidatedGatewayData, source: string): GatewayConfig {
   return {
@@ -85,17 +104,13 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
 }
 
 function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig {
+  const { base_url: baseUrl, ...rest } = provider;
   return {
     id,
-    protocol: provider.protocol,
-    // echo has no address; "" keeps the type a plain string for every other protocol.
+    ...rest,
+    // A protocol may build its address from other fields; echo has none ("" keeps the type a string).
     // One trailing "/" is dropped so request paths can be appended as "/chat/completions".
-    base_url: (provider.base_url ?? '').replace(/\/$/, ''),
-    api_key: provider.api_key,
-    headers: provider.headers,
-    anthropic_version: provider.anthropic_version,
-    timeouts: provider.timeouts,
-    max_connections: provider.max_connections,
+    base_url: (baseUrl ?? wireOf(provider).defaultBaseUrl(rest)).replace(/\/$/, ''),
   };
 }
 

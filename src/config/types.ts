@@ -3,8 +3,15 @@
  * for what an operator may write; these types mirror it after ajv has applied the defaults.
  */
 
-/** The wire protocol a provider speaks. `echo` is the built-in demo provider, which speaks all of them. */
-export type ProviderProtocol = 'openai' | 'anthropic' | 'echo';
+/**
+ * The wire protocol a provider speaks. `bedrock` and `vertex` carry Anthropic Messages bodies on AWS
+ * and Google Cloud; `echo` is the built-in demo provider, which speaks all of them. Each has its
+ * descriptor in `src/wire`.
+ */
+export type ProviderProtocol = 'openai' | 'anthropic' | 'bedrock' | 'vertex' | 'echo';
+
+/** Provider settings that belong to some protocols only (cross-checked against the descriptor). */
+export type ProtocolSetting = 'api_key' | 'auth_header' | 'region' | 'access_key_id' | 'secret_access_key' | 'session_token' | 'project_id' | 'credentials_file';
 
 /** The protocol family a model natively belongs to (DECISIONS.md 1: declared, never guessed). */
 export type ModelFamily = 'openai' | 'anthropic';
@@ -25,6 +32,18 @@ export interface ProviderConfig {
   readonly base_url: string;
   /** Empty when the operator left the key unset: the provider's models then answer 503. */
   readonly api_key: string;
+  /** openai: `authorization` (Bearer) or `api-key` (Azure OpenAI). */
+  readonly auth_header: 'authorization' | 'api-key';
+  /** bedrock: AWS region; vertex: Google Cloud region. '' for the others. */
+  readonly region: string;
+  /** bedrock: static credentials; all empty means the default AWS credential chain. */
+  readonly access_key_id: string;
+  readonly secret_access_key: string;
+  readonly session_token: string;
+  /** vertex: the Google Cloud project. */
+  readonly project_id: string;
+  /** vertex: a service-account key file; '' means application default credentials. */
+  readonly credentials_file: string;
   /** Sent on every upstream request, after the client's allowed headers. */
   readonly headers: Readonly<Record<string, string>>;
   /** `anthropic-version` sent on translated requests to an Anthropic upstream (DECISIONS.md 14). */
@@ -163,8 +182,19 @@ export interface RetryBudgetConfig {
   readonly min_retries: number;
 }
 
+/** Session affinity within a priority level (src/routing/affinity.ts). */
+export interface AffinityConfig {
+  readonly enabled: boolean;
+  /** `header`: the session is the value of `header`; `api_key`: every request of a key is one session. */
+  readonly key: 'header' | 'api_key';
+  readonly header: string;
+  readonly max_entries: number;
+  readonly ttl_ms: number;
+}
+
 export interface UpstreamPluginConfig {
   readonly enabled: boolean;
+  readonly affinity: AffinityConfig;
   readonly failover: FailoverPolicy;
   readonly retry_budget: RetryBudgetConfig;
   readonly breaker: BreakerConfig;

@@ -11,7 +11,7 @@ import { NANO_PER_UNIT } from '../billing/money';
 import { CLIENT_CLOSED_REQUEST } from '../upstream/exchange';
 import type { BreakerState } from '../upstream/breakers';
 import type { CreditKind } from '../store/store';
-import { inputTotal, TOKEN_KINDS, type TokenKind } from '../protocols/types';
+import { inputTotal, TOKEN_KINDS, type TokenCounts, type TokenKind } from '../protocols/types';
 import { genAiOperation, genAiProviderName } from '../telemetry/gen-ai';
 import type { RequestSummary } from './summary';
 
@@ -79,12 +79,21 @@ const LOOP_DELAY_QUANTILES: ReadonlyArray<[string, (h: IntervalHistogram) => num
   ['0.99', (h) => h.percentile(99)],
   ['1', (h) => h.max],
 ];
+/** Prompt tokens seen for one model on one provider: how many were read from the provider's cache. */
+interface CacheCounts {
+  readonly model: string;
+  readonly provider: string;
+  cacheRead: number;
+  prompt: number;
+}
 
 export class GatewayMetrics {
   readonly registry = new Registry();
   private live: LiveView | null = null;
   /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
+  /** By `model provider`; bounded by the configured models and providers. */
+  private readonly cacheCounts = new Map<string, CacheCounts>();
 
   private readonly requests = new Counter({
     name: 'tollgate_requests_total',
@@ -294,12 +303,35 @@ export class GatewayMetrics {
         histogram.reset();
       },
     });
+    new Gauge({
+      name: 'tollgate_prompt_cache_hit_ratio',
+      help: 'Share of prompt tokens read from the provider\'s prompt cache (cache reads / (input + cache writes + cache reads)), per model and provider, since start. Falls when a session\'s requests spread over routes.',
+      labelNames: ['model', 'provider'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const counts of metrics.cacheCounts.values()) {
+          if (counts.prompt > 0) this.set({ model: counts.model, provider: counts.provider }, counts.cacheRead / counts.prompt);
+        }
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
   }
 
   /** Stops sampling the event loop (the gateway is stopping). */
   stop(): void {
     this.loopDelay.disable();
+  }
+
+  /** Adds one exchange's prompt tokens to its model and provider's cache counts. */
+  private countCache(model: string, provider: string, tokens: TokenCounts): void {
+    const key = `${model} ${provider}`;
+    let counts = this.cacheCounts.get(key);
+    if (counts === undefined) {
+      counts = { model, provider, cacheRead: 0, prompt: 0 };
+      this.cacheCounts.set(key, counts);
+    }
+    counts.cacheRead += tokens.cacheReadTokens;
+    counts.prompt += inputTotal(tokens);
   }
 
   /** Where the scrape-time gauges read from; set once the gateway's runtime exists. */
@@ -347,6 +379,7 @@ export class GatewayMetrics {
 
     if (summary.tokens !== null) {
       for (const kind of TOKEN_KINDS) this.tokens.inc({ model, kind: TOKEN_KIND_LABELS[kind] }, summary.tokens[kind]);
+      if (provider !== '') this.countCache(model, provider, summary.tokens);
     }
     if (summary.cost !== null) this.cost.inc({ model }, units(summary.cost));
     for (const [tool, calls] of Object.entries(summary.toolCalls)) this.toolCalls.inc({ model, tool }, calls);

@@ -4,6 +4,7 @@
  */
 import type { GatewayConfig, ModelConfig, ProviderConfig, RouteTarget } from '../config/types';
 import type { Endpoint } from '../protocols/types';
+import { wireOf, speaksNatively as wireSpeaksNatively } from '../wire';
 
 export interface Target {
   readonly route: RouteTarget;
@@ -17,28 +18,14 @@ export function targetsFor(model: ModelConfig, config: GatewayConfig): Target[] 
     .map((route) => ({ route, provider: config.providers[route.provider] }));
 }
 
-/** Whether `provider` can answer `endpoint` without translation. The echo provider speaks every protocol. */
+/** Whether `provider` can answer `endpoint` without translation (its protocol's native endpoints). */
 export function speaksNatively(provider: ProviderConfig, endpoint: Endpoint): boolean {
-  return provider.protocol === 'echo' || provider.protocol === endpoint.family;
+  return wireSpeaksNatively(provider, endpoint);
 }
 
-/** The path under the provider's base URL for a native request on `endpoint`. */
-export function upstreamPath(endpoint: Endpoint): string {
-  switch (endpoint.id) {
-    case 'chat':
-      return '/chat/completions';
-    case 'responses':
-      return '/responses';
-    case 'messages':
-      return '/v1/messages';
-    case 'count_tokens':
-      return '/v1/messages/count_tokens';
-  }
-}
-
-/** Whether `provider` can be called at all: echo needs nothing, the others a key. */
+/** Whether `provider` can be called at all: it has what its protocol needs (a key, a credential source). */
 export function providerHasCredentials(provider: ProviderConfig): boolean {
-  return provider.protocol === 'echo' || provider.api_key !== '';
+  return wireOf(provider).hasCredentials(provider);
 }
 
 /** The first provider of `model` that lacks credentials, when none of its providers has any. */

@@ -7,10 +7,12 @@ import type { SseEvent } from '../protocols/sse';
 import type { AssistantTurn, TurnStreamWriter } from '../protocols/turn';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { ReplyStreamReader } from './readers/types';
+import type { WireFamily } from '../wire/types';
 import type { StreamTranslation, TranslationContext, Translator, TranslatorPair } from './types';
 
 export interface TranslatorParts {
   readonly pair: TranslatorPair;
+  readonly target: WireFamily;
   readonly upstreamEndpoint: EndpointId;
   readonly request: (ctx: TranslationContext) => Record<string, unknown>;
   /** Reads a whole upstream reply; `hasUsage` says whether the upstream reported usage at all. */
@@ -56,6 +58,7 @@ class ComposedStream implements StreamTranslation {
 export function composeTranslator(parts: TranslatorParts): Translator {
   return {
     pair: parts.pair,
+    target: parts.target,
     upstreamEndpoint: parts.upstreamEndpoint,
     request: parts.request,
     reply(upstream, ctx) {

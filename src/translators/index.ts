@@ -7,18 +7,20 @@ import type { ModelConfig } from '../config/types';
 import { GatewayError } from '../kernel/errors';
 import type { Endpoint } from '../protocols/types';
 import type { Target } from '../routing/resolve';
+import { wireOf, type WireFamily } from '../wire';
 import { chatToMessages } from './chat-to-messages';
 import { messagesToChat } from './messages-to-chat';
 import { responsesToMessages } from './responses-to-messages';
 import { ToolNameMap } from './tool-names';
 import type { TranslationContext, Translator } from './types';
 
-/** Longest tool name each upstream protocol accepts. */
-const TOOL_NAME_LIMIT = { anthropic: 128, openai: 64 } as const;
-
-/** The translator from `endpoint` to a provider speaking `protocol`. */
-export function translatorFor(endpoint: Endpoint, protocol: 'openai' | 'anthropic'): Translator {
-  switch (`${endpoint.id}>${protocol}`) {
+/**
+ * The translator from `endpoint` to an upstream of the `family` body language (every provider protocol
+ * of that family: Anthropic, Bedrock and Vertex all read Messages bodies). Null: a provider that speaks
+ * every protocol, which never needs one.
+ */
+export function translatorFor(endpoint: Endpoint, family: WireFamily | null): Translator {
+  switch (`${endpoint.id}>${family}`) {
     case 'chat>anthropic':
       return chatToMessages;
     case 'responses>anthropic':
@@ -30,7 +32,7 @@ export function translatorFor(endpoint: Endpoint, protocol: 'openai' | 'anthropi
         'TOLLGATE_ERR_UNSUPPORTED_TRANSLATION',
         endpoint.id === 'count_tokens'
           ? 'Token counting is only available for models served over the Anthropic Messages protocol.'
-          : `Requests to ${endpoint.path} cannot be translated for a provider speaking the ${protocol} protocol.`,
+          : `Requests to ${endpoint.path} cannot be translated for a provider speaking the ${family ?? 'echo'} protocol.`,
         { param: 'model' },
       );
   }
@@ -38,12 +40,11 @@ export function translatorFor(endpoint: Endpoint, protocol: 'openai' | 'anthropi
 
 /** A fresh context for one attempt at `target`: tool names are mapped per attempt, per upstream. */
 export function translationContext(model: ModelConfig, target: Target, clientBody: Readonly<Record<string, unknown>>): TranslationContext {
-  const protocol = target.provider.protocol === 'anthropic' ? 'anthropic' : 'openai';
   return {
     model,
     upstreamModel: target.route.upstream_model,
     provider: target.provider,
-    toolNames: new ToolNameMap(TOOL_NAME_LIMIT[protocol]),
+    toolNames: new ToolNameMap(wireOf(target.provider).toolNameLimit),
     clientBody,
   };
 }

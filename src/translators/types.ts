@@ -7,6 +7,7 @@ import type { ModelConfig, ProviderConfig } from '../config/types';
 import type { GatewayError } from '../kernel/errors';
 import type { SseEvent } from '../protocols/sse';
 import type { EndpointId, Usage } from '../protocols/types';
+import type { WireFamily } from '../wire/types';
 import type { ToolNameMap } from './tool-names';
 
 /** The pairs Tollgate translates, named client side first. */
@@ -41,7 +42,9 @@ export interface StreamTranslation {
 
 export interface Translator {
   readonly pair: TranslatorPair;
-  /** The endpoint the translated request goes to upstream. */
+  /** The upstream protocol family the translated request is written in (any provider protocol of it serves). */
+  readonly target: WireFamily;
+  /** The endpoint of that family the request goes to (the provider's protocol builds its path). */
   readonly upstreamEndpoint: EndpointId;
   /**
    * The upstream request body. Throws a 400 GatewayError naming the field when the request asks for

@@ -5,11 +5,12 @@
  * before the commit point: once a byte has reached the client, a failure ends the stream with an
  * error event and is never retried (no duplicated text).
  */
-import type { FailoverPolicy } from '../config/types';
+import type { AffinityConfig, FailoverPolicy } from '../config/types';
 import type { GatewayContext } from '../kernel/context';
 import { withTraceHeaders } from '../telemetry/traced-client';
 import type { AttemptTrace } from '../telemetry/tracing';
 import { GatewayError } from '../kernel/errors';
+import { affinityKey, routeId, sessionOf, withAffinity, type AffinityStore } from '../routing/affinity';
 import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
 import { attemptOrder } from '../routing/plan';
 import { providerHasCredentials, speaksNatively, type Target } from '../routing/resolve';
@@ -30,7 +31,12 @@ export interface DispatchDeps {
   readonly failover: FailoverPolicy;
   /** The translator for a target of another protocol (throws a 400 when there is none). */
   readonly translatorFor: (ctx: GatewayContext, target: Target) => Translator;
+  /** Session affinity, when enabled: which session a request belongs to, and where sessions last went. */
+  readonly affinity: { readonly config: AffinityConfig; readonly store: AffinityStore } | null;
 }
+
+/** Called with the route whose answer was committed. */
+type OnCommitted = (target: Target) => void;
 
 function outcomeOf(failure: AttemptFailure): Outcome {
   return failure.kind === 'status' ? { kind: 'status', status: failure.status ?? 502 } : { kind: failure.kind };
@@ -53,7 +59,8 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise<void> {
   const request = ctx.state.request!;
   const policy = effectivePolicy(deps.failover, request.model);
-  const order = attemptOrder(request.model, ctx.state.config).filter((target) => providerHasCredentials(target.provider));
+  const routes = attemptOrder(request.model, ctx.state.config).filter((target) => providerHasCredentials(target.provider));
+  const { order, onCommitted } = await sessionOrder(ctx, deps, routes);
   const recorder = openExchange(ctx, order[0]);
   const clientGone = new AbortController();
   const onClose = () => {
@@ -61,10 +68,37 @@ export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise
   };
   ctx.res.once('close', onClose);
   try {
-    await deps.retryBudget.around(() => attemptAll(ctx, deps, policy, order, recorder, clientGone.signal));
+    await deps.retryBudget.around(() => attemptAll(ctx, deps, policy, order, recorder, clientGone.signal, onCommitted));
   } finally {
     ctx.res.off('close', onClose);
   }
+}
+
+/**
+ * The session's route first within its level, and how to remember where the session went. Only a
+ * level with a choice needs it; a model with one route per level never looks the session up.
+ */
+async function sessionOrder(ctx: GatewayContext, deps: DispatchDeps, routes: Target[]): Promise<{ order: Target[]; onCommitted: OnCommitted }> {
+  const none = { order: routes, onCommitted: () => undefined };
+  const { affinity } = deps;
+  if (affinity === null || !affinity.config.enabled || !hasChoice(routes)) return none;
+  const session = sessionOf(affinity.config, (name) => ctx.get(name), ctx.state.auth?.key.id ?? null);
+  if (session === null) return none;
+  const key = affinityKey(ctx.state.request!.model.id, session);
+  const pinned = await affinity.store.get(key);
+  return {
+    order: withAffinity(routes, pinned),
+    onCommitted(target) {
+      const id = routeId(target);
+      if (id !== pinned) void affinity.store.set(key, id);
+    },
+  };
+}
+
+/** Whether two routes share a priority level (otherwise the order is fixed and affinity moot). */
+function hasChoice(routes: readonly Target[]): boolean {
+  const levels = new Set(routes.map((target) => target.route.priority));
+  return levels.size < routes.length;
 }
 
 async function attemptAll(
@@ -74,6 +108,7 @@ async function attemptAll(
   order: Target[],
   recorder: ExchangeRecorder,
   clientGone: AbortSignal,
+  onCommitted: OnCommitted,
 ): Promise<void> {
   const deadlineAt = Date.now() + policy.deadline_ms;
   let last: AttemptFailure | null = null;
@@ -124,6 +159,7 @@ async function attemptAll(
       });
       log('ok');
       traced.span?.committed();
+      onCommitted(target);
       recorder.committed(commit.upstreamRequestId);
       commit.commit(ctx, reportTo(recorder.report, deps.breakers, target, traced.span));
       return;

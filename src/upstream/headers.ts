@@ -5,58 +5,49 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig } from '../config/types';
+import { wireOf } from '../wire';
 
 /** Client headers forwarded to every provider. */
 const FORWARDED = new Set(['accept', 'user-agent']);
-/** Prefixes forwarded to providers of the matching protocol (DECISIONS.md 11: `anthropic-beta` and friends). */
-const FORWARDED_PREFIX: Readonly<Record<string, readonly string[]>> = {
-  anthropic: ['anthropic-', 'x-stainless-', 'x-claude-code-'],
-  openai: ['openai-beta', 'x-stainless-'],
-  echo: [],
-};
 
 /** Upstream response headers relayed to the client. */
 const RELAYED = new Set(['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'request-id']);
 
-/** The headers of one upstream request: the client's allowed ones, the provider's extras, its credential. */
+/**
+ * The headers of one upstream request: the client's allowed ones (its protocol's prefixes, DECISIONS.md
+ * 11) and the provider's extras. The credential is added by the provider's client, last.
+ */
 export function upstreamRequestHeaders(
   client: IncomingHttpHeaders,
   provider: ProviderConfig,
   requestId: string,
 ): Record<string, string> {
   const headers: Record<string, string> = {};
-  const prefixes = FORWARDED_PREFIX[provider.protocol];
+  const prefixes = wireOf(provider).forwardedHeaderPrefixes;
   for (const [name, value] of Object.entries(client)) {
     if (value === undefined) continue;
     if (FORWARDED.has(name) || prefixes.some((prefix) => name.startsWith(prefix))) {
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
   }
-  Object.assign(headers, provider.headers);
+  Object.assign(headers, provider.headers, wireOf(provider).protocolHeaders(provider, true));
   headers['content-type'] = 'application/json';
   // The relay taps the bytes for usage, so they must arrive uncompressed.
   headers['accept-encoding'] = 'identity';
   headers['x-request-id'] = requestId;
-  if (provider.protocol === 'anthropic') headers['x-api-key'] = provider.api_key;
-  else if (provider.protocol === 'openai') headers.authorization = `Bearer ${provider.api_key}`;
   return headers;
 }
 
 /**
  * The headers of a translated request: the client spoke another protocol, so none of its headers
- * mean anything upstream. The Anthropic version is the provider's (DECISIONS.md 14).
+ * mean anything upstream; the protocol adds its own (the Anthropic version, DECISIONS.md 14).
  */
 export function translatedRequestHeaders(provider: ProviderConfig, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { ...provider.headers };
   headers['content-type'] = 'application/json';
   headers['accept-encoding'] = 'identity';
   headers['x-request-id'] = requestId;
-  if (provider.protocol === 'anthropic') {
-    headers['anthropic-version'] = provider.anthropic_version;
-    headers['x-api-key'] = provider.api_key;
-  } else if (provider.protocol === 'openai') {
-    headers.authorization = `Bearer ${provider.api_key}`;
-  }
+  Object.assign(headers, wireOf(provider).protocolHeaders(provider, false));
   return headers;
 }
 
@@ -73,10 +64,11 @@ export function relayedResponseHeaders(upstream: Readonly<Record<string, string 
 }
 
 /**
- * The provider's own id for a response: OpenAI sends `x-request-id`, Anthropic `request-id`. Logged
+ * The provider's own id for a response: OpenAI sends `x-request-id`, Anthropic `request-id`, AWS
+ * `x-amzn-requestid`. Logged
  * next to ours so an operator can quote it to the provider; bounded, since it comes from outside.
  */
 export function upstreamRequestIdOf(upstream: Readonly<Record<string, string | string[] | undefined>>): string | null {
-  const value = upstream['x-request-id'] ?? upstream['request-id'];
+  const value = upstream['x-request-id'] ?? upstream['request-id'] ?? upstream['x-amzn-requestid'];
   return typeof value === 'string' && value !== '' ? value.slice(0, 200) : null;
 }

@@ -7,7 +7,6 @@
  */
 import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { replaceModel } from '../kernel/json-scan';
 import { streamErrorFrame } from '../protocols/errors';
 import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
@@ -15,23 +14,16 @@ import { needsUsageRequested, UsageChunkRemover, withUsageRequested } from '../p
 import { replyId, replyUsage } from '../protocols/reply-usage';
 import { usageTapFor } from '../protocols/usage-tap';
 import { tryParse } from '../protocols/usage-json';
-import { upstreamPath, type Target } from '../routing/resolve';
+import type { Target } from '../routing/resolve';
+import { wireOf } from '../wire';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
 import { attemptFailure } from './failures';
-import { isErrorEvent, readFirstEvent } from './first-event';
+import { readFirstEvent } from './first-event';
 import { relayedResponseHeaders, upstreamRequestHeaders, upstreamRequestIdOf } from './headers';
-import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
+import { MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { Relay, type StreamFilter } from './relay';
 import { failureFromErrorEvent } from './stream-error';
 import type { UpstreamClient, UpstreamResponse } from './types';
-
-/**
- * The query string sent upstream. Only `beta=true`, which the Anthropic SDK's beta methods and Claude
- * Code add and the Messages API reads, is kept; anything else a client appends stays here.
- */
-function forwardedQuery(ctx: GatewayContext, protocol: string): string {
-  return protocol === 'anthropic' && ctx.query.beta === 'true' ? '?beta=true' : '';
-}
 
 /** Rejects a 401/403: the provider refused *our* key; the client can do nothing and must not see why. */
 export function credentialsRefused(target: Target, response: UpstreamResponse): AttemptFailure {
@@ -76,16 +68,18 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
   const { endpoint, requestId } = ctx.state;
   const request = ctx.state.request!;
   const { provider, route } = target;
-  // Compared with the name the client sent, which an alias makes differ from the model's id.
-  const renamed = route.upstream_model === request.body.model ? request.raw : replaceModel(request.raw, request.modelSpan, route.upstream_model);
+  const wire = wireOf(provider);
+  const call = { endpoint: endpoint.id, upstreamModel: route.upstream_model, stream: request.stream, beta: ctx.query.beta === 'true' };
   // Billing needs the provider's own counts of a chat stream (reasoning is billed, never shown).
   const askUsage = endpoint.id === 'chat' && needsUsageRequested(request.body);
-  const body = askUsage ? withUsageRequested(renamed, request.body) : renamed;
 
   try {
+    // Built inside the try: a body the protocol cannot carry is an invalid attempt, not a crash.
+    const native = wire.nativeBody({ request, endpoint: endpoint.id, upstreamModel: route.upstream_model, clientHeaders: ctx.headers });
+    const body = askUsage ? withUsageRequested(native, request.body) : native;
     const response = await client.send({
       endpoint: endpoint.id,
-      path: upstreamPath(endpoint) + forwardedQuery(ctx, provider.protocol),
+      path: wire.path(call, provider),
       headers: upstreamRequestHeaders(ctx.headers, provider, ctx.state.clientRequestId ?? requestId),
       body,
       signal,
@@ -93,7 +87,7 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
     if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
     if (response.status >= 400) throw await relayedError(target, response);
     if (response.status >= 300) throw redirected(target, response);
-    if (isEventStream(response) !== request.stream) throw streamMismatch(target, response, request.stream);
+    if (wire.framing.isStream(response.headers) !== request.stream) throw streamMismatch(target, response, request.stream);
     if (request.stream) return await streamAnswer(ctx, target, response, askUsage ? new UsageChunkRemover() : undefined);
     return await plainAnswer(ctx, target, response);
   } catch (error) {
@@ -101,20 +95,25 @@ export async function attemptNative(ctx: GatewayContext, target: Target, client:
   }
 }
 
-/** An upstream error about the request, to relay unchanged if it is the last word. */
+/**
+ * An upstream error about the request, to relay if it is the last word: unchanged from a provider that
+ * speaks the client's protocol, rewritten in its shape from one that does not (Bedrock, Vertex).
+ */
 async function relayedError(target: Target, response: UpstreamResponse): Promise<AttemptFailure> {
   const bytes = scrubbed(await readBody(response.body, MAX_ERROR_BODY_BYTES, 'cut'), target.provider.api_key);
-  const answer = { status: response.status, headers: relayedResponseHeaders(response.headers), body: bytes };
-  return new AttemptFailure('status', response.status, answer, retryAfterMs(response.headers));
+  const { status, body } = wireOf(target.provider).errorReply(response.status, bytes, response.headers);
+  const headers = relayedResponseHeaders(response.headers);
+  if (body !== bytes) headers['content-type'] = 'application/json';
+  return new AttemptFailure('status', status, { status, headers, body }, retryAfterMs(response.headers));
 }
 
 async function plainAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse): Promise<Commit> {
-  const bytes = await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail');
+  const { id: endpoint } = ctx.state.endpoint;
+  const bytes = wireOf(target.provider).plainReply(endpoint, await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail'));
   // Parsed once: a cut or garbled body would reach the SDK as a parse error (another route may do
   // better), and the same parse gives the usage. The client still gets the bytes as they came.
   const parsed = tryParse(bytes.toString('utf8'));
   if (parsed === null) throw invalidReply(target, 'the reply body is not JSON');
-  const { id: endpoint } = ctx.state.endpoint;
   return {
     upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
@@ -133,7 +132,8 @@ async function plainAnswer(ctx: GatewayContext, target: Target, response: Upstre
 }
 
 async function streamAnswer(ctx: GatewayContext, target: Target, response: UpstreamResponse, filter?: StreamFilter): Promise<Commit> {
-  const head = await readFirstEvent(response.body);
+  const { framing, isErrorEvent } = wireOf(target.provider);
+  const head = await readFirstEvent(response.body, framing.newParser());
   if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
   if (isErrorEvent(head.first)) {
     discard(response.body);
@@ -146,10 +146,12 @@ async function streamAnswer(ctx: GatewayContext, target: Target, response: Upstr
       const tap = usageTapFor(endpoint.id);
       ctx.status = response.status;
       ctx.set(relayedResponseHeaders(response.headers));
+      if (!framing.passthrough) ctx.set('content-type', 'text/event-stream; charset=utf-8');
       ctx.set('cache-control', 'no-cache');
       ctx.set('x-accel-buffering', 'no');
       ctx.body = new Relay(response.body, {
         head: head.chunks,
+        reframe: framing.passthrough ? null : framing.newParser(),
         tap,
         ...(filter !== undefined && { filter }),
         onEnd: (kind) => report(kind, tap.result(), response.status, () => tap.outputTokens(), tap.replyId?.() ?? null),

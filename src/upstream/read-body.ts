@@ -1,6 +1,5 @@
 /** Reading whole upstream bodies, bounded, and keeping a provider's key out of what is relayed. */
 import type { Readable } from 'node:stream';
-import type { UpstreamResponse } from './types';
 
 /** Error bodies are small; one larger than this is cut rather than held. */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
@@ -39,9 +38,4 @@ export function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'):
 export function scrubbed(body: Buffer, secret: string): Buffer {
   if (secret.length < 8 || body.indexOf(secret) === -1) return body;
   return Buffer.from(body.toString('utf8').split(secret).join('[redacted]'));
-}
-
-/** Whether the upstream answered with an event stream (rather than one JSON body). */
-export function isEventStream(response: UpstreamResponse): boolean {
-  return String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
 }

@@ -7,7 +7,9 @@ import { Readable } from 'node:stream';
 import type { ExchangeEnd } from '../kernel/context';
 import type { Interruptible } from '../kernel/active-streams';
 import { GatewayError } from '../kernel/errors';
+import { sseFrame } from '../protocols/sse';
 import type { UsageTap } from '../protocols/types';
+import type { FrameParser } from '../wire/types';
 
 export interface RelayOptions {
   /** Chunks already read from `source` (to judge its first event), relayed before the rest. */
@@ -17,6 +19,11 @@ export interface RelayOptions {
   readonly onEnd: (end: ExchangeEnd) => void;
   /** The frame that tells the client the stream broke; nothing follows it. */
   readonly failureFrame: (error: unknown) => string;
+  /**
+   * For a provider whose stream is not SSE (AWS event-stream): its parser, whose events are re-framed
+   * as the SSE the client expects. Null: the bytes pass through as they are.
+   */
+  readonly reframe: FrameParser | null;
   /** Rewrites what the client receives (the tap still sees the stream as it came); absent: bytes pass as they are. */
   readonly filter?: StreamFilter;
 }
@@ -41,15 +48,11 @@ export class Relay extends Readable implements Interruptible {
     private readonly options: RelayOptions,
   ) {
     super();
-    for (const chunk of options.head ?? []) {
-      options.tap.observe(chunk);
-      this.relay(chunk);
-    }
+    for (const chunk of options.head ?? []) this.relay(chunk);
     // A reply whole in one read has already ended while its first event was judged: its 'end' fired
     // before anyone here listened, so there is nothing to wait for.
     if (source.readableEnded) {
-      this.push(null);
-      this.finish({ kind: 'delivered' });
+      this.end();
       return;
     }
     if (source.destroyed) {
@@ -57,15 +60,9 @@ export class Relay extends Readable implements Interruptible {
       return;
     }
     source.on('data', (chunk: Buffer) => {
-      options.tap.observe(chunk);
       if (!this.relay(chunk)) source.pause();
     });
-    source.once('end', () => {
-      const rest = options.filter?.end();
-      if (rest !== undefined && rest.length > 0) this.push(rest);
-      this.push(null);
-      this.finish({ kind: 'delivered' });
-    });
+    source.once('end', () => this.end());
     source.once('error', (error: Error) => this.fail(error));
     source.once('close', () => {
       if (!this.ended) this.fail(new Error('upstream closed the stream before its end'));
@@ -73,10 +70,27 @@ export class Relay extends Readable implements Interruptible {
     source.pause();
   }
 
-  /** Pushes a chunk (filtered); false when the client is behind and the upstream should wait. */
+  /** Sends one upstream chunk on (re-framed, then filtered, when needed); false when the client wants no more for now. */
   private relay(chunk: Buffer): boolean {
-    const out = this.options.filter === undefined ? chunk : this.options.filter.push(chunk);
-    return out.length === 0 || this.push(out);
+    const { reframe, tap, filter } = this.options;
+    let out = chunk;
+    if (reframe !== null) {
+      let frames = '';
+      for (const event of reframe.push(chunk)) frames += sseFrame(event.event, event.data);
+      if (frames === '') return true;
+      out = Buffer.from(frames);
+    }
+    tap.observe(out);
+    const sent = filter === undefined ? out : filter.push(out);
+    return sent.length === 0 || this.push(sent);
+  }
+
+  /** The upstream's stream ended: what the filter held back goes out, then the end. */
+  private end(): void {
+    const rest = this.options.filter?.end();
+    if (rest !== undefined && rest.length > 0) this.push(rest);
+    this.push(null);
+    this.finish({ kind: 'delivered' });
   }
 
   override _read(): void {

@@ -7,16 +7,16 @@ import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
-import { ENDPOINTS } from '../protocols/types';
 import { tryParse } from '../protocols/usage-json';
-import { upstreamPath, type Target } from '../routing/resolve';
+import type { Target } from '../routing/resolve';
 import { translationContext, type TranslationContext, type Translator } from '../translators';
+import { wireOf, type UpstreamCall } from '../wire';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
 import { attemptFailure } from './failures';
-import { isErrorEvent, readFirstEvent } from './first-event';
+import { readFirstEvent } from './first-event';
 import { translatedRequestHeaders, upstreamRequestIdOf } from './headers';
 import { credentialsRefused, invalidReply, redirected, streamMismatch } from './native-attempt';
-import { isEventStream, MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
+import { MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
 import { failureFromErrorEvent } from './stream-error';
 import { TranslatingRelay } from './translating-relay';
 import type { UpstreamClient, UpstreamResponse } from './types';
@@ -25,10 +25,11 @@ import type { UpstreamClient, UpstreamResponse } from './types';
  * The translated request body for `target`; throws the 400 that names an unmappable field. Called
  * before any attempt is made, so a request that cannot be translated never reaches a provider.
  */
-export function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; body: Buffer } {
+export function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
   const request = ctx.state.request!;
   const context = translationContext(request.model, target, request.body);
-  return { context, body: Buffer.from(JSON.stringify(translator.request(context))) };
+  const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };
+  return { context, call, body: wireOf(target.provider).translatedBody(translator.request(context), call) };
 }
 
 export async function attemptTranslated(
@@ -40,11 +41,12 @@ export async function attemptTranslated(
 ): Promise<Commit> {
   const request = ctx.state.request!;
   const { provider } = target;
-  const { context, body } = translateRequest(ctx, target, translator);
+  const wire = wireOf(provider);
+  const { context, call, body } = translateRequest(ctx, target, translator);
   try {
     const response = await client.send({
       endpoint: translator.upstreamEndpoint,
-      path: upstreamPath(ENDPOINTS[translator.upstreamEndpoint]),
+      path: wire.path(call, provider),
       headers: translatedRequestHeaders(provider, ctx.state.clientRequestId ?? ctx.state.requestId),
       body,
       signal,
@@ -52,10 +54,12 @@ export async function attemptTranslated(
     if (response.status === 401 || response.status === 403) throw credentialsRefused(target, response);
     if (response.status >= 400) {
       const bytes = scrubbed(await readBody(response.body, MAX_ERROR_BODY_BYTES, 'cut'), provider.api_key);
-      throw new AttemptFailure('status', response.status, translator.error(response.status, bytes, response.headers), retryAfterMs(response.headers));
+      // In the family's own shape first (Bedrock's and Google's errors), then in the client's.
+      const { status, body: familyBytes } = wire.errorReply(response.status, bytes, response.headers);
+      throw new AttemptFailure('status', status, translator.error(status, familyBytes, response.headers), retryAfterMs(response.headers));
     }
     if (response.status >= 300) throw redirected(target, response);
-    if (isEventStream(response) !== request.stream) throw streamMismatch(target, response, request.stream);
+    if (wire.framing.isStream(response.headers) !== request.stream) throw streamMismatch(target, response, request.stream);
     return request.stream ? await streamAnswer(target, translator, context, response) : await plainAnswer(target, translator, context, response);
   } catch (error) {
     throw attemptFailure(error, provider.id, signal);
@@ -84,7 +88,8 @@ async function plainAnswer(target: Target, translator: Translator, context: Tran
 }
 
 async function streamAnswer(target: Target, translator: Translator, context: TranslationContext, response: UpstreamResponse): Promise<Commit> {
-  const head = await readFirstEvent(response.body);
+  const { framing, isErrorEvent } = wireOf(target.provider);
+  const head = await readFirstEvent(response.body, framing.newParser());
   if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
   if (isErrorEvent(head.first)) {
     discard(response.body);
@@ -102,6 +107,7 @@ async function streamAnswer(target: Target, translator: Translator, context: Tra
         head: head.chunks,
         providerId: target.provider.id,
         upstreamEndpoint: translator.upstreamEndpoint,
+        frames: framing.newParser(),
         onEnd: (kind, usage, outputTokens) => report(kind, usage, 200, outputTokens),
       });
       // The headers leave with the first translated event in one write (no separate flushHeaders()).

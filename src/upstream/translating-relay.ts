@@ -7,10 +7,11 @@ import { Readable } from 'node:stream';
 import type { Interruptible } from '../kernel/active-streams';
 import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { SseParser, type SseEvent } from '../protocols/sse';
+import type { SseEvent } from '../protocols/sse';
 import { OutputTokenCount } from '../protocols/output-count';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
+import type { FrameParser } from '../wire/types';
 import { shutdownError } from './relay';
 
 export interface TranslatingRelayOptions {
@@ -19,12 +20,13 @@ export interface TranslatingRelayOptions {
   readonly head?: readonly Buffer[];
   /** The upstream's protocol, to count the output as it passes, for billing when usage is missing. */
   readonly upstreamEndpoint: EndpointId;
+  /** Splits the upstream's stream into events (SSE, or AWS event-stream for Bedrock). */
+  readonly frames: FrameParser;
   /** Called exactly once: after the terminal event, on a failure, or when the client goes away. */
   readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputTokens: () => Promise<number>) => void;
 }
 
 export class TranslatingRelay extends Readable implements Interruptible {
-  private readonly parser = new SseParser();
   /** The output counted as it passes, in a bounded window: nothing read is kept. */
   private readonly output: OutputTokenCount;
   private reported = false;
@@ -71,7 +73,7 @@ export class TranslatingRelay extends Readable implements Interruptible {
   private translate(chunk: Buffer): void {
     let events: SseEvent[];
     try {
-      events = this.parser.push(chunk);
+      events = this.options.frames.push(chunk);
     } catch (error) {
       // An event over the size cap: the upstream is broken, and the stream ends with an error event.
       return this.interrupt(error);

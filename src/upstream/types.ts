@@ -6,9 +6,9 @@ import type { EndpointId } from '../protocols/types';
 export interface UpstreamRequest {
   /** The endpoint whose protocol the body is written in. */
   readonly endpoint: EndpointId;
-  /** Path appended to the provider's base URL, e.g. `/v1/messages` or `/chat/completions`. */
+  /** Path appended to the provider's base URL, e.g. `/v1/messages` or `/chat/completions`, query included. */
   readonly path: string;
-  /** Final headers, provider credentials included. */
+  /** Final headers but the credentials, which the client adds (it may sign the whole request). */
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
   /** One controller per attempt: aborting it cancels this attempt's socket and nothing else. */

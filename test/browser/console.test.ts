@@ -162,6 +162,8 @@ describe('browser: console', function () {
     await page.getByLabel('Redemption code').fill(code);
     await page.getByRole('button', { name: 'Redeem', exact: true }).click();
     await page.getByText('Redeemed 5.00. Your balance is now 5.00.').waitFor();
+    // The credits table reloads after the redemption: wait for its row rather than count too early.
+    await page.getByTestId('credit-table').locator('tbody tr').first().waitFor();
     expect(await page.getByTestId('credit-table').locator('tbody tr').count()).to.equal(1);
     await goTo('Dashboard');
     await page.getByTestId('balance').filter({ hasText: '5.00' }).waitFor();

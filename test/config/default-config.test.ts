@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
+import { UNSET_PROTOCOL_SETTINGS } from '../../src/config/derive';
 import { loadConfigFile } from '../../src/config/load';
 import type { GatewayConfig } from '../../src/config/types';
 import { PACKAGE_ROOT } from '../../src/paths';
@@ -44,6 +45,7 @@ describe('the default gateway.yaml', () => {
       protocol: 'openai',
       base_url: 'https://api.openai.com/v1',
       api_key: '',
+      ...UNSET_PROTOCOL_SETTINGS,
       headers: {},
       anthropic_version: '2023-06-01',
       timeouts: { connect_ms: 10000, first_byte_ms: 120000, idle_ms: 300000 },

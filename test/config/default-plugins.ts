@@ -22,6 +22,7 @@ export const DEFAULT_PLUGIN_CONFIG = {
       backoff_max_ms: 2000,
       deadline_ms: 120000,
     },
+    affinity: { enabled: true, key: 'header', header: 'x-claude-code-session-id', max_entries: 100000, ttl_ms: 3600000 },
     retry_budget: { percent: 20, min_retries: 3 },
     breaker: { enabled: true, error_threshold_percent: 50, volume_threshold: 10, reset_timeout_ms: 30000, rolling_window_ms: 10000 },
   },

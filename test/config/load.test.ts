@@ -145,7 +145,7 @@ const INVALID: readonly InvalidCase[] = [
   {
     name: 'a value outside an enum',
     text: yaml('providers:', '  openai:', '    protocol: opnai', '    base_url: https://api.openai.com/v1', 'models: {}'),
-    expected: ['gateway.yaml:3:15 providers.openai.protocol: must be one of openai, anthropic, echo; got string "opnai"'],
+    expected: ['gateway.yaml:3:15 providers.openai.protocol: must be one of openai, anthropic, bedrock, vertex, echo; got string "opnai"'],
   },
   {
     name: 'a number out of range',

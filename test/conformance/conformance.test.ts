@@ -9,6 +9,7 @@
  *
  * Generated ids and timestamps are the only values normalised away (to "<id>" and 0).
  */
+import { UNSET_PROTOCOL_SETTINGS } from '../../src/config/derive';
 import { expect } from 'chai';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -62,6 +63,7 @@ function context(pair: TranslatorPair, fixture: Fixture, clientBody: Json): Tran
     protocol: anthropic ? 'anthropic' : 'openai',
     base_url: 'http://x',
     api_key: 'k',
+    ...UNSET_PROTOCOL_SETTINGS,
     headers: {},
     anthropic_version: '2023-06-01',
     timeouts: { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000 },

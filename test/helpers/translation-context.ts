@@ -2,6 +2,7 @@
  * The TranslationContext a request-mapper unit test hands its translator: a free model and a provider
  * of the upstream protocol, with fixed upstream model names and the tool-name limit of that protocol.
  */
+import { UNSET_PROTOCOL_SETTINGS } from '../../src/config/derive';
 import type { ModelConfig, ProviderConfig } from '../../src/config/types';
 import { ToolNameMap } from '../../src/translators/tool-names';
 import type { TranslationContext } from '../../src/translators/types';
@@ -20,6 +21,7 @@ export function translationContext(upstream: UpstreamProtocol, clientBody: Recor
     protocol: upstream,
     base_url: 'http://x',
     api_key: 'k',
+    ...UNSET_PROTOCOL_SETTINGS,
     headers: {},
     anthropic_version: '2023-06-01',
     timeouts: { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000 },

@@ -1,3 +1,4 @@
+import { UNSET_PROTOCOL_SETTINGS } from '../../src/config/derive';
 import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
@@ -15,6 +16,7 @@ const PROVIDER: ProviderConfig = {
   protocol: 'echo',
   base_url: 'echo://local',
   api_key: '',
+  ...UNSET_PROTOCOL_SETTINGS,
   headers: {},
   anthropic_version: '2023-06-01',
   timeouts: { connect_ms: 1000, first_byte_ms: 1000, idle_ms: 1000 },

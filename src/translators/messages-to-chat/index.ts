@@ -8,6 +8,7 @@ import { messagesToChatRequest } from './request';
 
 export const messagesToChat = composeTranslator({
   pair: 'messages-to-chat',
+  target: 'openai',
   upstreamEndpoint: 'chat',
   request: messagesToChatRequest,
   readReply: (upstream, ctx) => ({

@@ -9,6 +9,7 @@ import { messagesReplyHasUsage, readMessagesReply } from '../readers/messages-re
 import { MessagesStreamReader } from '../readers/messages-stream';
 
 export const MESSAGES_UPSTREAM = {
+  target: 'anthropic',
   upstreamEndpoint: 'messages',
   readReply: (upstream, ctx) => ({
     turn: readMessagesReply(upstream, ctx.toolNames, ctx.model.id),
@@ -16,4 +17,4 @@ export const MESSAGES_UPSTREAM = {
   }),
   newReader: (ctx) => new MessagesStreamReader(ctx.toolNames),
   error: errorFromAnthropicReply,
-} as const satisfies Pick<TranslatorParts, 'upstreamEndpoint' | 'readReply' | 'newReader' | 'error'>;
+} as const satisfies Pick<TranslatorParts, 'target' | 'upstreamEndpoint' | 'readReply' | 'newReader' | 'error'>;

@@ -1,0 +1,33 @@
+/** The OpenAI API (Chat Completions and Responses; Bearer key; SSE). */
+import { HttpUpstreamClient } from '../upstream/http-client';
+import { hasApiKey, isOpenAIErrorEvent, jsonBody, renamedBody, SSE_FRAMING, unchangedError, unchangedReply } from './sse-framing';
+import type { WireProtocol } from './types';
+
+export const OPENAI_WIRE: WireProtocol = {
+  displayName: 'OpenAI',
+  family: 'openai',
+  nativeEndpoints: ['chat', 'responses'],
+  address: 'required',
+  settings: { accepted: ['api_key', 'auth_header'], required: [] },
+  defaultBaseUrl: () => '',
+  hasCredentials: hasApiKey,
+  // base_url carries the version path (`https://api.openai.com/v1`).
+  path: (call) => (call.endpoint === 'responses' ? '/responses' : '/chat/completions'),
+  nativeBody: renamedBody,
+  translatedBody: jsonBody,
+  forwardedHeaderPrefixes: ['openai-beta', 'x-stainless-'],
+  protocolHeaders: () => ({}),
+  createClient: (provider) =>
+    new HttpUpstreamClient(provider, {
+      authenticate(request) {
+        // Azure OpenAI takes its key as `api-key` (its v1 API also serves the OpenAI paths).
+        if (provider.auth_header === 'api-key') request.headers['api-key'] = provider.api_key;
+        else request.headers.authorization = `Bearer ${provider.api_key}`;
+      },
+    }),
+  framing: SSE_FRAMING,
+  isErrorEvent: isOpenAIErrorEvent,
+  errorReply: unchangedError,
+  plainReply: unchangedReply,
+  toolNameLimit: 64,
+};
