@@ -80,15 +80,16 @@ describe('e2e: no request stalls or bloats the gateway', function () {
     expect(large / Math.max(small, 20), `block for 100,000 turns (${large.toFixed(0)} ms) over 25,000 (${small.toFixed(0)} ms)`).to.be.below(10);
   });
 
-  it('20,000 requests for console assets that do not exist leave no memory behind', async () => {
+  it('5,000 requests for console assets that do not exist leave no memory behind', async () => {
     const ask = (i: number) => fetch(`${tg.url}/console/assets/missing-${i}-${'x'.repeat(200)}.js`).then((response) => response.arrayBuffer());
     const cachedBefore = consoleCacheSize();
     for (let i = 0; i < 500; i++) await ask(i);
     const before = memoryAfterGcMiB();
-    for (let batch = 0; batch < 20_000; batch += 100) await Promise.all(Array.from({ length: 100 }, (_, i) => ask(1000 + batch + i)));
+    for (let batch = 0; batch < 5_000; batch += 100) await Promise.all(Array.from({ length: 100 }, (_, i) => ask(1000 + batch + i)));
     const after = memoryAfterGcMiB();
     expect(consoleCacheSize(), 'files held').to.be.at.most(cachedBefore + 1);
-    // Before: +176 MiB for 20,000 names (each kept with its path and a settled promise).
+    // Before, every name was kept with its path and a settled promise (the issue measured +176 MiB RSS
+    // for 20,000): the number of entries is what fails then; the memory bound is a generous backstop.
     expect(after - before, 'memory growth (MiB) after GC').to.be.below(24);
   });
 
@@ -97,13 +98,15 @@ describe('e2e: no request stalls or bloats the gateway', function () {
     const closedAfterMs = await new Promise<number>((resolve, reject) => {
       const socket = connect(tg.gateway.port, '127.0.0.1', () => socket.write('POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Slow: '));
       socket.on('error', () => undefined);
+      // Read what comes (node's 408): a paused socket would never see the server's end, nor close.
+      socket.resume();
       socket.on('close', () => resolve(performance.now() - startedAt));
+      // Then silence: node notices only at its periodic connection check (a byte arriving would make
+      // it look at once), which ran every 30 s before.
       setTimeout(() => reject(new Error('the socket was still open after 15 s')), 15_000).unref();
-      // Drip a byte now and then, as slowloris does: a header line that never ends.
-      const drip = setInterval(() => socket.writable && socket.write('a'), 200);
-      socket.on('close', () => clearInterval(drip));
     });
-    // node checks every tenth of the timeout now (at most each second); it used to check every 30 s.
+    // node checks every tenth of the timeout now (at most each second); it used to check every 30 s,
+    // so a silent socket lived up to 31 s with this timeout.
     expect(closedAfterMs, 'time to close (ms)').to.be.below(5000);
   });
 });

@@ -170,7 +170,8 @@ export async function startTestGateway(options: TestGatewayOptions = {}): Promis
     createKey: (keyOptions = {}) =>
       issueKey(store, keyOptions.accountId ?? account.id, keyOptions.name ?? null, keyOptions.expiresAt ?? null),
     async stop() {
-      await gateway.stop(500);
+      // No unready window: suites stop gateways by the hundred, and nothing probes them.
+      await gateway.stop({ graceMs: 500, unreadyMs: 0 });
       await store.close();
     },
   };

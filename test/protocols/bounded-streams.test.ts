@@ -30,8 +30,9 @@ describe('bounded stream bookkeeping', function () {
     expect(events).to.have.length(1);
     expect(events[0].event).to.equal('big');
     expect(events[0].data.length).to.equal(data.length);
-    // Before: every chunk re-scanned all pending bytes, 12 s of CPU for this event.
-    expect(maxBlockMs, 'longest event-loop block (ms)').to.be.below(1000);
+    // Before: every chunk re-scanned all pending bytes, 12 s of CPU for this event; a linear scan takes
+    // tens of ms on a quiet core, about a second on this shared machine under a full test run.
+    expect(maxBlockMs, 'longest event-loop block (ms)').to.be.below(5000);
   });
 
   it('still splits CRLF, CR and LF line ends across chunk boundaries', () => {
