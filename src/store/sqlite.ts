@@ -121,7 +121,7 @@ export class SqliteStore implements Store {
     // WAL lets readers (the server) and a writer (the CLI) work at once. NORMAL is durable across a
     // process crash (kill -9) in WAL mode and only risks the last commits on power loss. FULL would
     // fsync at every ledger batch, and better-sqlite3 would block the event loop for each fsync: the
-    // README states the trade (power loss may cost the commits not yet checkpointed).
+    // docs/billing.md states the trade (power loss may cost the commits not yet checkpointed).
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
