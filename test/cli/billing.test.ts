@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { unitsToNano } from '../../src/billing/money';
 import { hashRedemptionCode, redeem } from '../../src/billing/redemption';
@@ -12,6 +11,7 @@ import { createKeyCommand, setKeyLimitsCommand } from '../../src/cli/keys';
 import { verifyLedgerCommand } from '../../src/cli/ledger';
 import { createRedemptionCodesCommand, listRedemptionCodesCommand } from '../../src/cli/redeem-codes';
 import { SqliteStore } from '../../src/store/sqlite';
+import { openSqlite } from '../../src/store/sqlite-driver';
 import type { Account, ChargeRecord, CreditRecord, RedeemResult, Store } from '../../src/store/store';
 import { useMemoryStore } from '../helpers/memory-store';
 import { rejection } from '../helpers/async';
@@ -330,7 +330,7 @@ describe('cli/billing on a database file', () => {
 
   /** Runs SQL on the file behind the store's back, as a hand edit or a bug would. */
   function tamper(sql: string): void {
-    const db = new Database(dbFile);
+    const db = openSqlite(dbFile);
     try {
       db.prepare(sql).run();
     } finally {

@@ -3,7 +3,7 @@
  * and is recorded in `schema_migrations`. To change the schema, append an entry; never edit one that
  * has shipped, since stores in the field have already applied it.
  */
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from '../sqlite-driver';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface SqliteMigration {
@@ -159,7 +159,7 @@ const CREATE_TRACKING_TABLE = `
  * it is still pending before running.
  */
 export function applySqliteMigrations(
-  db: Database.Database,
+  db: SqliteDatabase,
   migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
 ): number {
   db.exec(CREATE_TRACKING_TABLE);
