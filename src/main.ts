@@ -4,7 +4,7 @@
  */
 import pino from 'pino';
 import { applyAdminPassword, checkAdminPassword, ensureFirstAdmin, FIRST_ADMIN_NAME, type FirstAdmin } from './auth/bootstrap';
-import { removePidFile, writePidFile } from './cli/reload';
+import { pidFileFor, removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
 import { createLogger, startGateway } from './gateway';
 import { openStore } from './store/open';
@@ -13,8 +13,11 @@ import { migrateWhenReachable } from './store-wait';
 export interface ServeOptions {
   readonly configFile: string;
   readonly port?: number;
-  /** Written once the gateway listens, removed on exit; `tollgate reload` reads it. */
-  readonly pidFile: string;
+  /** Written once the gateway listens, removed on exit; `tollgate reload` reads it. Default: one per
+   * instance, data/tollgate-<port>.pid under `cwd`. */
+  readonly pidFile?: string;
+  /** Where relative defaults (the pid file) resolve; the process's working directory by default. */
+  readonly cwd?: string;
 }
 
 function firstRunBanner(url: string, { key, generatedPassword }: FirstAdmin): string {
@@ -88,6 +91,7 @@ export async function serve(options: ServeOptions): Promise<void> {
     // reload() logs its own outcome and never rejects.
     void gateway.reload();
   });
-  writePidFile(options.pidFile, options.configFile);
-  process.once('exit', () => removePidFile(options.pidFile));
+  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), Number(new URL(gateway.url).port));
+  writePidFile(pidFile, options.configFile);
+  process.once('exit', () => removePidFile(pidFile));
 }
