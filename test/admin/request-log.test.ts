@@ -36,7 +36,7 @@ describe('management API: log lines', function () {
     expect(answer.status).to.equal(200);
     await new Promise((resolve) => setTimeout(resolve, 50));
     const line = parsed().find((entry) => entry.requestId === 'req-log-check');
-    expect(line).to.deep.include({ msg: 'management request', method: 'GET', path: '/api/account', status: 200, accountId: account.id, level: 30 });
+    expect(line).to.deep.include({ msg: 'management request', method: 'GET', path: '/api/account', status: 200, accountId: account.id, level: 'info' });
     expect(line).not.to.have.property('model');
     expect(parsed().some((entry) => entry.msg === 'console: logged in' && entry.account === 'logged-user')).to.equal(true);
   });
