@@ -5,7 +5,7 @@
  * `npm ci --omit=dev && npm start` from a clean folder: no TypeScript, `prepare` keeps the built dist/.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
@@ -76,19 +76,26 @@ describe('the production install (the Docker image, replayed)', function () {
     if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
   });
 
-  it('installs with the image\'s npm ci, without dev dependencies or a compiler', () => {
+  it('installs with the image\'s npm ci, without dev dependencies or a compiler', function () {
     for (const instruction of runtime.filter((one) => one.keyword === 'COPY')) replayCopy(instruction, folder);
     const install = runtime.find((instruction) => instruction.keyword === 'RUN' && instruction.args.startsWith('npm ci'));
     expect(install, 'a RUN npm ci in the runtime stage').to.not.equal(undefined);
     const args = [...install!.args.split(/\s+/).slice(1), '--offline'];
     const npm = spawnSync('npm', args, { cwd: folder, encoding: 'utf8', env: { ...process.env, ...imageEnv(runtime) } });
+    // Tests stay off the network: the packages come from npm's cache, which `npm ci` in this checkout
+    // fills. A package it never downloaded (one that arrived another way) is a gap of this machine.
+    if (npm.status !== 0 && /ENOTCACHED/.test(npm.stdout + npm.stderr)) {
+      console.log(`      (skipped: npm's cache lacks a package (${/request to \S+\/([^/\s]+) failed/.exec(npm.stderr)?.[1] ?? '?'}); run npm ci once)`);
+      this.skip();
+    }
     expect(npm.status, `${npm.stdout}\n${npm.stderr}`).to.equal(0);
     expect(npm.stdout + npm.stderr).to.contain('using the dist/ already built');
     const tsc = spawnSync(process.execPath, ['-e', "require.resolve('typescript')"], { cwd: folder });
     expect(tsc.status, 'typescript must not be installed').to.not.equal(0);
   });
 
-  it('serves with the image\'s CMD, passes its HEALTHCHECK, and exits 0 on its STOPSIGNAL', async () => {
+  it('serves with the image\'s CMD, passes its HEALTHCHECK, and exits 0 on its STOPSIGNAL', async function () {
+    if (!existsSync(path.join(folder, 'node_modules', 'koa'))) this.skip(); // the install above was skipped
     const [command, ...args] = execForm(runtime.find((instruction) => instruction.keyword === 'CMD')!.args);
     const env = {
       ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('TOLLGATE_'))),
