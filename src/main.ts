@@ -75,14 +75,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
 
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
-  const listening = listenDescription(config.server.host, gateway.port);
-  logger.info({ url: gateway.url, listen: listening, config: options.configFile }, 'tollgate is listening');
-  if (firstAdmin !== null) {
-    // Log lines are written asynchronously: let them out first so the banner is not split by one.
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(`${firstRunBanner(gateway.url, listening, firstAdmin)}\n`);
-  }
-
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     gateway
@@ -102,7 +94,17 @@ export async function serve(options: ServeOptions): Promise<void> {
     // reload() logs its own outcome and never rejects.
     void gateway.reload();
   });
-  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), Number(new URL(gateway.url).port));
+  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), gateway.port);
   writePidFile(pidFile, options.configFile);
   process.once('exit', () => removePidFile(pidFile));
+
+  // Said last, once signals are handled and the pid file exists: whoever waits for this line can
+  // reload the server at once.
+  const listening = listenDescription(config.server.host, gateway.port);
+  logger.info({ url: gateway.url, listen: listening, config: options.configFile }, 'tollgate is listening');
+  if (firstAdmin !== null) {
+    // Log lines are written asynchronously: let them out first so the banner is not split by one.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    process.stdout.write(`${firstRunBanner(gateway.url, listening, firstAdmin)}\n`);
+  }
 }
