@@ -1,6 +1,8 @@
 /**
- * The `tollgate` command line: a thin dispatcher. It picks the command group, shows the help text and
- * turns every failure into one line on stderr and an exit code (0 ok, 1 error, 2 usage error).
+ * The `tollgate` command line: a thin dispatcher. It picks the command group, shows the help text (all
+ * of it, or one group's: `tollgate help key`) and turns every failure into one line on stderr and an
+ * exit code (0 ok, 1 error, 2 usage error). A reader that closes the pipe early (`| head`) ends the
+ * command quietly with 0.
  * Each group's argument handling is in `cli/<group>-command.ts`; the commands themselves live in
  * `cli/`, written against `Store` so tests need no process.
  */
@@ -16,6 +18,7 @@ import { redeemCodesCommand } from './cli/redeem-codes-command';
 import { reloadServerCommand } from './cli/reload-command';
 import { serveCommand } from './cli/serve-command';
 import { ConfigError } from './config/config-error';
+import { PACKAGE_VERSION } from './paths';
 
 export type { CliIo } from './cli/context';
 
@@ -24,7 +27,8 @@ const HELP = `Usage: tollgate <command> [options]
 Commands:
   serve [--config FILE] [--port N] [--pid-file F]
                                               run the gateway; SIGHUP makes it reload its config file
-  reload [--pid-file F]                       check the running server's config file, then tell the
+  reload [--config FILE] [--port N] [--pid-file F]
+                                              check the running server's config file, then tell the
                                               server to reload it (SIGHUP); when the file is invalid,
                                               print every problem and signal nothing
   config check [FILE]                         check a gateway.yaml and print every problem
@@ -33,35 +37,47 @@ Commands:
                                               create an account (role user, or admin with --admin) and
                                               print its console password (generated, shown once),
                                               or take the password from standard input
-  account password NAME [--password-stdin]    set a new console password (generated unless given)
-  account token NAME [--name LABEL]           print a management token (tgm_…) for scripts calling /api
-  account credit NAME AMOUNT --note TEXT      add AMOUNT units to the account (up to 9 decimals);
-                                              prints the new balance
+  account list [--json]                       every account: role, status, balance, held
   account show NAME                           the account, its balance, keys, last 10 requests
                                               and last 5 credits
+  account credit NAME AMOUNT --note TEXT      add AMOUNT units to the account (up to 9 decimals);
+                                              prints the new balance
+  account disable NAME                        refuse the account's keys and end its console sessions
+  account enable NAME                         let a disabled account in again
+  account password NAME [--password-stdin]    set a new console password (generated unless given)
+  account token NAME [--name LABEL]           print a management token (tgm_…) for scripts calling /api
   key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]
+             [--rpm N] [--tpm N] [--concurrency N]
                                               create an API key; the key is the LAST line printed
                                               and is shown only this once
-  key list [--account NAME]                   list keys (prefix…last4 only, never the full key)
-  key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]
-                                              change what a key may spend and which models it may use
+  key list [--account NAME] [--json]          list keys (prefix…last4 only, never the full key)
+  key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm N|none] [--tpm N|none]
+                [--concurrency N|none]
+                                              change what a key may spend, which models it may use
+                                              and its own rate limits (the operator's still apply)
   key revoke ID                               revoke a key; a running server refuses it at once
-  redeem-codes create --amount A --count N [--expires-days D]
+  redemption-codes create --amount A --count N [--expires-days D]
                                               make N codes worth A units each; the codes are the
-                                              LAST N lines printed and are shown only this once
-  redeem-codes list [--limit N]               list codes (amount, expiry, who redeemed; never the code)
+                                              LAST N lines printed, shown only this once, and stored
+                                              only after they were written out
+  redemption-codes list [--limit N] [--json]  list codes (amount, expiry, who redeemed; never the code)
   ledger verify                               check every balance against the ledger; exits 1 on drift
   audit list [--actor A] [--target ID] [--action ACTION] [--since DAY] [--until DAY] [--limit N] [--csv]
                                               the audit log, newest first: who changed which account,
                                               balance, key, token or code, and every config reload
-  help                                        show this text
+  help [COMMAND]                              show this text, or one command's part of it
+  --version                                   print Tollgate's version
 
-The account, key, redeem-codes, ledger and audit commands also take --config FILE.
+\`redeem-codes\` is another name for \`redemption-codes\` (the console's Admin → Codes page).
+The account, key, redemption-codes, ledger and audit commands also take --config FILE.
 Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
+--json prints the listing as one JSON document; money is a decimal string of units.
 
 Config file: --config FILE (or FILE for config check), else $TOLLGATE_CONFIG, else ./gateway.yaml.
 Port: --port N, else $PORT, else server.port from the config file.
-Pid file: --pid-file F, else $TOLLGATE_PID_FILE, else ./data/tollgate.pid (in the working directory).
+Pid file: --pid-file F, else $TOLLGATE_PID_FILE, else ./data/tollgate-<port>.pid (in the working
+  directory), one per instance; \`reload\` finds the one for --port (or the config's port), or the
+  only one there is.
 Reload: models, providers, prices, plugin settings and server limits apply to new requests; requests
   already running finish on the old config. server.host, server.port, store.* and redis.* need a
   restart (the running values stay). \`reload\` checks the file with this shell's environment.
@@ -69,13 +85,45 @@ Store: store.url in the config file. A relative sqlite:<path> resolves against t
   DIRECTORY, not the config file's folder: run account and key commands from the directory the
   server runs in (the repository root for \`npm start\`), so both use the same database file.
 
-Exit codes: 0 success, 1 error, 2 usage error.`;
+Exit codes:
+  0  success (also when the reader of the output closed the pipe early)
+  1  error: something named does not exist, the config file is invalid, the store failed,
+     \`ledger verify\` found drift, \`reload\` found no server
+  2  usage error: an unknown command or flag, a missing or extra argument, a bad amount or number`;
+
+const COMMANDS = ['serve', 'reload', 'config', 'account', 'key', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
+
+/** The help text's entries for one command (its lines under "Commands:"), or the whole text. */
+export function helpText(command?: string): string {
+  if (command === undefined) return HELP;
+  const wanted = command === 'redeem-codes' ? 'redemption-codes' : command;
+  if (!COMMANDS.includes(command)) throw new UsageError(`unknown command "${command}"; run "tollgate help"`);
+  const lines = HELP.split('\n');
+  const entries: string[] = [];
+  let inEntry = false;
+  for (const line of lines.slice(lines.indexOf('Commands:') + 1)) {
+    if (line === '') break;
+    // An entry starts at two spaces of indent; its continuation lines are indented further.
+    if (/^ {2}\S/.test(line)) inEntry = line.slice(2).split(' ')[0] === wanted;
+    if (inEntry) entries.push(line);
+  }
+  return [`Usage: tollgate ${wanted} …`, '', ...entries, '', 'Run "tollgate help" for config files, pid files and exit codes.'].join('\n');
+}
 
 async function dispatch(argv: string[], io: CliIo): Promise<number> {
   const [command, ...args] = argv;
   if (command === undefined) throw new UsageError('missing command; run "tollgate help"');
-  if (command === 'help' || argv.includes('--help') || argv.includes('-h')) {
-    io.out(HELP);
+  if (command === '--version' || command === '-v' || command === 'version') {
+    io.out(PACKAGE_VERSION);
+    return EXIT_OK;
+  }
+  if (command === 'help' || command === '--help' || command === '-h') {
+    if (args.length > 1) throw new UsageError('usage: tollgate help [COMMAND]');
+    io.out(helpText(args[0]));
+    return EXIT_OK;
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    io.out(helpText(command));
     return EXIT_OK;
   }
   switch (command) {
@@ -89,6 +137,7 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return accountCommand(args, io);
     case 'key':
       return keyCommand(args, io);
+    case 'redemption-codes':
     case 'redeem-codes':
       return redeemCodesCommand(args, io);
     case 'ledger':
@@ -125,11 +174,28 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
 }
 
+/**
+ * A reader that stopped reading (`tollgate key list | head -1`) is not an error: end quietly, with 0.
+ * Anything else that breaks standard output is reported like any failure.
+ */
+function endOnClosedPipe(error: NodeJS.ErrnoException): void {
+  if (error.code === 'EPIPE') process.exit(EXIT_OK);
+  process.stderr.write(`tollgate: cannot write the output (${error.message})\n`);
+  process.exit(EXIT_ERROR);
+}
+
+/** Settles once everything written to standard output so far has left the process. */
+function stdoutFlushed(): Promise<void> {
+  return new Promise((resolve) => process.stdout.write('', () => resolve()));
+}
+
 /** The `tollgate` entry point (bin/tollgate.js): runs `argv` against the real process. */
 export async function main(argv: string[]): Promise<void> {
+  process.stdout.on('error', endOnClosedPipe);
   process.exitCode = await runCli(argv, {
     out: (line) => process.stdout.write(`${line}\n`),
     err: (line) => process.stderr.write(`${line}\n`),
+    flushed: stdoutFlushed,
     env: process.env,
     cwd: process.cwd(),
     readStdin: async () => {

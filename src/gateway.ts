@@ -103,7 +103,12 @@ export const LOG_REDACT = [
  * the request's tick, written by sonic-boom; the per-request line goes out after the answer.
  */
 export function createLogger(destination?: DestinationStream): Logger {
-  const options = { level: process.env.LOG_LEVEL ?? 'info', redact: { paths: LOG_REDACT, censor: '[REDACTED]' } };
+  const options = {
+    level: process.env.LOG_LEVEL ?? 'info',
+    redact: { paths: LOG_REDACT, censor: '[REDACTED]' },
+    // "info", not 30: read by people and by log tools that do not know pino's numbers.
+    formatters: { level: (label: string) => ({ level: label }) },
+  };
   return destination === undefined ? pino(options) : pino(options, destination);
 }
 

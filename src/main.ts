@@ -2,24 +2,38 @@
  * `tollgate serve`: load gateway.yaml, start the gateway, print the first-run key, reload on SIGHUP,
  * stop on SIGTERM or SIGINT.
  */
-import pino from 'pino';
 import { applyAdminPassword, checkAdminPassword, ensureFirstAdmin, FIRST_ADMIN_NAME, type FirstAdmin } from './auth/bootstrap';
-import { removePidFile, writePidFile } from './cli/reload';
+import { pidFileFor, removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
 import { createLogger, startGateway } from './gateway';
+import { logDestination } from './log-destination';
 import { openStore } from './store/open';
 import { migrateWhenReachable } from './store-wait';
 
 export interface ServeOptions {
   readonly configFile: string;
   readonly port?: number;
-  /** Written once the gateway listens, removed on exit; `tollgate reload` reads it. */
-  readonly pidFile: string;
+  /** Written once the gateway listens, removed on exit; `tollgate reload` reads it. Default: one per
+   * instance, data/tollgate-<port>.pid under `cwd`. */
+  readonly pidFile?: string;
+  /** Where relative defaults (the pid file) resolve; the process's working directory by default. */
+  readonly cwd?: string;
 }
 
-function firstRunBanner(url: string, { key, generatedPassword }: FirstAdmin): string {
+/** Where the server listens, said plainly: every interface is reachable from the network. */
+export function listenDescription(host: string, port: number): string {
+  const everywhere = host === '0.0.0.0' || host === '::' || host === '[::]';
+  const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
+  if (everywhere) return `${shown}:${port} (every interface: the API and the console are reachable from the network)`;
+  if (host === '127.0.0.1' || host === '::1' || host === 'localhost') return `${shown}:${port} (this machine only; set server.host to open it)`;
+  return `${shown}:${port}`;
+}
+
+function firstRunBanner(url: string, listening: string, { key, generatedPassword }: FirstAdmin): string {
   const password = generatedPassword ?? '(the one in TOLLGATE_ADMIN_PASSWORD)';
   return [
+    '',
+    `  Listening on ${listening}`,
     '',
     '  Tollgate created the account "admin" and this API key. It is shown once; copy it now:',
     '',
@@ -38,10 +52,9 @@ function firstRunBanner(url: string, { key, generatedPassword }: FirstAdmin): st
 /** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. SIGHUP reloads the config file. */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfigFile(options.configFile);
-  // Log lines leave asynchronously, off the request path; whatever is queued is written on exit.
-  const destination = pino.destination({ dest: 1, sync: false });
-  process.once('exit', () => destination.flushSync());
-  const logger = createLogger(destination);
+  const destination = logDestination();
+  process.once('exit', () => destination.flush());
+  const logger = createLogger(destination.stream);
   const store = openStore(config.store);
   // A store that is not up yet is waited for, with /readyz saying so, rather than a crash loop.
   const stopping = new AbortController();
@@ -62,13 +75,6 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
 
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
-  logger.info({ url: gateway.url, config: options.configFile }, 'tollgate is listening');
-  if (firstAdmin !== null) {
-    // Log lines are written asynchronously: let them out first so the banner is not split by one.
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(`${firstRunBanner(gateway.url, firstAdmin)}\n`);
-  }
-
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     gateway
@@ -88,6 +94,17 @@ export async function serve(options: ServeOptions): Promise<void> {
     // reload() logs its own outcome and never rejects.
     void gateway.reload();
   });
-  writePidFile(options.pidFile, options.configFile);
-  process.once('exit', () => removePidFile(options.pidFile));
+  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), gateway.port);
+  writePidFile(pidFile, options.configFile);
+  process.once('exit', () => removePidFile(pidFile));
+
+  // Said last, once signals are handled and the pid file exists: whoever waits for this line can
+  // reload the server at once.
+  const listening = listenDescription(config.server.host, gateway.port);
+  logger.info({ url: gateway.url, listen: listening, config: options.configFile }, 'tollgate is listening');
+  if (firstAdmin !== null) {
+    // Log lines are written asynchronously: let them out first so the banner is not split by one.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    process.stdout.write(`${firstRunBanner(gateway.url, listening, firstAdmin)}\n`);
+  }
 }

@@ -1,7 +1,8 @@
-/** `tollgate account create|credit|show`: argument handling; the work is in accounts.ts, account-*.ts. */
+/** `tollgate account …`: argument handling; the work is in accounts.ts, account-*.ts. */
 import { parseArgs } from 'node:util';
 import { createTokenCommand, passwordFromStdin, setPasswordCommand } from './account-console';
 import { creditAccountCommand } from './account-credit';
+import { listAccountsCommand, setAccountDisabledCommand } from './account-list';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
 import { credited, passwordChanged, tokenCreated } from '../audit/states';
@@ -30,6 +31,7 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
         email: { type: 'string' },
         name: { type: 'string' },
         'password-stdin': { type: 'boolean' },
+        json: { type: 'boolean' },
       },
     }),
   );
@@ -76,11 +78,20 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       });
       return EXIT_OK;
     }
+    case 'list':
+      expectPositionals(rest, 0, 'account list [--json]');
+      await withStore(values.config, io, (store) => listAccountsCommand(store, io.out, values.json === true));
+      return EXIT_OK;
+    case 'disable':
+    case 'enable':
+      expectPositionals(rest, 1, `account ${action} NAME`);
+      await withStore(values.config, io, (store) => setAccountDisabledCommand(store, rest[0], action === 'disable', io.out));
+      return EXIT_OK;
     case 'show':
       expectPositionals(rest, 1, 'account show NAME');
       await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate account create|credit|show|password|token …; run "tollgate help"');
+      throw new UsageError('usage: tollgate account create|list|show|credit|disable|enable|password|token …; run "tollgate help account"');
   }
 }

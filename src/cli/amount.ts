@@ -1,8 +1,9 @@
 /** Amounts of money typed on the command line: units as a decimal, turned into exact nano-units. */
 import { unitsToNano } from '../billing/money';
+import { UsageError } from './args';
 
 /**
- * `text` (e.g. "12.5") in nano-units. Throws a one-line Error for anything that is not a positive
+ * `text` (e.g. "12.5") in nano-units. Throws a one-line UsageError (exit 2) for anything that is not a positive
  * decimal with at most nine places: a typo must never move money.
  */
 export function parsePositiveAmount(text: string, what: string): bigint {
@@ -10,8 +11,8 @@ export function parsePositiveAmount(text: string, what: string): bigint {
   try {
     nano = unitsToNano(text);
   } catch {
-    throw new Error(`invalid ${what} "${text}": use a decimal number of units with at most 9 decimal places`);
+    throw new UsageError(`invalid ${what} "${text}": use a decimal number of units with at most 9 decimal places`);
   }
-  if (nano <= 0n) throw new Error(`invalid ${what} "${text}": must be more than 0`);
+  if (nano <= 0n) throw new UsageError(`invalid ${what} "${text}": must be more than 0`);
   return nano;
 }

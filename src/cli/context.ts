@@ -8,7 +8,6 @@ import { loadConfigFile } from '../config/load';
 import type { GatewayConfig } from '../config/types';
 import { openStore } from '../store/open';
 import type { Store } from '../store/store';
-import { DEFAULT_PID_FILE } from './reload';
 
 /** Where the CLI reads its environment and writes its lines; tests pass their own. */
 export interface CliIo {
@@ -18,6 +17,8 @@ export interface CliIo {
   readonly cwd: string;
   /** All of standard input (`--password-stdin`); absent when there is none to read. */
   readonly readStdin?: () => Promise<string>;
+  /** Settles once every line given to `out` so far has been written (one-time secrets wait for it). */
+  readonly flushed?: () => Promise<void>;
 }
 
 export const EXIT_OK = 0;
@@ -30,9 +31,13 @@ export function resolveConfigFile(flag: string | undefined, io: CliIo): string {
   return path.resolve(io.cwd, file);
 }
 
-/** The pid file `serve` writes and `reload` reads: the flag, else $TOLLGATE_PID_FILE, else ./data/tollgate.pid. */
-export function resolvePidFile(flag: string | undefined, io: CliIo): string {
-  return path.resolve(io.cwd, flag ?? (io.env.TOLLGATE_PID_FILE || undefined) ?? DEFAULT_PID_FILE);
+/**
+ * The pid file named by the flag, else by $TOLLGATE_PID_FILE; undefined means one per instance,
+ * ./data/tollgate-<port>.pid (see `pidFileFor` in reload.ts).
+ */
+export function namedPidFile(flag: string | undefined, io: CliIo): string | undefined {
+  const named = flag ?? (io.env.TOLLGATE_PID_FILE || undefined);
+  return named === undefined ? undefined : path.resolve(io.cwd, named);
 }
 
 /** Loads the config, opens and migrates its store, runs `work`, and always closes the store. */

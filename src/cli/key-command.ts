@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
 import { EXIT_OK, withStore } from './context';
+import { rateLimitFlags } from './key-limits';
 import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsCommand } from './keys';
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
 import type { ApiKeyRecord, Store } from '../store/store';
@@ -24,17 +25,21 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
         name: { type: 'string' },
         'spend-limit': { type: 'string' },
         models: { type: 'string' },
+        rpm: { type: 'string' },
+        tpm: { type: 'string' },
+        concurrency: { type: 'string' },
+        json: { type: 'boolean' },
       },
     }),
   );
   const [action, ...rest] = positionals;
   switch (action) {
     case 'create': {
-      const usage = 'key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]';
+      const usage = 'key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b] [--rpm N] [--tpm N] [--concurrency N]';
       expectPositionals(rest, 0, usage);
       const account = values.account;
       if (account === undefined) throw new UsageError(`--account is required; usage: tollgate ${usage}`);
-      const input = { account, name: values.name, spendLimit: values['spend-limit'], models: values.models };
+      const input = { account, name: values.name, spendLimit: values['spend-limit'], models: values.models, rateLimits: rateLimitFlags(values) };
       await withStore(values.config, io, async (store) => {
         const { record } = await createKeyCommand(store, input, io.out);
         await auditFromCli(store, io, keyCreated(record));
@@ -42,8 +47,8 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     }
     case 'limits': {
-      expectPositionals(rest, 1, 'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]');
-      const input = { id: rest[0], spendLimit: values['spend-limit'], models: values.models };
+      expectPositionals(rest, 1, 'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm N|none] [--tpm N|none] [--concurrency N|none]');
+      const input = { id: rest[0], spendLimit: values['spend-limit'], models: values.models, rateLimits: rateLimitFlags(values) };
       await withStore(values.config, io, async (store) => {
         const before = await keyById(store, input.id);
         const after = await setKeyLimitsCommand(store, input, io.out);
@@ -52,8 +57,8 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     }
     case 'list':
-      expectPositionals(rest, 0, 'key list [--account NAME]');
-      await withStore(values.config, io, (store) => listKeysCommand(store, { account: values.account }, io.out));
+      expectPositionals(rest, 0, 'key list [--account NAME] [--json]');
+      await withStore(values.config, io, (store) => listKeysCommand(store, { account: values.account }, io.out, new Date(), values.json === true));
       return EXIT_OK;
     case 'revoke':
       expectPositionals(rest, 1, 'key revoke ID');
@@ -65,6 +70,6 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       });
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate key create|list|limits|revoke …; run "tollgate help"');
+      throw new UsageError('usage: tollgate key create|list|limits|revoke …; run "tollgate help key"');
   }
 }

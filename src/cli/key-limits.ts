@@ -1,10 +1,11 @@
 /**
- * What a key may spend and which models it may use, as typed on the command line (`--spend-limit`,
- * `--models`) and as shown back.
+ * What a key may spend, which models it may use and how fast, as typed on the command line
+ * (`--spend-limit`, `--models`, `--rpm`, `--tpm`, `--concurrency`) and as shown back.
  */
 import { formatUnits } from '../billing/money';
-import type { ApiKeyRecord } from '../store/store';
+import type { ApiKeyRecord, KeyRateLimits } from '../store/store';
 import { parsePositiveAmount } from './amount';
+import { UsageError } from './args';
 
 /** One model name in a `--models` list: no spaces or commas, a sane length. */
 const MODEL_NAME_PATTERN = /^[^\s,\u0000-\u001f\u007f]{1,200}$/;
@@ -34,4 +35,45 @@ export function formatSpendLimit(key: Pick<ApiKeyRecord, 'spendLimit'>): string 
 
 export function formatModels(key: Pick<ApiKeyRecord, 'models'>): string {
   return key.models === null ? 'all' : key.models.join(',');
+}
+
+/** The console's ceiling for one rate limit. */
+const MAX_RATE_LIMIT = 1_000_000_000;
+const RATE_LIMIT_NAMES = ['rpm', 'tpm', 'concurrency'] as const;
+
+/** The `--rpm`, `--tpm`, `--concurrency` flags as typed: a whole number, or `none` (0 means none too). */
+export type RateLimitFlags = Partial<Record<(typeof RATE_LIMIT_NAMES)[number], string>>;
+
+/** Just the rate-limit flags out of a command's parsed options. */
+export function rateLimitFlags(values: RateLimitFlags): RateLimitFlags {
+  return { rpm: values.rpm, tpm: values.tpm, concurrency: values.concurrency };
+}
+
+/**
+ * `current` changed by the flags given: a number sets that limit, `none` or 0 removes it, a flag left
+ * out keeps it. Null when no limit is left (the key is limited by the operator's settings only).
+ */
+export function applyRateLimitFlags(current: KeyRateLimits | null, flags: RateLimitFlags): KeyRateLimits | null {
+  const limits: { rpm?: number; tpm?: number; concurrency?: number } = { ...(current ?? {}) };
+  for (const name of RATE_LIMIT_NAMES) {
+    const text = flags[name];
+    if (text === undefined) continue;
+    const value = text.trim() === 'none' ? 0 : /^\d{1,10}$/.test(text.trim()) ? Number(text.trim()) : NaN;
+    if (!(value >= 0 && value <= MAX_RATE_LIMIT)) {
+      throw new UsageError(`invalid --${name} "${text}": use a whole number from 0 (no limit) to ${MAX_RATE_LIMIT}, or none`);
+    }
+    if (value === 0) delete limits[name];
+    else limits[name] = value;
+  }
+  return Object.keys(limits).length === 0 ? null : limits;
+}
+
+export function hasRateLimitFlags(flags: RateLimitFlags): boolean {
+  return RATE_LIMIT_NAMES.some((name) => flags[name] !== undefined);
+}
+
+export function formatRateLimits(key: Pick<ApiKeyRecord, 'rateLimits'>): string {
+  const limits = key.rateLimits;
+  if (limits === null) return 'none';
+  return RATE_LIMIT_NAMES.filter((name) => limits[name] !== undefined).map((name) => `${name} ${limits[name]}`).join(', ');
 }

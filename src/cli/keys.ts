@@ -7,7 +7,18 @@ import { issueApiKey, keyStatus } from '../auth/issue-key';
 import { isValidKeyName, printableKeyName } from '../auth/key-name';
 import { formatUnits } from '../billing/money';
 import type { ApiKeyRecord, Store } from '../store/store';
-import { formatModels, formatSpendLimit, parseModelList, parseSpendLimit } from './key-limits';
+import { UsageError } from './args';
+import { printJson } from './json';
+import {
+  applyRateLimitFlags,
+  formatModels,
+  formatRateLimits,
+  formatSpendLimit,
+  hasRateLimitFlags,
+  parseModelList,
+  parseSpendLimit,
+  type RateLimitFlags,
+} from './key-limits';
 import { requireAccount, requireKey } from './lookup';
 import { formatTable, formatTime } from './table';
 
@@ -17,7 +28,7 @@ import { formatTable, formatTime } from './table';
  */
 export async function createKeyCommand(
   store: Store,
-  input: { account: string; name?: string | null; spendLimit?: string | null; models?: string | null },
+  input: { account: string; name?: string | null; spendLimit?: string | null; models?: string | null; rateLimits?: RateLimitFlags },
   out: (line: string) => void,
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   if (input.name != null && !isValidKeyName(input.name)) {
@@ -25,10 +36,13 @@ export async function createKeyCommand(
   }
   const spendLimit = input.spendLimit == null ? null : parseSpendLimit(input.spendLimit);
   const models = input.models == null ? null : parseModelList(input.models);
+  const rateLimits = applyRateLimitFlags(null, input.rateLimits ?? {});
   const account = await requireAccount(store, input.account);
-  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null, spendLimit, models });
+  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null, spendLimit, models, rateLimits });
   const label = record.name === null ? '' : ` "${record.name}"`;
-  out(`created key ${record.id}${label} for account ${account.name} (spend limit ${formatSpendLimit(record)}, models ${formatModels(record)})`);
+  out(
+    `created key ${record.id}${label} for account ${account.name} (spend limit ${formatSpendLimit(record)}, models ${formatModels(record)}, rate limits ${formatRateLimits(record)})`,
+  );
   out('This is the only time the key is shown; store it now:');
   out(key);
   return { key, record };
@@ -44,9 +58,14 @@ export async function listKeysCommand(
   filter: { account?: string },
   out: (line: string) => void,
   now: Date = new Date(),
+  json = false,
 ): Promise<ApiKeyRecord[]> {
   const account = filter.account === undefined ? null : await requireAccount(store, filter.account);
   const keys = await store.listKeys(account === null ? {} : { accountId: account.id });
+  if (json) {
+    printJson(keys.map((key) => ({ ...key, status: keyStatus(key, now.getTime()) })), out);
+    return keys;
+  }
   if (keys.length === 0) {
     out(account === null ? 'no keys' : `no keys for account ${account.name}`);
     return keys;
@@ -65,23 +84,27 @@ export async function listKeysCommand(
 }
 
 /**
- * `key limits ID [--spend-limit AMOUNT|none] [--models LIST|all]`: changes what the key may spend and
- * which models it may use; a flag left out keeps that setting. Prints the key's limits afterwards.
+ * `key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm|--tpm|--concurrency N|none]`:
+ * changes what the key may spend, which models it may use and how fast; a flag left out keeps that setting. Prints the key's limits afterwards.
  */
 export async function setKeyLimitsCommand(
   store: Store,
-  input: { id: string; spendLimit?: string; models?: string },
+  input: { id: string; spendLimit?: string; models?: string; rateLimits?: RateLimitFlags },
   out: (line: string) => void,
 ): Promise<ApiKeyRecord> {
-  if (input.spendLimit === undefined && input.models === undefined) {
-    throw new Error('nothing to change: give --spend-limit AMOUNT|none and/or --models LIST|all');
+  const rateFlags = input.rateLimits ?? {};
+  if (input.spendLimit === undefined && input.models === undefined && !hasRateLimitFlags(rateFlags)) {
+    throw new UsageError('nothing to change: give --spend-limit AMOUNT|none, --models LIST|all, or --rpm/--tpm/--concurrency N|none');
   }
   const key = await requireKey(store, input.id);
   const spendLimit = input.spendLimit === undefined ? key.spendLimit : parseSpendLimit(input.spendLimit);
   const models = input.models === undefined ? key.models : parseModelList(input.models);
-  if (!(await store.setKeyLimits(key.id, { spendLimit, models }))) throw new Error(`no key with id "${key.id}"`);
-  const updated = { ...key, spendLimit, models };
-  out(`key ${key.id}: spend limit ${formatSpendLimit(updated)} (spent ${formatUnits(key.spent)}), models ${formatModels(updated)}`);
+  const rateLimits = applyRateLimitFlags(key.rateLimits, rateFlags);
+  if (!(await store.setKeyLimits(key.id, { spendLimit, models, rateLimits }))) throw new Error(`no key with id "${key.id}"`);
+  const updated = { ...key, spendLimit, models, rateLimits };
+  out(
+    `key ${key.id}: spend limit ${formatSpendLimit(updated)} (spent ${formatUnits(key.spent)}), models ${formatModels(updated)}, rate limits ${formatRateLimits(updated)}`,
+  );
   return updated;
 }
 

@@ -1,4 +1,7 @@
-/** `tollgate redeem-codes create|list`: argument handling; the work is in redeem-codes.ts. */
+/**
+ * `tollgate redemption-codes create|list` (also spelled `redeem-codes`): argument handling; the work is
+ * in redeem-codes.ts. The console calls them redemption codes too.
+ */
 import { parseArgs } from 'node:util';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
@@ -18,13 +21,14 @@ export async function redeemCodesCommand(args: string[], io: CliIo): Promise<num
         count: { type: 'string' },
         'expires-days': { type: 'string' },
         limit: { type: 'string' },
+        json: { type: 'boolean' },
       },
     }),
   );
   const [action, ...rest] = positionals;
   switch (action) {
     case 'create': {
-      const usage = 'redeem-codes create --amount A --count N [--expires-days D]';
+      const usage = 'redemption-codes create --amount A --count N [--expires-days D]';
       expectPositionals(rest, 0, usage);
       const { amount, count } = values;
       if (amount === undefined || count === undefined) {
@@ -32,7 +36,7 @@ export async function redeemCodesCommand(args: string[], io: CliIo): Promise<num
       }
       const input = { amount, count, expiresDays: values['expires-days'], actor: cliActor(io) };
       await withStore(values.config, io, async (store) => {
-        const { records } = await createRedemptionCodesCommand(store, input, io.out);
+        const { records } = await createRedemptionCodesCommand(store, input, io.out, new Date(), io.flushed);
         const first = records[0];
         const after = {
           count: records.length,
@@ -46,15 +50,15 @@ export async function redeemCodesCommand(args: string[], io: CliIo): Promise<num
       return EXIT_OK;
     }
     case 'list': {
-      expectPositionals(rest, 0, 'redeem-codes list [--limit N]');
+      expectPositionals(rest, 0, 'redemption-codes list [--limit N] [--json]');
       const limit = values.limit === undefined ? undefined : Number(values.limit);
       if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 100_000)) {
         throw new UsageError(`--limit must be a whole number from 1 to 100000, got "${values.limit}"`);
       }
-      await withStore(values.config, io, (store) => listRedemptionCodesCommand(store, io.out, new Date(), limit));
+      await withStore(values.config, io, (store) => listRedemptionCodesCommand(store, io.out, new Date(), limit, values.json === true));
       return EXIT_OK;
     }
     default:
-      throw new UsageError('usage: tollgate redeem-codes create|list …; run "tollgate help"');
+      throw new UsageError('usage: tollgate redemption-codes create|list …; run "tollgate help redemption-codes"');
   }
 }

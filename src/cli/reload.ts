@@ -4,13 +4,44 @@
  * The file holds the pid on its first line and the server's config file on its second, so the
  * check reads exactly the file the server is about to read.
  */
-import { mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from '../config/config-error';
 import { loadConfigFile } from '../config/load';
 
-/** Where the pid file goes unless --pid-file or $TOLLGATE_PID_FILE says otherwise: beside the default SQLite file. */
-export const DEFAULT_PID_FILE = path.join('data', 'tollgate.pid');
+/** The folder of the pid files, unless --pid-file or $TOLLGATE_PID_FILE name one: beside the default SQLite file. */
+export const PID_FOLDER = 'data';
+const PID_FILE_NAME = /^tollgate-(\d{1,5})\.pid$/;
+
+/**
+ * The pid file of the instance listening on `port`, under `cwd`: one per instance, so a second server
+ * started from the same folder (on another port) never overwrites the first one's file.
+ */
+export function pidFileFor(cwd: string, port: number): string {
+  return path.resolve(cwd, PID_FOLDER, `tollgate-${port}.pid`);
+}
+
+/**
+ * The pid file `reload` should read when none was named: the one for `port` when given, else the only
+ * one under `cwd`. Throws a one-line Error when there is none, or several and no port to choose.
+ */
+export function findPidFile(cwd: string, port: number | undefined): string {
+  if (port !== undefined) return pidFileFor(cwd, port);
+  let names: string[];
+  try {
+    names = readdirSync(path.resolve(cwd, PID_FOLDER)).filter((name) => PID_FILE_NAME.test(name));
+  } catch {
+    names = [];
+  }
+  if (names.length === 1) return path.resolve(cwd, PID_FOLDER, names[0]);
+  if (names.length === 0) {
+    throw new Error(
+      `no pid file in ${path.resolve(cwd, PID_FOLDER)}: is \`tollgate serve\` running from this directory? Pass --pid-file or set TOLLGATE_PID_FILE to the one it wrote`,
+    );
+  }
+  const ports = names.map((name) => PID_FILE_NAME.exec(name)![1]).sort((a, b) => Number(a) - Number(b));
+  throw new Error(`several servers run from this directory (ports ${ports.join(', ')}): say which with --port N`);
+}
 
 /** What a pid file says about the server that wrote it. */
 export interface PidFileContent {

@@ -2,7 +2,9 @@
  * Rules that span fields, which JSON Schema cannot say readably: routes must name defined
  * providers, models must be priced or free, providers need an address unless they are the demo.
  */
+import type { ErrorObject } from 'ajv';
 import type { ConfigIssue } from './config-error';
+import { deriveModel, deriveProvider, type ValidatedGatewayData } from './derive';
 import type { YamlLocator } from './locate';
 import { wireOf } from '../wire';
 import type { GatewayConfig, ModelConfig, ProtocolSetting, ProviderConfig } from './types';
@@ -15,9 +17,16 @@ const PRICED_NEEDS = {
 
 const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor api_key: remove this field';
 
-/** Every cross-field issue in a schema-valid, derived config, positioned through `locator`. */
-export function crossCheck(config: GatewayConfig, locator: YamlLocator): ConfigIssue[] {
-  const knownProviders = Object.keys(config.providers).sort();
+/**
+ * Every cross-field issue among `config`'s providers and models, positioned through `locator`.
+ * `knownProviders` defaults to the providers given; with a partly invalid file it is every provider
+ * id the file defines, so a route to a provider with a schema error is not also called unknown.
+ */
+export function crossCheck(
+  config: Pick<GatewayConfig, 'providers' | 'models'>,
+  locator: YamlLocator,
+  knownProviders: readonly string[] = Object.keys(config.providers).sort(),
+): ConfigIssue[] {
   return [
     ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
     ...Object.values(config.models).flatMap((model) => checkModel(model, knownProviders, locator)),
@@ -26,7 +35,7 @@ export function crossCheck(config: GatewayConfig, locator: YamlLocator): ConfigI
 }
 
 /** An alias may not be another model's id, nor belong to two models: a name must mean one model. */
-function checkAliases(config: GatewayConfig, locator: YamlLocator): ConfigIssue[] {
+function checkAliases(config: Pick<GatewayConfig, 'models'>, locator: YamlLocator): ConfigIssue[] {
   const owner = new Map<string, string>();
   const issues: ConfigIssue[] = [];
   for (const model of Object.values(config.models)) {
@@ -114,4 +123,38 @@ function checkModel(model: ModelConfig, knownProviders: readonly string[], locat
     }
   }
   return issues;
+}
+
+type Entries<T> = Record<string, T>;
+
+/** The entries of `section` (providers or models) that are objects with no schema error inside them. */
+function validEntries<T>(data: Record<string, unknown>, section: string, schemaErrors: readonly ErrorObject[]): Entries<T> {
+  const entries = data[section];
+  if (typeof entries !== 'object' || entries === null || Array.isArray(entries)) return {};
+  const clean: Entries<T> = {};
+  for (const [id, value] of Object.entries(entries)) {
+    // JSON Pointer escaping, as ajv writes instancePath.
+    const at = `/${section}/${id.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const broken = schemaErrors.some((error) => error.instancePath === at || error.instancePath.startsWith(`${at}/`));
+    if (!broken && typeof value === 'object' && value !== null && !Array.isArray(value)) clean[id] = value as T;
+  }
+  return clean;
+}
+
+/**
+ * `crossCheck` on a file with schema errors: over the providers and models that are valid themselves
+ * (ajv has filled in their defaults), against every provider id the file defines.
+ */
+export function crossCheckValidParts(data: unknown, schemaErrors: readonly ErrorObject[], locator: YamlLocator): ConfigIssue[] {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return [];
+  const raw = data as Record<string, unknown>;
+  const providers = validEntries<ValidatedGatewayData['providers'][string]>(raw, 'providers', schemaErrors);
+  const models = validEntries<ValidatedGatewayData['models'][string]>(raw, 'models', schemaErrors);
+  const defined = raw.providers;
+  const knownProviders = typeof defined === 'object' && defined !== null && !Array.isArray(defined) ? Object.keys(defined).sort() : [];
+  const derived = {
+    providers: Object.fromEntries(Object.entries(providers).map(([id, provider]) => [id, deriveProvider(provider, id)])),
+    models: Object.fromEntries(Object.entries(models).map(([id, model]) => [id, deriveModel(model, id)])),
+  };
+  return crossCheck(derived, locator, knownProviders);
 }

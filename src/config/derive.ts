@@ -103,7 +103,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
   };
 }
 
-function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig {
+export function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig {
   const { base_url: baseUrl, ...rest } = provider;
   return {
     id,
@@ -114,7 +114,7 @@ function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig
   };
 }
 
-function deriveModel(model: ValidatedModel, id: string): ModelConfig {
+export function deriveModel(model: ValidatedModel, id: string): ModelConfig {
   const routes = model.routes.map((route) => ({
     provider: route.provider,
     upstream_model: route.upstream_model ?? id,

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { ConfigError, type ConfigIssue } from './config-error';
-import { crossCheck } from './cross-checks';
+import { crossCheck, crossCheckValidParts } from './cross-checks';
 import { deepFreeze } from './deep-freeze';
 import { deriveConfig, type ValidatedGatewayData } from './derive';
 import { interpolateDocument } from './interpolate';
@@ -44,9 +44,10 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
 
   const schemaErrors = validateGatewaySchema(data);
   issues.push(...schemaErrorsToIssues(schemaErrors, data, locator));
-  // Cross-field rules assume the schema's shape, so they run only on data that has it.
   const config = schemaErrors.length === 0 ? deriveConfig(data as ValidatedGatewayData, source) : undefined;
-  if (config) issues.push(...crossCheck(config, locator));
+  // Cross-field rules assume the schema's shape: with schema errors they still run on every provider
+  // and model that has it, so one `config check` reports both kinds of problem together.
+  issues.push(...(config ? crossCheck(config, locator) : crossCheckValidParts(data, schemaErrors, locator)));
 
   const reported = [...substitutionIssues, ...withoutKnockOns(issues, substitutionIssues)];
   if (reported.length > 0 || !config) throw new ConfigError(reported);

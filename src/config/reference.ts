@@ -1,6 +1,6 @@
 /**
- * The gateway.yaml field reference, generated from the schemas' descriptions so the README can never
- * drift from what the loader accepts (`tollgate config reference`; a test compares it with README.md).
+ * The gateway.yaml field reference, generated from the schemas' descriptions so docs/configuration.md
+ * can never drift from what the loader accepts (`tollgate config reference`; a test compares the two).
  */
 import path from 'node:path';
 import type { AnySchemaObject } from 'ajv/dist/2020';

@@ -31,8 +31,9 @@ function compileGatewaySchema(): ValidateFunction {
     strict: true, // a typo in a schema keyword is a bug in Tollgate, caught at first load
     verbose: true, // errors carry their schema, which names the known fields for "did you mean"
   });
-  // Plugin schemas are registered by their `$id`, which the gateway schema's relative `$ref`s resolve to.
-  for (const file of pluginSchemaFiles()) ajv.addSchema(readSchema(file));
+  // The schemas carry no `$id`, so an editor resolves the gateway schema's `$ref`s ("plugins/auth.schema.json")
+  // relative to the file itself; ajv finds them under the same relative keys.
+  for (const file of pluginSchemaFiles()) ajv.addSchema(readSchema(file), path.relative(SCHEMAS_DIR, file).split(path.sep).join('/'));
   return ajv.compile(readSchema(GATEWAY_SCHEMA_FILE));
 }
 

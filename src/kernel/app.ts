@@ -147,7 +147,9 @@ export function createApp(
       ops.streams?.track(ctx.body, ctx.res);
     } catch (thrown) {
       const err = (error = toGatewayError(thrown));
-      if (err.status >= 500) logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
+      // A provider without a key is the operator's known setting (warned about at start), not a fault:
+      // the request's own log line records it.
+      if (err.status >= 500 && err.code !== 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED') logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
       if (!ctx.headerSent && ctx.writable) sendError(ctx, err, ctx.state.errorShape ?? 'openai');
     } finally {
       logRequest(ctx, logger, startedAt, error);

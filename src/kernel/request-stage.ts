@@ -59,6 +59,9 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
       param: 'model',
     });
   }
+  const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan };
+  // Set before the check below, so the request's log line names the model a refusal was about.
+  ctx.state.request = request;
   // Refused before billing holds anything: no balance or limit can make such a model answer.
   const unservable = unservableProvider(model, config);
   if (unservable !== null) {
@@ -67,7 +70,5 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
       `The model '${model.id}' is unavailable: its provider '${unservable.id}' has no API key configured on this gateway.`,
     );
   }
-  const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan };
-  ctx.state.request = request;
   await next();
 }

@@ -1,15 +1,15 @@
 /** The audit log in the SQLite store: append and list. The store delegates to it. */
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from './sqlite-driver';
 import { toAuditRecord, type AuditFilter, type AuditRecord, type AuditRow, type NewAuditEntry } from './audit';
 import { auditJson, auditWhere } from './audit-query';
 
 const COLUMNS = 'id, at, actor, surface, action, target, account_id, before, after, request_id';
 
 export class SqliteAudit {
-  private readonly insert: Database.Statement<[Record<string, unknown>]>;
+  private readonly insert: SqliteStatement<[Record<string, unknown>]>;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: SqliteDatabase) {
     this.insert = db.prepare(
       `INSERT INTO audit (${COLUMNS}) VALUES (@id, @at, @actor, @surface, @action, @target, @account_id, @before, @after, @request_id)`,
     );

@@ -3,7 +3,7 @@
  * and management tokens. Split from sqlite.ts so each file keeps one concern; the store delegates.
  */
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './sqlite-driver';
 import { rowMappers, SQLITE_CODEC, type AccountRow, type AccountSummaryRow, type SessionAccountRow, type SessionRow, type SqliteColumns } from './rows';
 import type { Account, AccountLogin, AccountSummary, NewSession, SessionKind, SessionRecord } from './store';
 
@@ -12,7 +12,7 @@ const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMapp
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
 
-function prepareStatements(db: Database.Database) {
+function prepareStatements(db: SqliteDatabase) {
   return {
     listAccounts: db.prepare<[], AccountSummaryRow<SqliteColumns>>(
       `SELECT ${ACCOUNT_COLUMNS}, CAST(balance AS TEXT) AS balance, CAST(held AS TEXT) AS held FROM accounts ORDER BY created_at, rowid`,
@@ -46,7 +46,7 @@ function prepareStatements(db: Database.Database) {
 export class SqliteConsole {
   private readonly sql: ReturnType<typeof prepareStatements>;
 
-  constructor(db: Database.Database) {
+  constructor(db: SqliteDatabase) {
     this.sql = prepareStatements(db);
   }
 

@@ -7,7 +7,7 @@
  * through a JS number.
  */
 import { randomBytes } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from './sqlite-driver';
 import type {
   AccountBalance,
   ChargeFilter,
@@ -33,7 +33,7 @@ function newId(prefix: 'cr_' | 'rc_'): string {
 
 const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
 
-function prepare(db: Database.Database) {
+function prepare(db: SqliteDatabase) {
   return {
     holdAccount: db.prepare<[bigint, string, bigint]>('UPDATE accounts SET held = held + ? WHERE id = ? AND balance - held >= ?'),
     accountAvailable: db.prepare<[string], string>('SELECT CAST(balance - held AS TEXT) FROM accounts WHERE id = ?').pluck(),
@@ -97,7 +97,7 @@ function prepare(db: Database.Database) {
 export class SqliteLedger {
   private readonly sql: ReturnType<typeof prepare>;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(private readonly db: SqliteDatabase) {
     this.sql = prepare(db);
   }
 

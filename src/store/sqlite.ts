@@ -1,15 +1,16 @@
 /**
- * The embedded store: one SQLite file through better-sqlite3, in WAL mode so that the server and a CLI
- * command (`tollgate key revoke`) can use the same file at the same time. better-sqlite3 is synchronous;
+ * The embedded store: one SQLite file (node:sqlite, or better-sqlite3 on Node 20: see sqlite-driver.ts),
+ * in WAL mode so that the server and a CLI command (`tollgate key revoke`) can use the same file at the
+ * same time. Both bindings are synchronous;
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import { SqliteAudit } from './sqlite-audit';
+import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteStatement } from './sqlite-driver';
 import { ACCOUNT_COLUMNS, SqliteConsole } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
 import {
@@ -42,7 +43,7 @@ import {
 import { applySqliteMigrations } from './migrations/sqlite';
 import { rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
-/** The file name better-sqlite3 understands as "no file, keep it in memory" (tests). */
+/** The file name SQLite understands as "no file, keep it in memory" (tests). */
 export const SQLITE_MEMORY = ':memory:';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
@@ -50,7 +51,7 @@ const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at
   CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits`;
 
 /** Every statement the store runs, prepared once after the schema exists. */
-function prepareStatements(db: Database.Database) {
+function prepareStatements(db: SqliteDatabase) {
   return {
     insertAccount: db.prepare<[AccountRow<SqliteColumns> & { password_hash: string | null }]>(
       `INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash)
@@ -101,15 +102,15 @@ function jsonOrNull(value: object | null): string | null {
 }
 
 function isConstraintError(error: unknown, code: string): boolean {
-  return error instanceof Database.SqliteError && error.code === code;
+  return sqliteErrorCode(error) === code;
 }
 
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 export class SqliteStore implements Store {
   readonly shared = false;
-  private readonly db: Database.Database;
-  private readonly dataVersion: Database.Statement<[], number>;
-  private readonly selectOne: Database.Statement<[], number>;
+  private readonly db: SqliteDatabase;
+  private readonly dataVersion: SqliteStatement<[], number>;
+  private readonly selectOne: SqliteStatement<[], number>;
   private statements: Statements | null = null;
   private ledgerPart: SqliteLedger | null = null;
   private consolePart: SqliteConsole | null = null;
@@ -120,15 +121,15 @@ export class SqliteStore implements Store {
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
     if (filename !== SQLITE_MEMORY) mkdirSync(path.dirname(path.resolve(filename)), { recursive: true });
-    this.db = new Database(filename);
+    this.db = openSqlite(filename);
     // WAL lets readers (the server) and a writer (the CLI) work at once. NORMAL is durable across a
     // process crash (kill -9) in WAL mode and only risks the last commits on power loss. FULL would
-    // fsync at every ledger batch, and better-sqlite3 would block the event loop for each fsync: the
-    // README states the trade (power loss may cost the commits not yet checkpointed).
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
-    this.db.pragma('foreign_keys = ON');
+    // fsync at every ledger batch, and the synchronous binding would block the event loop for each fsync: the
+    // docs/billing.md states the trade (power loss may cost the commits not yet checkpointed).
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA foreign_keys = ON');
     // Changes whenever ANOTHER connection commits to the file; our own commits leave it alone.
     this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.selectOne = this.db.prepare<[], number>('SELECT 1').pluck();

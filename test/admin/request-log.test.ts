@@ -37,7 +37,7 @@ describe('management API: log lines', function () {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const line = parsed().find((entry) => entry.clientRequestId === 'req-log-check');
     expect(line?.requestId, "the gateway's own id, as answered").to.equal(answer.headers.get('x-request-id'));
-    expect(line).to.deep.include({ msg: 'management request', method: 'GET', path: '/api/account', status: 200, accountId: account.id, level: 30 });
+    expect(line).to.deep.include({ msg: 'management request', method: 'GET', path: '/api/account', status: 200, accountId: account.id, level: 'info' });
     expect(line).not.to.have.property('model');
     expect(parsed().some((entry) => entry.msg === 'console: logged in' && entry.account === 'logged-user')).to.equal(true);
   });

@@ -1,5 +1,5 @@
 /**
- * The README's console screenshots, made in Debian's Chromium at 1280×800 from a gateway with an
+ * The console screenshots in docs/console.md, made in Debian's Chromium at 1280×800 from a gateway with an
  * in-memory store:
  *   docs/console-dashboard.png  the dashboard of a user with a balance and eleven days of spend
  *   docs/console-token.png      the Tokens page right after Add Token, the new secret shown once

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import { unitsToNano } from '../../src/billing/money';
 import { hashRedemptionCode, redeem } from '../../src/billing/redemption';
@@ -12,6 +11,7 @@ import { createKeyCommand, setKeyLimitsCommand } from '../../src/cli/keys';
 import { verifyLedgerCommand } from '../../src/cli/ledger';
 import { createRedemptionCodesCommand, listRedemptionCodesCommand } from '../../src/cli/redeem-codes';
 import { SqliteStore } from '../../src/store/sqlite';
+import { openSqlite } from '../../src/store/sqlite-driver';
 import type { Account, ChargeRecord, CreditRecord, RedeemResult, Store } from '../../src/store/store';
 import { useMemoryStore } from '../helpers/memory-store';
 import { rejection } from '../helpers/async';
@@ -259,7 +259,7 @@ describe('cli/billing', () => {
     it('key create takes --spend-limit and --models and prints them before the key', async () => {
       const { lines, out } = capture();
       const { key, record } = await createKeyCommand(store, { account: 'alice', spendLimit: '2.5', models: ' a, b ,a,' }, out);
-      expect(lines[0]).to.equal(`created key ${record.id} for account alice (spend limit 2.5, models a,b)`);
+      expect(lines[0]).to.equal(`created key ${record.id} for account alice (spend limit 2.5, models a,b, rate limits none)`);
       expect(lines[lines.length - 1]).to.equal(key);
       const [stored] = await store.listKeys();
       expect(stored.spendLimit).to.equal(2_500_000_000n);
@@ -278,7 +278,7 @@ describe('cli/billing', () => {
       const { record } = await createKeyCommand(store, { account: 'alice', spendLimit: '1', models: 'a' }, () => {});
       const { lines, out } = capture();
       await setKeyLimitsCommand(store, { id: record.id, spendLimit: '4' }, out);
-      expect(lines).to.deep.equal([`key ${record.id}: spend limit 4 (spent 0), models a`]);
+      expect(lines).to.deep.equal([`key ${record.id}: spend limit 4 (spent 0), models a, rate limits none`]);
       expect((await store.listKeys())[0]).to.include({ spendLimit: 4_000_000_000n });
       expect((await store.listKeys())[0].models).to.deep.equal(['a']);
 
@@ -287,7 +287,7 @@ describe('cli/billing', () => {
       expect((await store.listKeys())[0].models).to.deep.equal(['b', 'c']);
 
       await setKeyLimitsCommand(store, { id: record.id, spendLimit: 'none', models: 'all' }, out);
-      expect(lines[lines.length - 1]).to.equal(`key ${record.id}: spend limit none (spent 0), models all`);
+      expect(lines[lines.length - 1]).to.equal(`key ${record.id}: spend limit none (spent 0), models all, rate limits none`);
       expect((await store.listKeys())[0]).to.include({ spendLimit: null, models: null });
     });
 
@@ -332,7 +332,7 @@ describe('cli/billing on a database file', () => {
 
   /** Runs SQL on the file behind the store's back, as a hand edit or a bug would. */
   function tamper(sql: string): void {
-    const db = new Database(dbFile);
+    const db = openSqlite(dbFile);
     try {
       db.prepare(sql).run();
     } finally {
@@ -399,10 +399,10 @@ describe('cli/billing on a database file', () => {
     }
   });
 
-  it('a bad amount exits 1 with one line and changes nothing', async () => {
+  it('a bad amount is a usage error: exits 2 with one line and changes nothing', async () => {
     await createAccountCommand(store, { name: 'alice', admin: false }, () => {});
     const result = await tollgate('redeem-codes', 'create', '--amount', '0.0000000001', '--count', '1');
-    expect(result.status).to.equal(1);
+    expect(result.status).to.equal(2);
     expect(result.err).to.deep.equal(['tollgate: invalid amount "0.0000000001": use a decimal number of units with at most 9 decimal places']);
     expect(await store.listRedemptionCodes()).to.deep.equal([]);
   });

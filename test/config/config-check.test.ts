@@ -41,6 +41,35 @@ describe('cli/config-check runConfigCheck', () => {
     });
   });
 
+  it('reports schema and cross-field problems together, each with file:line:column', () => {
+    const file = path.join(dir, 'both.yaml');
+    writeFileSync(
+      file,
+      [
+        'providers:',
+        '  anthropic: { protocol: anthropic, base_url: "https://api.anthropic.com" }',
+        '  openai: { protocl: openai, base_url: "https://api.openai.com/v1" }',
+        'models:',
+        '  claude-sonnet-5:',
+        '    family: anthropic',
+        '    routes: [{ provider: anthropc }]',
+        '    free: true',
+        '  gpt-5-mini:',
+        '    family: openai',
+        '    routes: [{ provider: openai }]',
+        '',
+      ].join('\n'),
+    );
+    const { code, lines } = check(file);
+    expect(code).to.equal(1);
+    expect(lines).to.include(`${file}:7:26 models.claude-sonnet-5.routes[0].provider: unknown provider "anthropc" (known: anthropic, openai)`);
+    expect(lines.some((line) => line.startsWith(`${file}:3:`) && line.includes('providers.openai.protocl: unknown field "protocl"'))).to.equal(true, lines.join('\n'));
+    // The model routed to the provider with a schema error is not also called unknown, and its missing
+    // price is still found.
+    expect(lines.some((line) => line.includes('unknown provider "openai"'))).to.equal(false);
+    expect(lines.some((line) => line.startsWith(`${file}:10:`) && line.includes('needs a price'))).to.equal(true, lines.join('\n'));
+  });
+
   it('prints one line without a stack trace for a missing file', () => {
     const file = path.join(dir, 'missing.yaml');
     expect(check(file)).to.deep.equal({ code: 1, lines: [`cannot read ${file}: no such file`] });

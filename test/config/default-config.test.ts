@@ -22,7 +22,7 @@ describe('the default gateway.yaml', () => {
   it('applies the server, store and plugin defaults', () => {
     expect(config.version).to.equal(1);
     expect(config.server).to.deep.equal({
-      host: '0.0.0.0',
+      host: '127.0.0.1',
       port: 8080,
       max_body_bytes: 33554432,
       max_json_depth: 64,

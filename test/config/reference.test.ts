@@ -15,10 +15,10 @@ describe('configReference', () => {
     }
   });
 
-  it('is the reference README.md shows (regenerate with `npx tollgate config reference`)', () => {
-    const readme = readFileSync(path.join(PACKAGE_ROOT, 'README.md'), 'utf8');
-    const start = readme.indexOf('<!-- config-reference:start -->\n') + '<!-- config-reference:start -->\n'.length;
-    const end = readme.indexOf('\n<!-- config-reference:end -->');
-    expect(readme.slice(start, end)).to.equal(reference);
+  it('is the reference docs/configuration.md shows (regenerate with `npx tollgate config reference`)', () => {
+    const page = readFileSync(path.join(PACKAGE_ROOT, 'docs', 'configuration.md'), 'utf8');
+    const start = page.indexOf('<!-- config-reference:start -->\n') + '<!-- config-reference:start -->\n'.length;
+    const end = page.indexOf('\n<!-- config-reference:end -->');
+    expect(page.slice(start, end)).to.equal(reference);
   });
 });

@@ -44,6 +44,19 @@ function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
   });
 }
 
+/** The first JSON log line `matches` accepts, once it has been written. */
+async function waitForLine(served: Served, matches: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
+  for (let waited = 0; waited < 5000; waited += 50) {
+    for (const text of served.stdout().split('\n')) {
+      if (!text.startsWith('{')) continue;
+      const line = JSON.parse(text) as Record<string, unknown>;
+      if (matches(line)) return line;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`no such log line in:\n${served.stdout()}`);
+}
+
 function exitCode(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
 }
@@ -90,6 +103,14 @@ describe('e2e: first run of `tollgate serve` on the default gateway.yaml', funct
       expect(refused).to.be.instanceOf(OpenAI.APIError);
       expect((refused as InstanceType<typeof OpenAI.APIError>).status).to.equal(503);
       expect((refused as Error).message).to.contain('no API key configured');
+      // A known setting, not a fault: no error line, no stack; the request's own line names the model.
+      const requestLine = await waitForLine(first, (line) => line.msg === 'request' && line.model === 'gpt-5-mini');
+      expect(requestLine).to.include({ level: 'info', status: 503, errorCode: 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED' });
+      expect(first.stdout()).to.not.contain('"level":"error"').and.not.match(/\n\s+at /);
+      // The default listens on this machine only, and says so.
+      const listening = await waitForLine(first, (line) => line.msg === 'tollgate is listening');
+      expect(listening.listen).to.match(/^127\.0\.0\.1:\d+ \(this machine only/);
+      expect(first.stdout()).to.match(/Listening on 127\.0\.0\.1:\d+ \(this machine only/);
     } finally {
       first.child.kill('SIGTERM');
     }

@@ -39,8 +39,11 @@ interface Served {
   readonly stdout: () => string;
 }
 
-/** Starts `tollgate serve` in `dir`; resolves once it listens and has printed the first-run key. */
-function serve(dir: string): Promise<Served> {
+/**
+ * Starts `tollgate serve` in `dir`; resolves once it listens and (on the store's first run) has printed
+ * the first-run key.
+ */
+function serve(dir: string, firstRun = true): Promise<Served> {
   const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], {
     cwd: dir,
     env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
@@ -52,7 +55,8 @@ function serve(dir: string): Promise<Served> {
     () => {
       const url = /"url":"(http:\/\/[^"]+)".*"msg":"tollgate is listening"/.exec(out)?.[1];
       const key = /^\s+(sk-[A-Za-z0-9]{48})$/m.exec(out)?.[1];
-      return url !== undefined && key !== undefined ? { child, url, key, stdout: () => out } : undefined;
+      if (url === undefined || (firstRun && key === undefined)) return undefined;
+      return { child, url, key: key ?? '', stdout: () => out };
     },
     8000,
     'tollgate serve to listen',
@@ -89,9 +93,9 @@ describe('e2e: `tollgate reload` and SIGHUP against `tollgate serve`', function 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'tollgate-reload-serve-'));
     config = path.join(dir, 'gateway.yaml');
-    pidFile = path.join(dir, 'data', 'tollgate.pid');
     writeFileSync(config, gatewayYaml(['tollgate-echo']));
     served = await serve(dir);
+    pidFile = path.join(dir, 'data', `tollgate-${new URL(served.url).port}.pid`);
   });
 
   after(() => {
@@ -99,8 +103,30 @@ describe('e2e: `tollgate reload` and SIGHUP against `tollgate serve`', function 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('writes its pid and config file to data/tollgate.pid', () => {
+  it('writes its pid and config file to data/tollgate-<port>.pid', () => {
     expect(readFileSync(pidFile, 'utf8')).to.equal(`${served.child.pid}\n${config}\n`);
+  });
+
+  it('keeps one pid file per instance: a second server in the same folder leaves the first one\'s alone, and reload picks by --port', async () => {
+    const second = await serve(dir, false);
+    try {
+      const secondPort = new URL(second.url).port;
+      expect(readFileSync(pidFile, 'utf8')).to.equal(`${served.child.pid}\n${config}\n`);
+      expect(readFileSync(path.join(dir, 'data', `tollgate-${secondPort}.pid`), 'utf8')).to.equal(`${second.child.pid}\n${config}\n`);
+
+      const ambiguous = reload(dir);
+      expect(ambiguous.status).to.equal(1);
+      expect(ambiguous.stderr).to.contain('several servers run from this directory').and.contain(secondPort);
+
+      const chosen = reload(dir, '--port', secondPort);
+      expect(chosen.status, chosen.stderr).to.equal(0);
+      expect(chosen.stdout).to.contain(`(pid ${second.child.pid})`);
+    } finally {
+      const exited = exitCode(second.child);
+      second.child.kill('SIGTERM');
+      await exited;
+    }
+    expect(existsSync(pidFile)).to.equal(true);
   });
 
   it('reloads on `tollgate reload`: a model added to the file answers', async () => {
@@ -153,7 +179,10 @@ describe('e2e: `tollgate reload` and SIGHUP against `tollgate serve`', function 
 
     const result = reload(dir);
     expect(result.status).to.equal(1);
-    expect(result.stderr).to.contain(`no pid file at ${pidFile}`);
+    expect(result.stderr).to.contain(`no pid file in ${path.join(dir, 'data')}`);
+    const byPort = reload(dir, '--port', new URL(served.url).port);
+    expect(byPort.status).to.equal(1);
+    expect(byPort.stderr).to.contain(`no pid file at ${pidFile}`);
   });
 
   it('calls a pid file naming a dead process stale, and signals nothing', () => {

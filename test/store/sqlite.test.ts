@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver';
 import { generateApiKey } from '../../src/auth/keys';
 import { SQLITE_MIGRATIONS, applySqliteMigrations } from '../../src/store/migrations/sqlite';
 import { SqliteStore } from '../../src/store/sqlite';
@@ -35,7 +35,7 @@ describe('store/sqlite', () => {
     });
 
     it('records each version once in schema_migrations', () => {
-      const db = new Database(':memory:');
+      const db = openSqlite(':memory:');
       try {
         expect(applySqliteMigrations(db)).to.equal(SQLITE_MIGRATIONS.length);
         expect(applySqliteMigrations(db)).to.equal(0);
@@ -47,7 +47,7 @@ describe('store/sqlite', () => {
     });
 
     it('applies only the new entry when a migration is appended', () => {
-      const db = new Database(':memory:');
+      const db = openSqlite(':memory:');
       try {
         applySqliteMigrations(db);
         const next = SQLITE_MIGRATIONS.length + 1;
@@ -60,7 +60,7 @@ describe('store/sqlite', () => {
     });
 
     it('rolls back a failing migration and leaves it pending', () => {
-      const db = new Database(':memory:');
+      const db = openSqlite(':memory:');
       try {
         applySqliteMigrations(db);
         const next = SQLITE_MIGRATIONS.length + 1;
@@ -74,7 +74,7 @@ describe('store/sqlite', () => {
     });
 
     it('refuses a store whose schema is newer than this build', () => {
-      const db = new Database(':memory:');
+      const db = openSqlite(':memory:');
       try {
         applySqliteMigrations(db);
         db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (999, 0)').run();
@@ -120,9 +120,9 @@ describe('store/sqlite', () => {
       } finally {
         await fileStore.close();
       }
-      const db = new Database(file, { readonly: true });
+      const db = openSqlite(file, { readonly: true });
       try {
-        expect(db.pragma('journal_mode', { simple: true })).to.equal('wal');
+        expect(db.prepare('PRAGMA journal_mode').pluck().get()).to.equal('wal');
       } finally {
         db.close();
       }

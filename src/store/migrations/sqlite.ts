@@ -3,7 +3,7 @@
  * and is recorded in `schema_migrations`. To change the schema, append an entry; never edit one that
  * has shipped, since stores in the field have already applied it.
  */
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from '../sqlite-driver';
 import { SQLITE_AUDIT_MIGRATION } from './audit';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
@@ -203,7 +203,7 @@ const CREATE_TRACKING_TABLE = `
  * it is still pending before running.
  */
 export function applySqliteMigrations(
-  db: Database.Database,
+  db: SqliteDatabase,
   migrations: readonly SqliteMigration[] = SQLITE_MIGRATIONS,
 ): number {
   db.exec(CREATE_TRACKING_TABLE);
@@ -223,19 +223,19 @@ export function applySqliteMigrations(
     const step = db.transaction(() => {
       if (isApplied.get(migration.version) !== undefined) return;
       db.exec(migration.sql);
-      if (migration.rebuildsTables === true && (db.pragma('foreign_key_check') as unknown[]).length > 0) {
+      if (migration.rebuildsTables === true && db.prepare('PRAGMA foreign_key_check').all().length > 0) {
         throw new Error(`migration ${migration.version} left a broken reference; nothing was changed`);
       }
       record.run(migration.version, Date.now());
       applied += 1;
     });
     // PRAGMA foreign_keys cannot change inside a transaction, so a rebuild turns them off around it.
-    const foreignKeys = migration.rebuildsTables === true ? (db.pragma('foreign_keys', { simple: true }) as number) : 0;
-    if (foreignKeys === 1) db.pragma('foreign_keys = OFF');
+    const foreignKeys = migration.rebuildsTables === true ? Number(db.prepare<[], number>('PRAGMA foreign_keys').pluck().get() ?? 0) : 0;
+    if (foreignKeys === 1) db.exec('PRAGMA foreign_keys = OFF');
     try {
       step.immediate();
     } finally {
-      if (foreignKeys === 1) db.pragma('foreign_keys = ON');
+      if (foreignKeys === 1) db.exec('PRAGMA foreign_keys = ON');
     }
   }
   return applied;

@@ -1,0 +1,39 @@
+# Tollgate's image: a build stage with the dev tools compiles dist/, the runtime stage gets the
+# production dependencies only and runs as the unprivileged `node` user. Node 24 uses the built-in
+# node:sqlite, so nothing is compiled and no build toolchain is needed in either stage.
+
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.console.json ./
+COPY scripts/ ./scripts/
+COPY src/ ./src/
+COPY plugins/ ./plugins/
+COPY console/ ./console/
+COPY schemas/ ./schemas/
+RUN npm run build
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production
+# Inside a container the gateway must accept connections from outside it; gateway.yaml reads this.
+ENV TOLLGATE_HOST=0.0.0.0
+WORKDIR /app
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/scripts/prepare.mjs ./scripts/prepare.mjs
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/plugins ./dist/plugins
+COPY --from=build /app/dist/console ./dist/console
+COPY bin/ ./bin/
+COPY schemas/ ./schemas/
+COPY gateway.yaml ./
+RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
+RUN npm cache clean --force && mkdir -p /app/data && chown node:node /app/data
+USER node
+# The embedded store (SQLite), its WAL files and the pid file live here.
+VOLUME ["/app/data"]
+EXPOSE 8080
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "bin/tollgate.js", "serve"]

@@ -1,0 +1,42 @@
+/** `tollgate account list|disable|enable`: the operator's view of every account, and switching one off. */
+import { formatUnits } from '../billing/money';
+import type { AccountSummary, Store } from '../store/store';
+import { printJson } from './json';
+import { requireAccount } from './lookup';
+import { formatTable, formatTime } from './table';
+
+/** `account list [--json]`: every account with its role, state and stored balance. */
+export async function listAccountsCommand(store: Store, out: (line: string) => void, json = false): Promise<AccountSummary[]> {
+  const accounts = await store.listAccounts();
+  if (json) {
+    printJson(accounts, out);
+    return accounts;
+  }
+  if (accounts.length === 0) {
+    out('no accounts');
+    return accounts;
+  }
+  const header = ['ID', 'NAME', 'E-MAIL', 'ROLE', 'STATUS', 'BALANCE', 'HELD', 'CREATED'];
+  const rows = accounts.map((account) => [
+    account.id,
+    account.name,
+    account.email ?? '-',
+    account.role,
+    account.disabled ? 'disabled' : 'active',
+    formatUnits(account.balance),
+    formatUnits(account.held),
+    formatTime(account.createdAt),
+  ]);
+  for (const line of formatTable([header, ...rows])) out(line);
+  return accounts;
+}
+
+/**
+ * `account disable NAME` / `account enable NAME`: a disabled account's keys are refused and its console
+ * sessions end, on every instance sharing the store; its balance and ledger stay as they are.
+ */
+export async function setAccountDisabledCommand(store: Store, name: string, disabled: boolean, out: (line: string) => void): Promise<void> {
+  const account = await requireAccount(store, name);
+  if (!(await store.setAccountDisabled(account.id, disabled))) throw new Error(`no account named "${name}"`);
+  out(`${disabled ? 'disabled' : 'enabled'} account ${account.name} (${account.id})`);
+}

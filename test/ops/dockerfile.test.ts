@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { validate, ValidationSeverity } from 'dockerfile-utils';
+import { DOCKERFILE, execForm, readDockerfile, runtimeStage } from '../helpers/dockerfile';
+
+describe('Dockerfile', () => {
+  const text = readFileSync(DOCKERFILE, 'utf8');
+  const instructions = readDockerfile(text);
+  const runtime = runtimeStage(instructions);
+  const only = (keyword: string) => runtime.filter((instruction) => instruction.keyword === keyword);
+
+  it('passes dockerfile-utils with every optional check made an error', () => {
+    const everyCheck = {
+      deprecatedMaintainer: ValidationSeverity.ERROR,
+      directiveCasing: ValidationSeverity.ERROR,
+      emptyContinuationLine: ValidationSeverity.ERROR,
+      instructionCasing: ValidationSeverity.ERROR,
+      instructionCmdMultiple: ValidationSeverity.ERROR,
+      instructionEntrypointMultiple: ValidationSeverity.ERROR,
+      instructionHealthcheckMultiple: ValidationSeverity.ERROR,
+      instructionJSONInSingleQuotes: ValidationSeverity.ERROR,
+      instructionWorkdirRelative: ValidationSeverity.ERROR,
+    };
+    const problems = validate(text, everyCheck).map((problem) => `${problem.range.start.line + 1}: ${problem.message}`);
+    expect(problems).to.deep.equal([]);
+  });
+
+  it('builds in one stage and runs from another', () => {
+    expect(instructions.filter((instruction) => instruction.keyword === 'FROM')).to.have.length(2);
+    expect(runtime.some((instruction) => instruction.keyword === 'COPY' && instruction.args.startsWith('--from=build'))).to.equal(true);
+  });
+
+  it('runs as an unprivileged user, stops on SIGTERM, keeps data in a volume', () => {
+    expect(only('USER').map((instruction) => instruction.args)).to.deep.equal(['node']);
+    expect(only('STOPSIGNAL').map((instruction) => instruction.args)).to.deep.equal(['SIGTERM']);
+    expect(only('VOLUME').map((instruction) => instruction.args)).to.deep.equal(['["/app/data"]']);
+  });
+
+  it('checks its health on /readyz', () => {
+    const [healthcheck] = only('HEALTHCHECK');
+    expect(execForm(healthcheck.args).join(' ')).to.contain('/readyz');
+  });
+});
