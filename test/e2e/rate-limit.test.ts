@@ -150,7 +150,11 @@ describe('e2e: rate limits', () => {
   it('refuses a stream past the concurrency limit and frees slots when streams end or are aborted', async () => {
     tg = await startTestGateway({ yaml: limitedYaml(fake.url, '{ per_key: { concurrency: 2 } }') });
     const ending = chatStream();
-    fake.enqueue({ ...ending, events: [...ending.events.slice(0, 2), { pauseMs: 300 }, ...ending.events.slice(2)] }, hangingStream());
+    // Stream A stays open until the third request has been refused: a fixed pause let a loaded machine
+    // end A first, and the third request then took its slot.
+    let refusedBack!: () => void;
+    const thirdRefused = new Promise<void>((resolve) => (refusedBack = resolve));
+    fake.enqueue({ ...ending, events: [...ending.events.slice(0, 2), { until: thirdRefused }, ...ending.events.slice(2)] }, hangingStream());
     const a = await openStream(tg.url, tg.key);
     const b = await openStream(tg.url, tg.key);
     expect([a.status, b.status]).to.deep.equal([200, 200]);
@@ -160,6 +164,7 @@ describe('e2e: rate limits', () => {
     expect(refused.json.error).to.deep.include({ code: 'concurrency_limit_exceeded' });
     expect(refused.headers.get('retry-after')).to.equal('1');
     expect(fake.requests).to.have.length(2);
+    refusedBack();
 
     // Stream A ends on its own: its slot comes back, and a third stream takes it.
     expect(await a.finish()).to.contain('[DONE]');

@@ -31,7 +31,11 @@ export interface RawReply {
 }
 
 /** One SSE frame (`event:` line when `event` is set; `data` JSON-encoded unless a string), or a pause. */
-export type SseEvent = { readonly event?: string; readonly data: string | object } | { readonly pauseMs: number };
+/** A frame, a pause, or a wait for the test to say go (`until`), so a stream stays open exactly as long as a test needs. */
+export type SseEvent =
+  | { readonly event?: string; readonly data: string | object }
+  | { readonly pauseMs: number }
+  | { readonly until: Promise<void> };
 
 /** A `text/event-stream` answer, frame by frame; then the end, a TCP reset (`thenReset`) or silence (`thenHang`). */
 export interface SseReply {
@@ -191,13 +195,14 @@ async function play(step: UpstreamStep, exchange: Exchange): Promise<void> {
     headersFor({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, step.headers),
   );
   if (step.oneWrite === true) {
-    res.end(step.events.map((event) => ('pauseMs' in event ? '' : sseFrame(event))).join(''));
+    res.end(step.events.map((event) => ('pauseMs' in event || 'until' in event ? '' : sseFrame(event))).join(''));
     return;
   }
   res.flushHeaders();
   for (const event of step.events) {
     if (exchange.gone) return;
     if ('pauseMs' in event) await sleep(event.pauseMs);
+    else if ('until' in event) await event.until;
     else res.write(sseFrame(event));
   }
   if (exchange.gone) return;
