@@ -12,6 +12,7 @@ import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLim
 import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
+import { retryTerminatedConnections } from './postgres-tx';
 import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
@@ -112,6 +113,7 @@ export class PostgresStore implements Store {
     this.pool = new Pool({ ...this.connection, application_name: APPLICATION_NAME, max: config.pool_size, idleTimeoutMillis: IDLE_TIMEOUT_MS });
     // The pool has already discarded the broken client; the next query gets a fresh one.
     this.pool.on('error', (error) => this.onBackgroundError(error));
+    retryTerminatedConnections(this.pool);
     this.ledger = new PostgresLedger(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
   }
