@@ -64,6 +64,18 @@ function unavailable(cause: unknown): GatewayError {
   });
 }
 
+/**
+ * The ledger is behind (store stalled or refusing writes): what is not written yet is what a crash
+ * would lose, so no more paid requests until it catches up. Free models hold nothing and still pass.
+ */
+function backlogged(config: BillingPluginConfig, unwritten: number, oldestAgeMs: number): GatewayError | null {
+  if (unwritten < config.max_queued_charges && oldestAgeMs < config.max_queued_age_ms) return null;
+  return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
+    cause: new Error(`the ledger is behind: ${unwritten} charges not yet written, the oldest ${Math.round(oldestAgeMs)} ms old`),
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(config.max_queued_age_ms / 1000))) },
+  });
+}
+
 interface Bill {
   readonly requestId: string;
   readonly clientRequestId: string | null;
@@ -134,9 +146,18 @@ export const billingPlugin: PluginDefinition<'billing'> = {
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const writer = new LedgerWriter(
       kit.store,
-      { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records, onWritten: (charges) => book.written?.(charges) },
+      {
+        intervalMs: config.flush_interval_ms,
+        maxRecords: config.flush_max_records,
+        onWritten: (charges) => book.written?.(charges),
+        // No longer queued: a book that counts queued charges stops counting it (the ledger has not got it).
+        onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written?.([charge])),
+      },
       kit.logger,
     );
+    kit.metrics.ledger.watchBacklog(() => writer.backlog());
+    /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
+    let admitted = 0;
     const settling = new Set<Promise<void>>();
     const sweeper = setInterval(() => {
       book.releaseExpired(new Date()).then(
@@ -148,6 +169,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
+      if (bill.held !== null) admitted -= 1;
       const charge = chargeOf(bill, outcome, status, config.overage);
       if (charge.overage > 0n || charge.unbilled > 0n) {
         kit.logger.warn(
@@ -196,6 +218,9 @@ export const billingPlugin: PluginDefinition<'billing'> = {
         const reach = requestReach(endpoint.id, request.body, request.raw);
         let held: bigint | null = null;
         if (!isFree(price)) {
+          const backlog = writer.backlog();
+          const behind = backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
+          if (behind !== null) throw behind;
           const referenced = [...reach.responseIds, ...reach.conversationIds];
           const estimate = holdAmount(
             {
@@ -223,6 +248,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
           }
           if (!result.ok) throw refusal(result, estimate);
           held = estimate.amount;
+          admitted += 1;
         }
 
         const { clientRequestId } = ctx.state;

@@ -5,6 +5,7 @@
  * counting when a reload swaps the plugin chain. Label values are bounded: endpoints, configured
  * model ids, configured provider ids, fixed outcome words; account ids only when the operator asks.
  */
+import { LedgerMetrics } from './ledger-metrics';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NANO_PER_UNIT } from '../billing/money';
 import type { BreakerState } from '../upstream/breakers';
@@ -51,6 +52,8 @@ function units(nano: bigint): number {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
+  /** The ledger writer's backlog, refused charges and drift. */
+  readonly ledger = new LedgerMetrics(this.registry);
   private live: LiveView | null = null;
 
   private readonly requests = new Counter({

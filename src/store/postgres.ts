@@ -13,6 +13,7 @@ import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
+import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
 import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
@@ -300,6 +301,21 @@ export class PostgresStore implements Store {
 
   recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
     return this.ledger.recordCharges(charges);
+  }
+
+  async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_id) DO NOTHING',
+      [columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), new Date()],
+    );
+  }
+
+  async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
+    const { rows } = await this.pool.query<{ request_id: string; account_id: string; error: string; record: string; created_at: Date }>(
+      'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT $1',
+      [limit],
+    );
+    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: row.created_at }));
   }
 
   releaseHolds(requestIds: readonly string[]): Promise<number> {

@@ -4,6 +4,7 @@
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
+import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -223,6 +224,21 @@ export class SqliteStore implements Store {
 
   async recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
     return this.ledger.recordCharges(charges);
+  }
+
+  async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
+    this.db
+      .prepare('INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING')
+      .run(columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), Date.now());
+  }
+
+  async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
+    const rows = this.db
+      .prepare<[number], { request_id: string; account_id: string; error: string; record: string; created_at: number }>(
+        'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT ?',
+      )
+      .all(limit);
+    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: new Date(row.created_at) }));
   }
 
   async releaseHolds(requestIds: readonly string[]): Promise<number> {
