@@ -4,6 +4,7 @@
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
+import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
@@ -103,6 +104,15 @@ function isConstraintError(error: unknown, code: string): boolean {
   return error instanceof Database.SqliteError && error.code === code;
 }
 
+/** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
+const RETRIED_METHODS = [
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
+  'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
+  'balance', 'listCharges', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
+  'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
+] as const satisfies readonly (keyof SqliteStore)[];
+
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 export class SqliteStore implements Store {
   readonly shared = false;
@@ -125,11 +135,13 @@ export class SqliteStore implements Store {
     // README states the trade (power loss may cost the commits not yet checkpointed).
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('busy_timeout = 5000');
+    // Short: a lock held elsewhere is waited for asynchronously (sqlite-busy.ts), never on the event loop.
+    this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.db.pragma('foreign_keys = ON');
     // Changes whenever ANOTHER connection commits to the file; our own commits leave it alone.
     this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.selectOne = this.db.prepare<[], number>('SELECT 1').pluck();
+    retryWhileBusy<SqliteStore>(this, RETRIED_METHODS);
   }
 
   /** The prepared statements; made on first use because they need the tables `migrate()` creates. */
