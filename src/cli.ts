@@ -49,7 +49,8 @@ Commands:
                                               make N codes worth A units each; the codes are the
                                               LAST N lines printed and are shown only this once
   redeem-codes list [--limit N]               list codes (amount, expiry, who redeemed; never the code)
-  ledger verify                               check every balance against the ledger; exits 1 on drift
+  ledger verify                               check every balance (stored and live) against the ledger; exits 1 on drift
+  ledger heal                                 rebuild drifting live balances (Redis) from the ledger
   help                                        show this text
 
 The account, key, redeem-codes and ledger commands also take --config FILE.

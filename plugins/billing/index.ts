@@ -18,7 +18,7 @@ import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types'
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
@@ -74,6 +74,26 @@ function backlogged(config: BillingPluginConfig, unwritten: number, oldestAgeMs:
     cause: new Error(`the ledger is behind: ${unwritten} charges not yet written, the oldest ${Math.round(oldestAgeMs)} ms old`),
     headers: { 'retry-after': String(Math.max(1, Math.ceil(config.max_queued_age_ms / 1000))) },
   });
+}
+
+/**
+ * Keeps tollgate_ledger_drift_units current: every `intervalMs`, the live balances of a book that keeps
+ * its own copy (Redis) are compared with the ledger. Null when there is nothing to compare or it is off.
+ */
+function startDriftCheck(book: BalanceBook, kit: PluginKit, intervalMs: number): NodeJS.Timeout | null {
+  if (book.drift === undefined || intervalMs === 0) return null;
+  const check = async (): Promise<void> => {
+    const drifts = await book.drift!(await kit.store.ledgerTotals());
+    kit.metrics.ledger.recordDrift(new Map(drifts.map((drift) => [drift.accountId, drift.live - drift.ledger])));
+    if (drifts.length > 0) {
+      kit.logger.error({ accounts: drifts.map((drift) => drift.accountId) }, 'ledger: live balances differ from the ledger; tollgate ledger verify names them, tollgate ledger heal rebuilds them');
+    }
+  };
+  const timer = setInterval(() => {
+    check().catch((error: unknown) => kit.logger.warn({ err: error }, 'ledger: the drift check failed'));
+  }, intervalMs);
+  timer.unref();
+  return timer;
 }
 
 interface Bill {
@@ -156,6 +176,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       kit.logger,
     );
     kit.metrics.ledger.watchBacklog(() => writer.backlog());
+    book.countUnwritten?.((accountId) => writer.unwritten().reduce((sum, charge) => (charge.accountId === accountId ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
     let admitted = 0;
     const settling = new Set<Promise<void>>();
@@ -166,6 +187,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       );
     }, config.sweep_interval_ms);
     sweeper.unref();
+    const driftCheck = startDriftCheck(book, kit, config.drift_check_interval_ms);
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
@@ -280,6 +302,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       ready: () => book.ping(),
       async close() {
         clearInterval(sweeper);
+        if (driftCheck !== null) clearInterval(driftCheck);
         await Promise.all(settling);
         await writer.close();
         await book.close();

@@ -18,8 +18,8 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
-import { BookUnavailableError, type BalanceBook } from './book';
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
+import { BookUnavailableError, type AccountDrift, type BalanceBook } from './book';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
@@ -54,6 +54,7 @@ export async function openRedisBook(config: RedisConfig, store: Store, options: 
 export class RedisBook implements BalanceBook {
   private readonly run: RunScript;
   private readonly expiries: string;
+  private unwritten: (accountId: string) => bigint;
 
   constructor(
     private readonly redis: Redis,
@@ -62,6 +63,7 @@ export class RedisBook implements BalanceBook {
     private readonly options: RedisBookOptions = {},
   ) {
     this.run = defineBookScripts(redis);
+    this.unwritten = () => 0n;
     this.expiries = `${prefix}hold-expiries`;
   }
 
@@ -154,6 +156,23 @@ export class RedisBook implements BalanceBook {
     return result;
   }
 
+  /** Where seeding learns what this instance's ledger writer has not written yet, by account. */
+  countUnwritten(unwritten: (accountId: string) => bigint): void {
+    this.unwritten = unwritten;
+  }
+
+  /** The ledger has the charges: they leave the accounts' `unwritten` figures (see the settle script). */
+  written(charges: readonly ChargeRecord[]): void {
+    const byAccount = new Map<string, bigint>();
+    for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
+    for (const [accountId, amount] of byAccount) {
+      if (amount === 0n) continue;
+      this.script('written', [this.accountKey(accountId)], [String(amount)]).catch((error: unknown) =>
+        this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
+      );
+    }
+  }
+
   async balance(accountId: string): Promise<AccountBalance> {
     for (let attempt = 1; attempt <= 2; attempt++) {
       const [balance, held] = await this.guard(() => this.redis.hmget(this.accountKey(accountId), 'balance', 'held'));
@@ -161,6 +180,32 @@ export class RedisBook implements BalanceBook {
       if (!(await this.seedAccount(accountId))) throw new Error(`no account with id "${accountId}"`);
     }
     throw new BookUnavailableError(`the Redis balance of account ${accountId} vanished right after seeding`);
+  }
+
+  /**
+   * Accounts whose live balance is not the ledger's: Redis's balance plus what it took and the ledger
+   * has not recorded yet (`unwritten`) must equal the ledger's balance. Accounts without a live hash
+   * are left out (they are seeded from the ledger when next used).
+   */
+  async drift(totals: readonly LedgerTotals[]): Promise<AccountDrift[]> {
+    const pipeline = this.redis.pipeline();
+    for (const account of totals) pipeline.hmget(this.accountKey(account.accountId), 'balance', 'unwritten');
+    const replies = (await this.guard(() => pipeline.exec())) ?? [];
+    const drifts: AccountDrift[] = [];
+    totals.forEach((account, index) => {
+      const [error, values] = replies[index] ?? [null, null];
+      if (error !== null) throw new BookUnavailableError(`reading account ${account.accountId}'s live balance failed: ${error.message}`);
+      const [balance, unwritten] = values as [string | null, string | null];
+      if (balance === null) return;
+      const live = BigInt(balance) + BigInt(unwritten ?? '0');
+      if (live !== account.balance) drifts.push({ accountId: account.accountId, accountName: account.accountName, live, ledger: account.balance });
+    });
+    return drifts;
+  }
+
+  /** Drops these accounts' live balances; each is seeded again from the ledger when next used. */
+  async rebuild(accountIds: readonly string[]): Promise<void> {
+    if (accountIds.length > 0) await this.guard(() => this.redis.del(...accountIds.map((id) => this.accountKey(id))));
   }
 
   /** Safe with several instances sweeping at once: a hold is released by whichever script pops it. */
@@ -198,7 +243,9 @@ export class RedisBook implements BalanceBook {
       const [inflight, gen] = await this.guard(() => this.redis.hmget(fence, 'inflight', 'gen'));
       if (inflight == null || inflight === '0') {
         const { balance } = await this.store.balance(accountId);
-        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance), gen ?? '']);
+        // Charges this instance settled and has not written yet are not in that balance (F18).
+        const unwritten = this.unwritten(accountId);
+        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten)]);
         if (answer !== 'busy') return true;
       }
       await delay(SEED_RETRY_MS);
