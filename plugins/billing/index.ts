@@ -116,7 +116,7 @@ interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): ChargeRecord {
-  const { tokens, source } = billedTokens(outcome, bill.request.body);
+  const { tokens, source } = billedTokens(outcome, bill.request.body, bill.endpoint);
   const cost = costOf(tokens, bill.price);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;

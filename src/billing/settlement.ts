@@ -11,7 +11,8 @@
  */
 import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
-import { NO_TOKENS, type UsageCounts } from '../protocols/types';
+import { NO_TOKENS, type EndpointId, type UsageCounts } from '../protocols/types';
+import { chatFramingTokens } from './chat-framing';
 import type { UsageSourceRecord } from '../store/store';
 import { countTokens } from './tokenizer';
 
@@ -22,19 +23,25 @@ export interface BilledTokens {
 
 const NOTHING: BilledTokens = { tokens: { ...NO_TOKENS, toolCalls: {} }, source: 'none' };
 
-/** The tokens a request is billed for; `body` is the client's parsed request. */
-export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): BilledTokens {
+/**
+ * The tokens a request is billed for; `body` is the client's parsed request, `endpoint` where it came
+ * in (an estimated chat input includes the messages' framing tokens, as OpenAI counts them).
+ */
+export function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>, endpoint?: EndpointId | string): BilledTokens {
   if (outcome === null) return NOTHING;
   const { usage, end } = outcome;
+  const inputEstimate = (): number => countTokens(requestText(body)) + (endpoint === 'chat' ? chatFramingTokens(body) : 0);
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(countTokens(requestText(body)), countTokens(outcome.outputText())), source: 'estimated' };
+    return { tokens: estimated(inputEstimate(), countTokens(outcome.outputText())), source: 'estimated' };
   }
   const output = countTokens(outcome.outputText());
   if (usage === null && output === 0) return NOTHING;
-  const input = usage === null ? estimated(countTokens(requestText(body)), 0) : counts(usage);
-  return { tokens: { ...input, outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
+  const input = usage === null ? estimated(inputEstimate(), 0) : counts(usage);
+  // Cut before any content: the upstream's early output count (Anthropic's message_start says 1) is a
+  // placeholder, not output the client got, so only the input is billed.
+  return { tokens: { ...input, outputTokens: output === 0 ? 0 : Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 
 function estimated(input: number, output: number): UsageCounts {
