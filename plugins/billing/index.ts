@@ -191,7 +191,15 @@ export const billingPlugin: PluginDefinition<'billing'> = {
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
-      if (bill.held !== null) admitted -= 1;
+      // Counted as admitted until it is in the writer's queue, so the backlog bound never misses it.
+      try {
+        return await settleAndQueue(bill, outcome, status);
+      } finally {
+        if (bill.held !== null) admitted -= 1;
+      }
+    }
+
+    async function settleAndQueue(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
       const charge = chargeOf(bill, outcome, status, config.overage);
       if (charge.overage > 0n || charge.unbilled > 0n) {
         kit.logger.warn(
@@ -240,9 +248,6 @@ export const billingPlugin: PluginDefinition<'billing'> = {
         const reach = requestReach(endpoint.id, request.body, request.raw);
         let held: bigint | null = null;
         if (!isFree(price)) {
-          const backlog = writer.backlog();
-          const behind = backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
-          if (behind !== null) throw behind;
           const referenced = [...reach.responseIds, ...reach.conversationIds];
           const estimate = holdAmount(
             {
@@ -255,6 +260,11 @@ export const billingPlugin: PluginDefinition<'billing'> = {
             price,
           );
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
+          // Checked and counted in one step (no await between), so concurrent requests cannot overshoot it.
+          const backlog = writer.backlog();
+          const behind = backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
+          if (behind !== null) throw behind;
+          admitted += 1;
           let result: HoldResult;
           try {
             result = await book.hold({
@@ -266,11 +276,14 @@ export const billingPlugin: PluginDefinition<'billing'> = {
               keyLimited: auth.key.spendLimit !== null,
             });
           } catch (error) {
+            admitted -= 1;
             throw unavailable(error);
           }
-          if (!result.ok) throw refusal(result, estimate);
+          if (!result.ok) {
+            admitted -= 1;
+            throw refusal(result, estimate);
+          }
           held = estimate.amount;
-          admitted += 1;
         }
 
         const { clientRequestId } = ctx.state;
