@@ -36,6 +36,9 @@ const CREDIT_DONE_TTL_S = 10 * 60;
 const CREDIT_END_ATTEMPTS = 3;
 /** A seed waits this long, at most SEED_ATTEMPTS times, for credits being written to finish. */
 const SEED_RETRY_MS = 25;
+/** An instance that has not said it is alive for this long is dead: its unwritten charges are lost. */
+const INSTANCE_TTL_MS = 15_000;
+const INSTANCE_HEARTBEAT_MS = 5_000;
 const SEED_ATTEMPTS = 40;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
@@ -55,6 +58,9 @@ export class RedisBook implements BalanceBook {
   private readonly run: RunScript;
   private readonly expiries: string;
   private unwritten: (accountId: string) => bigint;
+  /** This book's instance, which the `unwritten:<instance>` figures in account hashes belong to. */
+  private readonly instance: string;
+  private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
     private readonly redis: Redis,
@@ -64,6 +70,12 @@ export class RedisBook implements BalanceBook {
   ) {
     this.run = defineBookScripts(redis);
     this.unwritten = () => 0n;
+    this.instance = randomUUID();
+    // Tells the drift check this instance is alive, so its unwritten charges are still on their way.
+    const beat = (): void => void this.redis.set(this.instanceKey(this.instance), '1', 'PX', INSTANCE_TTL_MS).catch(() => undefined);
+    beat();
+    this.heartbeat = setInterval(beat, INSTANCE_HEARTBEAT_MS);
+    this.heartbeat.unref();
     this.expiries = `${prefix}hold-expiries`;
   }
 
@@ -103,7 +115,7 @@ export class RedisBook implements BalanceBook {
       this.accountKey(charge.accountId),
       this.keyKey(charge.keyId),
     ];
-    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S)]);
+    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance]);
   }
 
   /**
@@ -167,7 +179,7 @@ export class RedisBook implements BalanceBook {
     for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
     for (const [accountId, amount] of byAccount) {
       if (amount === 0n) continue;
-      this.script('written', [this.accountKey(accountId)], [String(amount)]).catch((error: unknown) =>
+      this.script('written', [this.accountKey(accountId)], [String(amount), this.instance]).catch((error: unknown) =>
         this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
       );
     }
@@ -183,21 +195,35 @@ export class RedisBook implements BalanceBook {
   }
 
   /**
-   * Accounts whose live balance is not the ledger's: Redis's balance plus what it took and the ledger
-   * has not recorded yet (`unwritten`) must equal the ledger's balance. Accounts without a live hash
-   * are left out (they are seeded from the ledger when next used).
+   * Accounts whose live balance is not the ledger's: Redis's balance plus what it took that live
+   * instances have not written yet (`unwritten:<instance>`, counted while the instance's heartbeat
+   * key exists) must equal the ledger's balance. A dead instance's figure is what its crash lost, so
+   * it shows as drift. Accounts without a live hash are left out (seeded from the ledger when next used).
    */
   async drift(totals: readonly LedgerTotals[]): Promise<AccountDrift[]> {
-    const pipeline = this.redis.pipeline();
-    for (const account of totals) pipeline.hmget(this.accountKey(account.accountId), 'balance', 'unwritten');
-    const replies = (await this.guard(() => pipeline.exec())) ?? [];
+    const hashes = await this.guard(async () => {
+      const pipeline = this.redis.pipeline();
+      for (const account of totals) pipeline.hgetall(this.accountKey(account.accountId));
+      return (await pipeline.exec()) ?? [];
+    });
+    const fields = hashes.map(([error, value], index) => {
+      if (error !== null) throw new BookUnavailableError(`reading account ${totals[index].accountId}'s live balance failed: ${error.message}`);
+      return value as Record<string, string>;
+    });
+    const instances = [...new Set(fields.flatMap((hash) => Object.keys(hash).filter((name) => name.startsWith('unwritten:')).map((name) => name.slice(10))))];
+    const alive = new Set<string>();
+    if (instances.length > 0) {
+      const exists = await this.guard(() => this.redis.mget(...instances.map((instance) => this.instanceKey(instance))));
+      instances.forEach((instance, index) => exists[index] !== null && alive.add(instance));
+    }
     const drifts: AccountDrift[] = [];
     totals.forEach((account, index) => {
-      const [error, values] = replies[index] ?? [null, null];
-      if (error !== null) throw new BookUnavailableError(`reading account ${account.accountId}'s live balance failed: ${error.message}`);
-      const [balance, unwritten] = values as [string | null, string | null];
-      if (balance === null) return;
-      const live = BigInt(balance) + BigInt(unwritten ?? '0');
+      const hash = fields[index];
+      if (hash.balance === undefined) return;
+      let live = BigInt(hash.balance);
+      for (const [name, value] of Object.entries(hash)) {
+        if (name.startsWith('unwritten:') && alive.has(name.slice(10))) live += BigInt(value);
+      }
       if (live !== account.balance) drifts.push({ accountId: account.accountId, accountName: account.accountName, live, ledger: account.balance });
     });
     return drifts;
@@ -228,7 +254,9 @@ export class RedisBook implements BalanceBook {
     }
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.redis.del(this.instanceKey(this.instance)).catch(() => undefined);
     return closeRedis(this.redis);
   }
 
@@ -245,7 +273,7 @@ export class RedisBook implements BalanceBook {
         const { balance } = await this.store.balance(accountId);
         // Charges this instance settled and has not written yet are not in that balance (F18).
         const unwritten = this.unwritten(accountId);
-        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten)]);
+        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten), this.instance]);
         if (answer !== 'busy') return true;
       }
       await delay(SEED_RETRY_MS);
@@ -294,6 +322,10 @@ export class RedisBook implements BalanceBook {
 
   private accountKey(accountId: string): string {
     return `${this.prefix}account:${accountId}`;
+  }
+
+  private instanceKey(instance: string): string {
+    return `${this.prefix}instance:${instance}`;
   }
 
   private keyKey(keyId: string): string {

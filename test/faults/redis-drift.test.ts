@@ -106,6 +106,15 @@ plugins:
     return Number(line?.split(' ')[1] ?? NaN);
   }
 
+  /** The account's Redis balance and what the instances say they have not written yet. */
+  async function liveOf(accountId: string): Promise<{ balance: string | undefined; unwritten: bigint }> {
+    const hash = await redis.hgetall(`${prefix.prefix}account:${accountId}`);
+    const unwritten = Object.entries(hash)
+      .filter(([name]) => name.startsWith('unwritten:'))
+      .reduce((sum, [, value]) => sum + BigInt(value), 0n);
+    return { balance: hash.balance, unwritten };
+  }
+
   async function chargesOf(accountId: string, count: number): Promise<void> {
     const deadline = Date.now() + 10_000;
     while ((await store.listCharges({ accountId, limit: 1000 })).length < count) {
@@ -129,19 +138,33 @@ plugins:
     await redis.del(`${prefix.prefix}account:${accountId}`);
     expect(await ask(key)).to.equal(200);
     const ledgerWhileStalled = (await store.balance(accountId)).balance;
-    const [liveAfter, unwritten] = await redis.hmget(`${prefix.prefix}account:${accountId}`, 'balance', 'unwritten');
+    const { balance: liveAfter, unwritten } = await liveOf(accountId);
     const perRequest = (10n ** 12n - ledgerWhileStalled) / 3n;
-    expect(BigInt(unwritten!), 'unwritten after the reseed').to.equal(perRequest * 6n);
+    expect(unwritten, 'unwritten after the reseed').to.equal(perRequest * 6n);
     expect(BigInt(liveAfter!), 'live balance after the reseed').to.equal(BigInt(liveBefore!) - perRequest);
     await locker.query('ROLLBACK');
     await locker.end();
 
     await chargesOf(accountId, 9);
-    const [liveEnd, unwrittenEnd] = await redis.hmget(`${prefix.prefix}account:${accountId}`, 'balance', 'unwritten');
-    expect(unwrittenEnd).to.equal('0');
+    const { balance: liveEnd, unwritten: unwrittenEnd } = await liveOf(accountId);
+    expect(unwrittenEnd).to.equal(0n);
     expect(BigInt(liveEnd!)).to.equal((await store.balance(accountId)).balance);
     const charges = await store.listCharges({ accountId, limit: 1000 });
     expect(charges.filter((charge) => charge.cost === 0n), 'zero-cost rows').to.deep.equal([]);
+  });
+
+  it('verify counts the unwritten charges of a dead instance as drift: its crash lost them', async () => {
+    const { accountId, key } = await fundedKey('crashed', 10n ** 12n);
+    expect(await ask(key)).to.equal(200);
+    await chargesOf(accountId, 1);
+    // What a killed instance leaves: a charge taken from the live balance that its writer never wrote.
+    await redis.hincrby(`${prefix.prefix}account:${accountId}`, 'balance', -7_000_000);
+    await redis.hincrby(`${prefix.prefix}account:${accountId}`, 'unwritten:dead-instance', 7_000_000);
+    const found = await tollgate('ledger', 'verify');
+    expect(found.status).to.equal(1);
+    expect(found.out.filter((line) => line.startsWith('DRIFT')).join('\n')).to.include(accountId).and.include('-0.007');
+    expect((await tollgate('ledger', 'heal')).status).to.equal(0);
+    expect((await tollgate('ledger', 'verify')).status).to.equal(0);
   });
 
   it('verify names an account whose Redis balance drifted and exits 1; heal repairs it; the gauge follows', async () => {
