@@ -43,7 +43,7 @@ providers:
 models:
   gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }
 plugins:
-  billing: { flush_interval_ms: 10, max_queued_age_ms: 20000 }
+  billing: { flush_interval_ms: 10, max_queued_age_ms: 20000, max_queued_charges: 100000 }
 `,
       'sqlite-lock.yaml',
       {},
