@@ -61,7 +61,8 @@ Commands:
                                               LAST N lines printed, shown only this once, and stored
                                               only after they were written out
   redemption-codes list [--limit N] [--json]  list codes (amount, expiry, who redeemed; never the code)
-  ledger verify                               check every balance against the ledger; exits 1 on drift
+  ledger verify                               check every balance (stored and live) against the ledger; exits 1 on drift
+  ledger heal                                 rebuild drifting live balances (Redis) from the ledger
   audit list [--actor A] [--target ID] [--action ACTION] [--since DAY] [--until DAY] [--limit N] [--csv]
                                               the audit log, newest first: who changed which account,
                                               balance, key, token or code, and every config reload

@@ -18,7 +18,7 @@ import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types'
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
@@ -64,6 +64,38 @@ function unavailable(cause: unknown): GatewayError {
   });
 }
 
+/**
+ * The ledger is behind (store stalled or refusing writes): what is not written yet is what a crash
+ * would lose, so no more paid requests until it catches up. Free models hold nothing and still pass.
+ */
+function backlogged(config: BillingPluginConfig, unwritten: number, oldestAgeMs: number): GatewayError | null {
+  if (unwritten < config.max_queued_charges && oldestAgeMs < config.max_queued_age_ms) return null;
+  return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
+    cause: new Error(`the ledger is behind: ${unwritten} charges not yet written, the oldest ${Math.round(oldestAgeMs)} ms old`),
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(config.max_queued_age_ms / 1000))) },
+  });
+}
+
+/**
+ * Keeps tollgate_ledger_drift_units current: every `intervalMs`, the live balances of a book that keeps
+ * its own copy (Redis) are compared with the ledger. Null when there is nothing to compare or it is off.
+ */
+function startDriftCheck(book: BalanceBook, kit: PluginKit, intervalMs: number): NodeJS.Timeout | null {
+  if (book.drift === undefined || intervalMs === 0) return null;
+  const check = async (): Promise<void> => {
+    const drifts = await book.drift!(await kit.store.ledgerTotals());
+    kit.metrics.ledger.recordDrift(new Map(drifts.map((drift) => [drift.accountId, drift.live - drift.ledger])));
+    if (drifts.length > 0) {
+      kit.logger.error({ accounts: drifts.map((drift) => drift.accountId) }, 'ledger: live balances differ from the ledger; tollgate ledger verify names them, tollgate ledger heal rebuilds them');
+    }
+  };
+  const timer = setInterval(() => {
+    check().catch((error: unknown) => kit.logger.warn({ err: error }, 'ledger: the drift check failed'));
+  }, intervalMs);
+  timer.unref();
+  return timer;
+}
+
 interface Bill {
   readonly requestId: string;
   readonly clientRequestId: string | null;
@@ -84,7 +116,7 @@ interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
-  const { tokens, source } = await billedTokens(outcome, bill.request.body);
+  const { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
   const cost = costOf(tokens, bill.price);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
@@ -134,9 +166,19 @@ export const billingPlugin: PluginDefinition<'billing'> = {
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const writer = new LedgerWriter(
       kit.store,
-      { intervalMs: config.flush_interval_ms, maxRecords: config.flush_max_records, onWritten: (charges) => book.written?.(charges) },
+      {
+        intervalMs: config.flush_interval_ms,
+        maxRecords: config.flush_max_records,
+        onWritten: (charges) => book.written?.(charges),
+        // No longer queued: a book that counts queued charges stops counting it (the ledger has not got it).
+        onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written?.([charge])),
+      },
       kit.logger,
     );
+    kit.metrics.ledger.watchBacklog(() => writer.backlog());
+    book.countUnwritten?.((accountId) => writer.unwritten().reduce((sum, charge) => (charge.accountId === accountId ? sum + charge.cost : sum), 0n));
+    /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
+    let admitted = 0;
     const settling = new Set<Promise<void>>();
     const sweeper = setInterval(() => {
       book.releaseExpired(new Date()).then(
@@ -145,9 +187,19 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       );
     }, config.sweep_interval_ms);
     sweeper.unref();
+    const driftCheck = startDriftCheck(book, kit, config.drift_check_interval_ms);
 
     /** Charges the request: live balance now, ledger in the next batch. Never throws. */
     async function settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
+      // Counted as admitted until it is in the writer's queue, so the backlog bound never misses it.
+      try {
+        return await settleAndQueue(bill, outcome, status);
+      } finally {
+        if (bill.held !== null) admitted -= 1;
+      }
+    }
+
+    async function settleAndQueue(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
       const charge = await chargeOf(bill, outcome, status, config.overage);
       if (charge.overage > 0n || charge.unbilled > 0n) {
         kit.logger.warn(
@@ -208,6 +260,11 @@ export const billingPlugin: PluginDefinition<'billing'> = {
             price,
           );
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
+          // Checked and counted in one step (no await between), so concurrent requests cannot overshoot it.
+          const backlog = writer.backlog();
+          const behind = backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
+          if (behind !== null) throw behind;
+          admitted += 1;
           let result: HoldResult;
           try {
             result = await book.hold({
@@ -219,9 +276,13 @@ export const billingPlugin: PluginDefinition<'billing'> = {
               keyLimited: auth.key.spendLimit !== null,
             });
           } catch (error) {
+            admitted -= 1;
             throw unavailable(error);
           }
-          if (!result.ok) throw refusal(result, estimate);
+          if (!result.ok) {
+            admitted -= 1;
+            throw refusal(result, estimate);
+          }
           held = estimate.amount;
         }
 
@@ -254,6 +315,7 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       ready: () => book.ping(),
       async close() {
         clearInterval(sweeper);
+        if (driftCheck !== null) clearInterval(driftCheck);
         await Promise.all(settling);
         await writer.close();
         await book.close();

@@ -5,7 +5,7 @@
  * behind atomic Lua scripts, the ledger still in the store). The ledger itself (charges, credits) is
  * always the store's; the book only keeps the live numbers in front of it.
  */
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult } from '../store/store';
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult } from '../store/store';
 
 export interface BalanceBook {
   /** Holds `hold.amount` atomically, or says why not and what was available. */
@@ -33,11 +33,29 @@ export interface BalanceBook {
   balance(accountId: string): Promise<AccountBalance>;
   /** Releases holds older than their expiry (their instance died); returns how many. */
   releaseExpired(now: Date): Promise<number>;
+  /**
+   * Told where to read the charges this instance settled but has not written to the ledger yet, by
+   * account: a book that rebuilds live balances from the ledger must subtract them.
+   */
+  countUnwritten?(unwritten: (accountId: string) => bigint): void;
+  /** Accounts whose live balance differs from the ledger's less charges not yet written (a book with its own copy). */
+  drift?(totals: readonly LedgerTotals[]): Promise<AccountDrift[]>;
+  /** Rebuilds these accounts' live balances from the ledger. */
+  rebuild?(accountIds: readonly string[]): Promise<void>;
   /** Told when the ledger writer has written charges (a book that counts queued charges itself). */
   written?(charges: readonly ChargeRecord[]): void;
   /** Whether the book's back end answers, for readiness. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** An account whose live balance is not what the ledger says (plus charges not yet written). */
+export interface AccountDrift {
+  readonly accountId: string;
+  readonly accountName: string;
+  /** The live balance plus the charges it has taken that the ledger has not recorded yet. */
+  readonly live: bigint;
+  readonly ledger: bigint;
 }
 
 /** Thrown when the book's back end cannot be reached in time: billing fails closed with a 503. */

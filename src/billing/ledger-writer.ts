@@ -1,11 +1,18 @@
 /**
  * Writes charges to the ledger in batches, off the request path: a request's charge is queued when it
  * ends and written with the others of the same window (at most `intervalMs` later, sooner when the
- * batch is full) in one store transaction. A failed write keeps the batch and retries; `close()`
- * writes everything left, which is what makes SIGTERM lose no charge. What a kill -9 can lose is the
- * queue of the last window; those requests' holds then expire and the sweeper releases them.
+ * batch is full) in one store transaction. A store that is away keeps the batch, which is retried;
+ * `close()` writes everything left, which is what makes SIGTERM lose no charge.
+ *
+ * A store that refuses a record (a value out of range, a constraint) gets the batch split until the
+ * record is alone; that record is set aside (`Store.setAsideCharge`, with the error) and the rest is
+ * written, so one bad record never stops every other account's charges.
+ *
+ * What a kill -9 can lose is what is queued; `backlog()` tells the billing plugin how much that is and
+ * how old, so it stops admitting paid requests past its bounds (see `max_queued_*`).
  */
 import type { Logger } from 'pino';
+import { isRefusedRecord } from '../store/set-aside';
 import type { ChargeRecord, Store } from '../store/store';
 
 export interface LedgerWriterOptions {
@@ -13,6 +20,16 @@ export interface LedgerWriterOptions {
   readonly maxRecords: number;
   /** Called after each batch is written. */
   readonly onWritten?: (charges: readonly ChargeRecord[]) => void;
+  /** Called for each charge the store refused, once it is set aside (or could not even be). */
+  readonly onSetAside?: (charge: ChargeRecord, error: unknown) => void;
+}
+
+/** What is waiting for the ledger. */
+export interface Backlog {
+  /** Charges queued or being written. */
+  readonly charges: number;
+  /** How long the oldest of them has waited, in ms (0 when none). */
+  readonly oldestAgeMs: number;
 }
 
 /** Longest pause between retries while the store refuses writes. */
@@ -20,8 +37,16 @@ const MAX_RETRY_DELAY_MS = 1000;
 /** Attempts `close()` makes before it reports what it could not write. */
 const CLOSE_ATTEMPTS = 5;
 
+interface Queued {
+  readonly charge: ChargeRecord;
+  /** performance.now() when it was queued. */
+  readonly since: number;
+}
+
 export class LedgerWriter {
-  private queue: ChargeRecord[] = [];
+  private queue: Queued[] = [];
+  /** The batch being written, kept so the backlog counts it. */
+  private inFlight: readonly Queued[] = [];
   private timer: NodeJS.Timeout | null = null;
   private writing: Promise<void> | null = null;
   private failures = 0;
@@ -35,11 +60,21 @@ export class LedgerWriter {
 
   /** Charges queued or being written. */
   get pending(): number {
-    return this.queue.length;
+    return this.queue.length + this.inFlight.length;
+  }
+
+  backlog(now = performance.now()): Backlog {
+    const oldest = this.inFlight[0] ?? this.queue[0];
+    return { charges: this.pending, oldestAgeMs: oldest === undefined ? 0 : now - oldest.since };
+  }
+
+  /** The charges not written yet, for a book that must count them (reseeding, drift checks). */
+  unwritten(): ChargeRecord[] {
+    return [...this.inFlight, ...this.queue].map((entry) => entry.charge);
   }
 
   enqueue(charge: ChargeRecord): void {
-    this.queue.push(charge);
+    this.queue.push({ charge, since: performance.now() });
     if (this.queue.length >= this.options.maxRecords) this.schedule(0);
     else this.schedule(this.options.intervalMs);
   }
@@ -63,7 +98,7 @@ export class LedgerWriter {
     }
     if (this.queue.length > 0) {
       this.logger.error(
-        { lost: this.queue.length, requestIds: this.queue.map((charge) => charge.requestId) },
+        { lost: this.queue.length, requestIds: this.queue.map((entry) => entry.charge.requestId) },
         'ledger: charges could not be written before shutdown; their holds will be released by the sweeper',
       );
     }
@@ -86,16 +121,65 @@ export class LedgerWriter {
 
   private async writeBatch(): Promise<void> {
     const batch = this.queue.splice(0, this.options.maxRecords);
+    this.inFlight = batch;
     try {
-      await this.store.recordCharges(batch);
+      const left = await this.writeIsolating(batch);
+      if (left.length > 0) {
+        // Back to the front, in order: nothing is dropped because the store was briefly away.
+        this.queue = left.concat(this.queue);
+        this.failures += 1;
+        throw new Error('the store is unavailable');
+      }
       this.failures = 0;
-      this.options.onWritten?.(batch);
-    } catch (error) {
-      // Back to the front, in order: nothing is dropped because the store was briefly away.
-      this.queue = batch.concat(this.queue);
-      this.failures += 1;
-      this.logger.warn({ err: error, pending: this.queue.length }, 'ledger: writing charges failed; retrying');
-      throw error;
+    } finally {
+      this.inFlight = [];
     }
+  }
+
+  /**
+   * Writes `batch`, halving it around records the store refuses until each is alone and set aside.
+   * Returns what is still to write when the store itself failed (unreachable, busy), so a retry never
+   * reports a written charge twice.
+   */
+  private async writeIsolating(batch: readonly Queued[]): Promise<readonly Queued[]> {
+    const charges = batch.map((entry) => entry.charge);
+    try {
+      await this.store.recordCharges(charges);
+      this.options.onWritten?.(charges);
+      return [];
+    } catch (error) {
+      if (!isRefusedRecord(error)) {
+        this.logger.warn({ err: error, pending: this.pending }, 'ledger: writing charges failed; retrying');
+        return batch;
+      }
+      if (batch.length === 1) return (await this.setAside(batch[0].charge, error)) ? [] : batch;
+      const half = Math.ceil(batch.length / 2);
+      const first = await this.writeIsolating(batch.slice(0, half));
+      if (first.length > 0) return first.concat(batch.slice(half));
+      return this.writeIsolating(batch.slice(half));
+    }
+  }
+
+  /**
+   * Keeps a refused charge in the store's set-aside table; logs it whole when the table refuses it too.
+   * False when the store could not be reached meanwhile: the charge stays queued.
+   */
+  private async setAside(charge: ChargeRecord, refusal: unknown): Promise<boolean> {
+    const reason = refusal instanceof Error ? refusal.message : String(refusal);
+    try {
+      await this.store.setAsideCharge(charge, reason);
+      this.logger.error(
+        { err: refusal, requestId: charge.requestId, accountId: charge.accountId },
+        'ledger: the store refused this charge; it is set aside (set_aside_charges) and its hold expires',
+      );
+    } catch (error) {
+      if (!isRefusedRecord(error)) return false;
+      this.logger.error(
+        { err: error, refusal: reason, charge: { ...charge, cost: String(charge.cost), held: String(charge.held), overage: String(charge.overage), unbilled: String(charge.unbilled) } },
+        'ledger: the store refused this charge and could not set it aside; it is only in this log line',
+      );
+    }
+    this.options.onSetAside?.(charge, refusal);
+    return true;
   }
 }

@@ -18,8 +18,8 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
-import { BookUnavailableError, type BalanceBook } from './book';
+import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
+import { BookUnavailableError, type AccountDrift, type BalanceBook } from './book';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
@@ -36,6 +36,9 @@ const CREDIT_DONE_TTL_S = 10 * 60;
 const CREDIT_END_ATTEMPTS = 3;
 /** A seed waits this long, at most SEED_ATTEMPTS times, for credits being written to finish. */
 const SEED_RETRY_MS = 25;
+/** An instance that has not said it is alive for this long is dead: its unwritten charges are lost. */
+const INSTANCE_TTL_MS = 15_000;
+const INSTANCE_HEARTBEAT_MS = 5_000;
 const SEED_ATTEMPTS = 40;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
@@ -54,6 +57,10 @@ export async function openRedisBook(config: RedisConfig, store: Store, options: 
 export class RedisBook implements BalanceBook {
   private readonly run: RunScript;
   private readonly expiries: string;
+  private unwritten: (accountId: string) => bigint;
+  /** This book's instance, which the `unwritten:<instance>` figures in account hashes belong to. */
+  private readonly instance: string;
+  private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
     private readonly redis: Redis,
@@ -62,6 +69,13 @@ export class RedisBook implements BalanceBook {
     private readonly options: RedisBookOptions = {},
   ) {
     this.run = defineBookScripts(redis);
+    this.unwritten = () => 0n;
+    this.instance = randomUUID();
+    // Tells the drift check this instance is alive, so its unwritten charges are still on their way.
+    const beat = (): void => void this.redis.set(this.instanceKey(this.instance), '1', 'PX', INSTANCE_TTL_MS).catch(() => undefined);
+    beat();
+    this.heartbeat = setInterval(beat, INSTANCE_HEARTBEAT_MS);
+    this.heartbeat.unref();
     this.expiries = `${prefix}hold-expiries`;
   }
 
@@ -101,7 +115,7 @@ export class RedisBook implements BalanceBook {
       this.accountKey(charge.accountId),
       this.keyKey(charge.keyId),
     ];
-    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S)]);
+    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance]);
   }
 
   /**
@@ -154,6 +168,23 @@ export class RedisBook implements BalanceBook {
     return result;
   }
 
+  /** Where seeding learns what this instance's ledger writer has not written yet, by account. */
+  countUnwritten(unwritten: (accountId: string) => bigint): void {
+    this.unwritten = unwritten;
+  }
+
+  /** The ledger has the charges: they leave the accounts' `unwritten` figures (see the settle script). */
+  written(charges: readonly ChargeRecord[]): void {
+    const byAccount = new Map<string, bigint>();
+    for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
+    for (const [accountId, amount] of byAccount) {
+      if (amount === 0n) continue;
+      this.script('written', [this.accountKey(accountId)], [String(amount), this.instance]).catch((error: unknown) =>
+        this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
+      );
+    }
+  }
+
   async balance(accountId: string): Promise<AccountBalance> {
     for (let attempt = 1; attempt <= 2; attempt++) {
       const [balance, held] = await this.guard(() => this.redis.hmget(this.accountKey(accountId), 'balance', 'held'));
@@ -161,6 +192,46 @@ export class RedisBook implements BalanceBook {
       if (!(await this.seedAccount(accountId))) throw new Error(`no account with id "${accountId}"`);
     }
     throw new BookUnavailableError(`the Redis balance of account ${accountId} vanished right after seeding`);
+  }
+
+  /**
+   * Accounts whose live balance is not the ledger's: Redis's balance plus what it took that live
+   * instances have not written yet (`unwritten:<instance>`, counted while the instance's heartbeat
+   * key exists) must equal the ledger's balance. A dead instance's figure is what its crash lost, so
+   * it shows as drift. Accounts without a live hash are left out (seeded from the ledger when next used).
+   */
+  async drift(totals: readonly LedgerTotals[]): Promise<AccountDrift[]> {
+    const hashes = await this.guard(async () => {
+      const pipeline = this.redis.pipeline();
+      for (const account of totals) pipeline.hgetall(this.accountKey(account.accountId));
+      return (await pipeline.exec()) ?? [];
+    });
+    const fields = hashes.map(([error, value], index) => {
+      if (error !== null) throw new BookUnavailableError(`reading account ${totals[index].accountId}'s live balance failed: ${error.message}`);
+      return value as Record<string, string>;
+    });
+    const instances = [...new Set(fields.flatMap((hash) => Object.keys(hash).filter((name) => name.startsWith('unwritten:')).map((name) => name.slice(10))))];
+    const alive = new Set<string>();
+    if (instances.length > 0) {
+      const exists = await this.guard(() => this.redis.mget(...instances.map((instance) => this.instanceKey(instance))));
+      instances.forEach((instance, index) => exists[index] !== null && alive.add(instance));
+    }
+    const drifts: AccountDrift[] = [];
+    totals.forEach((account, index) => {
+      const hash = fields[index];
+      if (hash.balance === undefined) return;
+      let live = BigInt(hash.balance);
+      for (const [name, value] of Object.entries(hash)) {
+        if (name.startsWith('unwritten:') && alive.has(name.slice(10))) live += BigInt(value);
+      }
+      if (live !== account.balance) drifts.push({ accountId: account.accountId, accountName: account.accountName, live, ledger: account.balance });
+    });
+    return drifts;
+  }
+
+  /** Drops these accounts' live balances; each is seeded again from the ledger when next used. */
+  async rebuild(accountIds: readonly string[]): Promise<void> {
+    if (accountIds.length > 0) await this.guard(() => this.redis.del(...accountIds.map((id) => this.accountKey(id))));
   }
 
   /** Safe with several instances sweeping at once: a hold is released by whichever script pops it. */
@@ -183,7 +254,9 @@ export class RedisBook implements BalanceBook {
     }
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat);
+    await this.redis.del(this.instanceKey(this.instance)).catch(() => undefined);
     return closeRedis(this.redis);
   }
 
@@ -198,7 +271,9 @@ export class RedisBook implements BalanceBook {
       const [inflight, gen] = await this.guard(() => this.redis.hmget(fence, 'inflight', 'gen'));
       if (inflight == null || inflight === '0') {
         const { balance } = await this.store.balance(accountId);
-        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance), gen ?? '']);
+        // Charges this instance settled and has not written yet are not in that balance (F18).
+        const unwritten = this.unwritten(accountId);
+        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten), this.instance]);
         if (answer !== 'busy') return true;
       }
       await delay(SEED_RETRY_MS);
@@ -247,6 +322,10 @@ export class RedisBook implements BalanceBook {
 
   private accountKey(accountId: string): string {
     return `${this.prefix}account:${accountId}`;
+  }
+
+  private instanceKey(instance: string): string {
+    return `${this.prefix}instance:${instance}`;
   }
 
   private keyKey(keyId: string): string {

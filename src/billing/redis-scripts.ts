@@ -113,7 +113,13 @@ end
 -- overage, and the balance may go below zero by that much. A missing account hash is seeded from the
 -- ledger later, which will hold this charge.
 local taken = cost
-if redis.call('EXISTS', account) == 1 then redis.call('HINCRBY', account, 'balance', neg(taken)) end
+-- 'unwritten:<instance>' counts what the live balance took that this instance's ledger writer has not
+-- recorded yet, so balance + the live instances' unwritten = the ledger's balance: the drift check.
+-- (A dead instance's figure is what its crash lost: drift.)
+if redis.call('EXISTS', account) == 1 then
+  redis.call('HINCRBY', account, 'balance', neg(taken))
+  redis.call('HINCRBY', account, 'unwritten:' .. ARGV[4], taken)
+end
 if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', taken) end
 redis.call('SET', marker, taken, 'EX', ARGV[3])
 return {'settled', taken}
@@ -147,8 +153,14 @@ const SEED_ACCOUNT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
 local inflight, gen = unpack(redis.call('HMGET', KEYS[2], 'inflight', 'gen'))
 if (inflight and inflight ~= '0') or (gen or '') ~= ARGV[2] then return 'busy' end
-redis.call('HSET', KEYS[1], 'balance', ARGV[1], 'held', '0')
+redis.call('HSET', KEYS[1], 'balance', ARGV[1], 'held', '0', 'unwritten:' .. ARGV[4], ARGV[3])
 return 'seeded'
+`;
+
+/** KEYS: account. ARGV: what this instance's ledger writer has just recorded for it, the instance id. */
+const WRITTEN = `
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1])) end
+return 1
 `;
 
 /** KEYS: key. ARGV: spent, limit ('' for none). Replies 'seeded' or 'exists'. */
@@ -197,6 +209,7 @@ const SCRIPTS = {
   settle: { numberOfKeys: 5, lua: SETTLE },
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
   seedAccount: { numberOfKeys: 2, lua: SEED_ACCOUNT },
+  written: { numberOfKeys: 1, lua: WRITTEN },
   seedKey: { numberOfKeys: 1, lua: SEED_KEY },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },

@@ -11,7 +11,8 @@
  */
 import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
-import { NO_TOKENS, type UsageCounts } from '../protocols/types';
+import { NO_TOKENS, type EndpointId, type UsageCounts } from '../protocols/types';
+import { chatFramingTokens } from './chat-framing';
 import type { UsageSourceRecord } from '../store/store';
 import { countTokensAsync } from './tokenizer';
 
@@ -23,21 +24,29 @@ export interface BilledTokens {
 const NOTHING: BilledTokens = { tokens: { ...NO_TOKENS, toolCalls: {} }, source: 'none' };
 
 /**
- * The tokens a request is billed for; `body` is the client's parsed request. Asynchronous: a prompt of
- * megabytes is counted in slices that yield to the event loop (docs/limits.md).
+ * The tokens a request is billed for; `body` is the client's parsed request, `endpoint` where it came
+ * in (an estimated chat input includes the messages' framing tokens, as OpenAI counts them).
+ * Asynchronous: a prompt of megabytes is counted in slices that yield to the event loop (docs/limits.md).
  */
-export async function billedTokens(outcome: ExchangeOutcome | null, body: Readonly<Record<string, unknown>>): Promise<BilledTokens> {
+export async function billedTokens(
+  outcome: ExchangeOutcome | null,
+  body: Readonly<Record<string, unknown>>,
+  endpoint?: EndpointId | string,
+): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
   const { usage, end } = outcome;
+  const inputEstimate = async (): Promise<number> => (await countTokensAsync(requestText(body))) + (endpoint === 'chat' ? chatFramingTokens(body) : 0);
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(await countTokensAsync(requestText(body)), await outcome.outputTokens()), source: 'estimated' };
+    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens()), source: 'estimated' };
   }
   const output = await outcome.outputTokens();
   if (usage === null && output === 0) return NOTHING;
-  const input = usage === null ? estimated(await countTokensAsync(requestText(body)), 0) : counts(usage);
-  return { tokens: { ...input, outputTokens: Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
+  const input = usage === null ? estimated(await inputEstimate(), 0) : counts(usage);
+  // Cut before any content: the upstream's early output count (Anthropic's message_start says 1) is a
+  // placeholder, not output the client got, so only the input is billed.
+  return { tokens: { ...input, outputTokens: output === 0 ? 0 : Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 
 function estimated(input: number, output: number): UsageCounts {

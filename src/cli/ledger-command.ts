@@ -1,16 +1,23 @@
-/** `tollgate ledger verify`: argument handling and the exit code; the check is in ledger.ts. */
+/** `tollgate ledger verify | heal`: argument handling and the exit code; the checks are in ledger.ts. */
 import { parseArgs } from 'node:util';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
-import { EXIT_ERROR, EXIT_OK, withStore } from './context';
-import { verifyLedgerCommand } from './ledger';
+import { EXIT_ERROR, EXIT_OK, withBook } from './context';
+import { healLiveBalances, verifyLedgerCommand, verifyLiveBalances } from './ledger';
+
+const USAGE = 'usage: tollgate ledger verify | tollgate ledger heal';
 
 export async function ledgerCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parse(() =>
     parseArgs({ args, allowPositionals: true, options: { config: { type: 'string' } } }),
   );
-  if (positionals[0] !== 'verify') throw new UsageError('usage: tollgate ledger verify');
-  expectPositionals(positionals.slice(1), 0, 'ledger verify');
-  const { drifted } = await withStore(values.config, io, (store) => verifyLedgerCommand(store, io.out));
-  return drifted === 0 ? EXIT_OK : EXIT_ERROR;
+  const action = positionals[0];
+  if (action !== 'verify' && action !== 'heal') throw new UsageError(USAGE);
+  expectPositionals(positionals.slice(1), 0, `ledger ${action}`);
+  return withBook(values.config, io, async (store, book) => {
+    if (action === 'heal') return (await healLiveBalances(store, book, io.out)) ? EXIT_OK : EXIT_ERROR;
+    const { drifted } = await verifyLedgerCommand(store, io.out);
+    const live = await verifyLiveBalances(store, book, io.out);
+    return drifted === 0 && live === 0 ? EXIT_OK : EXIT_ERROR;
+  });
 }

@@ -206,6 +206,12 @@ export interface BillingPluginConfig {
   readonly sweep_interval_ms: number;
   readonly flush_interval_ms: number;
   readonly flush_max_records: number;
+  /** Paid requests admitted and not yet written to the ledger, past which new ones get 503. */
+  readonly max_queued_charges: number;
+  /** Age of the oldest charge waiting for the ledger past which new paid requests get 503. */
+  readonly max_queued_age_ms: number;
+  /** How often the live balances are compared with the ledger (0: never). */
+  readonly drift_check_interval_ms: number;
   /** `charge`: the full reported cost, excess recorded as overage; `cap`: at most the hold, excess recorded as unbilled. */
   readonly overage: 'charge' | 'cap';
   /** Calls held per per-call-priced server tool when the request does not cap them. */

@@ -6,6 +6,7 @@
  * model ids, configured provider ids, fixed outcome words; account ids only when the operator asks.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { LedgerMetrics } from './ledger-metrics';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { NANO_PER_UNIT } from '../billing/money';
 import { CLIENT_CLOSED_REQUEST } from '../upstream/exchange';
@@ -89,6 +90,8 @@ interface CacheCounts {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
+  /** The ledger writer's backlog, refused charges and drift. */
+  readonly ledger = new LedgerMetrics(this.registry);
   private live: LiveView | null = null;
   /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });

@@ -14,6 +14,8 @@ import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLim
 import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
+import { retryTerminatedConnections } from './postgres-tx';
+import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
 import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
@@ -114,6 +116,7 @@ export class PostgresStore implements Store {
     this.pool = new Pool({ ...this.connection, application_name: APPLICATION_NAME, max: config.pool_size, idleTimeoutMillis: IDLE_TIMEOUT_MS });
     // The pool has already discarded the broken client; the next query gets a fresh one.
     this.pool.on('error', (error) => this.onBackgroundError(error));
+    retryTerminatedConnections(this.pool);
     this.ledger = new PostgresLedger(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
   }
@@ -300,6 +303,21 @@ export class PostgresStore implements Store {
 
   recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
     return this.ledger.recordCharges(charges);
+  }
+
+  async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
+    await this.pool.query(
+      'INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_id) DO NOTHING',
+      [columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), new Date()],
+    );
+  }
+
+  async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
+    const { rows } = await this.pool.query<{ request_id: string; account_id: string; error: string; record: string; created_at: Date }>(
+      'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT $1',
+      [limit],
+    );
+    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: row.created_at }));
   }
 
   releaseHolds(requestIds: readonly string[]): Promise<number> {

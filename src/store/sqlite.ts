@@ -5,6 +5,8 @@
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
+import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
+import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -105,6 +107,15 @@ function isConstraintError(error: unknown, code: string): boolean {
   return sqliteErrorCode(error) === code;
 }
 
+/** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
+const RETRIED_METHODS = [
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
+  'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
+  'balance', 'listCharges', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
+  'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
+] as const satisfies readonly (keyof SqliteStore)[];
+
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 export class SqliteStore implements Store {
   readonly shared = false;
@@ -128,11 +139,13 @@ export class SqliteStore implements Store {
     // docs/billing.md states the trade (power loss may cost the commits not yet checkpointed).
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec('PRAGMA synchronous = NORMAL');
-    this.db.exec('PRAGMA busy_timeout = 5000');
+    // Short: a lock held elsewhere is waited for asynchronously (sqlite-busy.ts), never on the event loop.
+    this.db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
     this.db.exec('PRAGMA foreign_keys = ON');
     // Changes whenever ANOTHER connection commits to the file; our own commits leave it alone.
     this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.selectOne = this.db.prepare<[], number>('SELECT 1').pluck();
+    retryWhileBusy<SqliteStore>(this, RETRIED_METHODS);
   }
 
   /** The prepared statements; made on first use because they need the tables `migrate()` creates. */
@@ -240,6 +253,21 @@ export class SqliteStore implements Store {
 
   async recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
     return this.ledger.recordCharges(charges);
+  }
+
+  async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
+    this.db
+      .prepare('INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING')
+      .run(columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), Date.now());
+  }
+
+  async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
+    const rows = this.db
+      .prepare<[number], { request_id: string; account_id: string; error: string; record: string; created_at: number }>(
+        'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT ?',
+      )
+      .all(limit);
+    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: new Date(row.created_at) }));
   }
 
   async releaseHolds(requestIds: readonly string[]): Promise<number> {

@@ -4,6 +4,7 @@ import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
  * same interface so the rest of Tollgate never knows which one it talks to.
  */
+import type { SetAsideCharge } from './set-aside';
 import type { TokenCounts, TokenKind, ToolCalls } from '../protocols/types';
 
 
@@ -326,6 +327,13 @@ export interface Store {
    * Returns how many were new.
    */
   recordCharges(charges: readonly ChargeRecord[]): Promise<number>;
+  /**
+   * Keeps a charge the store refused to record (see `set-aside.ts`) with the error, once per request
+   * id; it changes no balance.
+   */
+  setAsideCharge(charge: ChargeRecord, error: string): Promise<void>;
+  /** The charges set aside, newest first. */
+  listSetAsideCharges(limit?: number): Promise<SetAsideCharge[]>;
   /** Removes holds without charging (the sweeper's release of holds whose instance died). */
   releaseHolds(requestIds: readonly string[]): Promise<number>;
   /** Holds whose `expiresAt` is before `now`, oldest first. */

@@ -9,8 +9,10 @@ import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { NewAuditEntry } from '../../src/store/audit';
 import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
+import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { rejection } from '../helpers/async';
 import { PLAIN_CHARGE } from '../helpers/charges';
+import { captureLogger } from '../helpers/capture-logger';
 
 /** 2^53 + 1: the smallest integer a JS number cannot hold. */
 const BEYOND_DOUBLE = 9_007_199_254_740_993n;
@@ -879,6 +881,37 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(ids(await store.listAudit({ actor: 'cli:root', since: middle, target: 'acc_1' }))).to.deep.equal([second.id]);
         expect(await store.listAudit({ actor: 'nobody' })).to.deep.equal([]);
         expect((await store.listAudit({ action: 'config.reload' }))[0]).to.deep.include({ surface: 'server', before: null, after: null, requestId: null, accountId: null });
+      });
+    });
+
+    describe('refused charges', () => {
+      it('the ledger writer sets a refused charge aside, with the error, and writes every other one', async () => {
+        const accounts = await Promise.all([funded(10_000n), funded(10_000n), funded(10_000n)]);
+        const good = accounts.map(({ key }) => chargeOf(key, `req_${randomUUID()}`, 100n));
+        // A cost no 64-bit column holds: both stores refuse the record itself.
+        const bad = chargeOf(accounts[1].key, `req_${randomUUID()}`, 2n ** 64n);
+        const setAside: string[] = [];
+        const lines: string[] = [];
+        const writer = new LedgerWriter(store, { intervalMs: 5, maxRecords: 100, onSetAside: (charge) => setAside.push(charge.requestId) }, captureLogger('info', lines));
+        for (const charge of [good[0], bad, good[1], good[2]]) writer.enqueue(charge);
+        const started = Date.now();
+        while (writer.pending > 0 && Date.now() - started < 5000) await sleep(10);
+        expect(writer.pending, 'left queued').to.equal(0);
+        // Within a second on a quiet machine; the margin is for a loaded one.
+        expect(Date.now() - started, 'ms until written').to.be.below(3000);
+        for (const [index, { account }] of accounts.entries()) {
+          expect((await store.listCharges({ accountId: account.id })).map((charge) => charge.requestId)).to.deep.equal([good[index].requestId]);
+          expect((await store.balance(account.id)).balance).to.equal(9_900n);
+        }
+        expect(setAside).to.deep.equal([bad.requestId]);
+        const [kept] = await store.listSetAsideCharges();
+        expect(kept.requestId).to.equal(bad.requestId);
+        expect(kept.accountId).to.equal(bad.accountId);
+        expect(kept.error).to.not.equal('');
+        expect(JSON.parse(kept.record)).to.include({ requestId: bad.requestId, cost: String(2n ** 64n) });
+        const errors = lines.map((line) => JSON.parse(line) as { level: string; requestId?: string }).filter((line) => line.level === 'error');
+        expect(errors.map((line) => line.requestId)).to.deep.equal([bad.requestId]);
+        await writer.close();
       });
     });
 

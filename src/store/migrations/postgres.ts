@@ -249,6 +249,20 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   { version: 7, ...POSTGRES_AUDIT_MIGRATION },
+  {
+    version: 8,
+    description: 'charges the store refused, set aside with the error instead of blocking the ledger writer',
+    sql: `
+      -- No foreign keys and no CHECKs: whatever the ledger refused must fit here.
+      CREATE TABLE set_aside_charges (
+        request_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        error      TEXT NOT NULL,
+        record     TEXT NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL
+      );
+    `,
+  },
 ];
 
 /**

@@ -189,6 +189,20 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   { version: 5, ...SQLITE_AUDIT_MIGRATION },
+  {
+    version: 6,
+    description: 'charges the store refused, set aside with the error instead of blocking the ledger writer',
+    sql: `
+      -- No foreign keys and no CHECKs: whatever the ledger refused must fit here.
+      CREATE TABLE set_aside_charges (
+        request_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        error      TEXT NOT NULL,
+        record     TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
