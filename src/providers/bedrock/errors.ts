@@ -5,13 +5,14 @@
  * translators and the failover policy read them as they read Anthropic's.
  * https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html
  */
+import { anthropicErrorOfStatus, type AnthropicErrorKind } from '../../protocols/anthropic-messages/error-status';
 import { tryParse } from '../../protocols/usage-json';
 import type { ErrorReply } from '../../wire/types';
 
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
 
 /** The Anthropic status and type that stand for each Bedrock exception. */
-const BY_EXCEPTION: Readonly<Record<string, { readonly status: number; readonly type: string }>> = {
+const BY_EXCEPTION: Readonly<Record<string, AnthropicErrorKind>> = {
   validationexception: { status: 400, type: 'invalid_request_error' },
   resourcenotfoundexception: { status: 404, type: 'not_found_error' },
   accessdeniedexception: { status: 403, type: 'permission_error' },
@@ -25,13 +26,6 @@ const BY_EXCEPTION: Readonly<Record<string, { readonly status: number; readonly 
   serviceunavailableexception: { status: 529, type: 'overloaded_error' },
 };
 
-function byStatus(status: number): { status: number; type: string } {
-  if (status === 429) return { status, type: 'rate_limit_error' };
-  if (status === 503) return { status: 529, type: 'overloaded_error' };
-  if (status === 404) return { status, type: 'not_found_error' };
-  return status >= 500 ? { status, type: 'api_error' } : { status, type: 'invalid_request_error' };
-}
-
 /** `ThrottlingException:http://internal.amazon.com/...` or `com.amazon.bedrock#ThrottlingException` → `throttlingexception`. */
 function exceptionName(raw: string): string {
   const name = raw.split(':')[0];
@@ -40,7 +34,7 @@ function exceptionName(raw: string): string {
 
 /** The Anthropic error envelope for a Bedrock exception. */
 export function anthropicError(exception: string, message: string, status: number): { status: number; type: string; body: string } {
-  const mapped = BY_EXCEPTION[exceptionName(exception)] ?? byStatus(status);
+  const mapped = BY_EXCEPTION[exceptionName(exception)] ?? anthropicErrorOfStatus(status);
   return { ...mapped, body: JSON.stringify({ type: 'error', error: { type: mapped.type, message } }) };
 }
 

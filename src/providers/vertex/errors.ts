@@ -4,6 +4,7 @@
  * shape (`{"error":{"code","message","status"}}`, sometimes inside an array) and are rewritten so native
  * clients, the translators and the failover policy read them alike.
  */
+import { anthropicErrorOfStatus, type AnthropicErrorKind } from '../../protocols/anthropic-messages/error-status';
 import { tryParse } from '../../protocols/usage-json';
 import type { ErrorReply } from '../../wire/types';
 
@@ -12,7 +13,7 @@ type Json = Record<string, unknown>;
 const object = (value: unknown): Json => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {});
 
 /** Google's canonical statuses, as Anthropic statuses and types. */
-const BY_GOOGLE_STATUS: Readonly<Record<string, { readonly status: number; readonly type: string }>> = {
+const BY_GOOGLE_STATUS: Readonly<Record<string, AnthropicErrorKind>> = {
   INVALID_ARGUMENT: { status: 400, type: 'invalid_request_error' },
   FAILED_PRECONDITION: { status: 400, type: 'invalid_request_error' },
   NOT_FOUND: { status: 404, type: 'not_found_error' },
@@ -22,19 +23,12 @@ const BY_GOOGLE_STATUS: Readonly<Record<string, { readonly status: number; reado
   DEADLINE_EXCEEDED: { status: 504, type: 'timeout_error' },
 };
 
-function byStatus(status: number): { status: number; type: string } {
-  if (status === 429) return { status, type: 'rate_limit_error' };
-  if (status === 503) return { status: 529, type: 'overloaded_error' };
-  if (status === 404) return { status, type: 'not_found_error' };
-  return status >= 500 ? { status, type: 'api_error' } : { status, type: 'invalid_request_error' };
-}
-
 export function vertexErrorReply(status: number, body: Buffer): ErrorReply {
   const parsed = tryParse(body.toString('utf8'));
   const first = Array.isArray(parsed) ? parsed[0] : parsed;
   if (object(first).type === 'error') return { status, body };
   const error = object(object(first).error);
-  const mapped = (typeof error.status === 'string' ? BY_GOOGLE_STATUS[error.status] : undefined) ?? byStatus(status);
+  const mapped = (typeof error.status === 'string' ? BY_GOOGLE_STATUS[error.status] : undefined) ?? anthropicErrorOfStatus(status);
   const message = typeof error.message === 'string' && error.message !== '' ? error.message : `Google Vertex AI answered ${status}.`;
   return { status: mapped.status, body: Buffer.from(JSON.stringify({ type: 'error', error: { type: mapped.type, message } })) };
 }
