@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver';
 import { expect } from 'chai';
 import pino from 'pino';
 import { issueApiKey } from '../../src/auth/issue-key';
@@ -63,8 +63,8 @@ plugins:
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: 10n ** 15n, kind: 'admin', actor: 'test', note: 'funds' });
 
-    const locker = new Database(store.filename);
-    locker.pragma('busy_timeout = 0');
+    const locker = openSqlite(store.filename);
+    locker.exec('PRAGMA busy_timeout = 0');
     locker.exec('BEGIN IMMEDIATE');
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();

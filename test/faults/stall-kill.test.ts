@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openSqlite } from '../../src/store/sqlite-driver';
 import { expect } from 'chai';
 import { Client } from 'pg';
 import { issueApiKey } from '../../src/auth/issue-key';
@@ -40,7 +40,7 @@ function sleep(ms: number): Promise<void> {
 /** Holds the account's ledger lock from another session until the returned function is called. */
 async function lockAccount(target: string, accountId: string): Promise<() => Promise<void>> {
   if (!target.startsWith('postgres')) {
-    const locker = new Database(target);
+    const locker = openSqlite(target);
     locker.exec('BEGIN IMMEDIATE');
     return async () => {
       locker.exec('ROLLBACK');
