@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { PLUGINS } from '../plugins';
 import { ConfigError, formatIssue, type ConfigIssue } from './config/config-error';
 import type { GatewayConfig, ServerConfig } from './config/types';
+import { isObject } from './json';
 import type { Runtime, RuntimeRef } from './kernel/app';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
@@ -252,7 +253,7 @@ function liveChanges(running: GatewayConfig, next: GatewayConfig): string[] {
     const old = (running as unknown as Record<string, unknown>)[section];
     const now = (next as unknown as Record<string, unknown>)[section];
     if (section === 'source') continue;
-    if (!isRecord(old) || !isRecord(now)) {
+    if (!isObject(old) || !isObject(now)) {
       changes.push(section);
     } else if (section === 'server') {
       changes.push(...changedFields(old, now).map((field) => `server.${field}`));
@@ -267,10 +268,6 @@ function liveChanges(running: GatewayConfig, next: GatewayConfig): string[] {
     }
   }
   return changes;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function unionKeys(a: object, b: object): string[] {

@@ -3,11 +3,11 @@
  * provider's answer (whole, streamed or an error) judged, then rewritten back in the client's. As with
  * native attempts, nothing reaches the client before the answer is committed.
  */
+import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
 import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
-import { tryParse } from '../protocols/usage-json';
 import type { Target } from '../routing/resolve';
 import { translationContext, type TranslationContext, type Translator } from '../translators';
 import { wireOf, type UpstreamCall } from '../wire';

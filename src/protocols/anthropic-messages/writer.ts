@@ -4,6 +4,7 @@
  * SDK drops frames without one (§0 fact 3).
  */
 import { randomBytes } from 'node:crypto';
+import { object } from '../../json';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
@@ -77,7 +78,7 @@ function toolInput(args: string): Record<string, unknown> {
   if (args === '') return {};
   try {
     const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    return object(parsed);
   } catch {
     return {};
   }

@@ -1,5 +1,6 @@
 /** Usage of a Chat Completions exchange: the `usage` object of the reply or of the last stream chunk. */
-import { field, readUsage, splitCachedInput, tryParse } from '../usage-json';
+import { tryParse } from '../../json';
+import { field, readUsage, splitCachedInput } from '../usage-json';
 import type { UsageCounts } from '../types';
 
 /**

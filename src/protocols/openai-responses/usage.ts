@@ -3,7 +3,8 @@
  * plus the hosted-tool calls OpenAI bills per call, counted from the response's output items
  * (`web_search_call` → `web_search`).
  */
-import { field, readUsage, splitCachedInput, tryParse } from '../usage-json';
+import { tryParse } from '../../json';
+import { field, readUsage, splitCachedInput } from '../usage-json';
 import type { ToolCalls, UsageCounts } from '../types';
 
 /** Events that carry the final response object, usage included. */

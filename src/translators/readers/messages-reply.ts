@@ -1,16 +1,11 @@
 /** A whole Anthropic Messages reply read into the neutral turn. */
+import { isObject, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import { NO_TOKENS } from '../../protocols/types';
 import type { AssistantTurn, TurnPart } from '../../protocols/turn';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
-
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
 
 function partOf(block: Json, toolNames: ToolNameMap): TurnPart | null {
   switch (block.type) {

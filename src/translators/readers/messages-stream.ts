@@ -3,23 +3,18 @@
  * client's writer, one upstream event at a time. Block indexes are the upstream's business: writers
  * number their own blocks, and chat counts tool calls apart from other blocks (§0 fact 8).
  */
+import { object, tryParse, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import type { SseEvent } from '../../protocols/sse';
 import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
 import { NO_TOKENS, type Usage, type UsageCounts } from '../../protocols/types';
-import { tryParse } from '../../protocols/usage-json';
 import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
 import type { ReplyStreamReader } from './types';
 
-type Json = Record<string, unknown>;
 type Counts = UsageCounts;
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 export class MessagesStreamReader implements ReplyStreamReader {
   ended = false;
