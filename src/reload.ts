@@ -21,7 +21,7 @@ export type ReloadResult =
   | { readonly ok: true; readonly changes: ReloadChanges }
   | { readonly ok: false; readonly issues: readonly ConfigIssue[] };
 
-export interface ReloadChanges {
+interface ReloadChanges {
   /** What new requests now see, e.g. `models added: gpt-new`, `server.max_body_bytes`; empty when nothing did. */
   readonly applied: readonly string[];
   /** Fields edited in the file that keep their running values until a restart, e.g. `server.port`. */

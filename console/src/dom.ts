@@ -32,7 +32,7 @@ export function svg<K extends keyof SVGElementTagNameMap>(
 }
 
 /** Appends children, flattening arrays and skipping empty values. */
-export function append(parent: Node, children: readonly Child[]): void {
+function append(parent: Node, children: readonly Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(parent, child);

@@ -161,7 +161,6 @@ export const billingPlugin: PluginDefinition<'billing'> = {
   priority: PRIORITY.billing,
   dependsOn: ['auth'],
   async setup(config: BillingPluginConfig, kit) {
-    if (!config.enabled) return { handle: (_ctx: GatewayContext, next: Next) => next() };
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const writer = new LedgerWriter(

@@ -107,7 +107,6 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
   name: 'rate-limit',
   priority: PRIORITY['rate-limit'],
   async setup(config, kit): Promise<RateLimitInstance> {
-    if (!config.enabled) return { degraded: false, handle: (_ctx: GatewayContext, next: Next) => next() };
     // Opened at setup when gateway.yaml limits anyone; otherwise on the first request of a key whose
     // owner set limits in the console, so a gateway that limits nobody never connects for it.
     let limiter: Limiter | null = null;

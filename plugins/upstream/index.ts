@@ -20,7 +20,7 @@ import { RetryBudget } from '../../src/upstream/retry-budget';
 import { wireOf } from '../../src/wire';
 
 /** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
-export interface UpstreamInstance extends PluginInstance {
+interface UpstreamInstance extends PluginInstance {
   /** The breaker state of every configured provider (closed for one not yet called). */
   breakerStates(): ReadonlyMap<string, BreakerState>;
   /** Breaker state and recent attempts of every configured provider, for the console. */

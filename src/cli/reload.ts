@@ -10,7 +10,7 @@ import { ConfigError } from '../config/config-error';
 import { loadConfigFile } from '../config/load';
 
 /** The folder of the pid files, unless --pid-file or $TOLLGATE_PID_FILE name one: beside the default SQLite file. */
-export const PID_FOLDER = 'data';
+const PID_FOLDER = 'data';
 const PID_FILE_NAME = /^tollgate-(\d{1,5})\.pid$/;
 
 /**
@@ -44,7 +44,7 @@ export function findPidFile(cwd: string, port: number | undefined): string {
 }
 
 /** What a pid file says about the server that wrote it. */
-export interface PidFileContent {
+interface PidFileContent {
   readonly pid: number;
   /** Absent in a file written by something other than `tollgate serve`. */
   readonly configFile?: string;
@@ -66,7 +66,7 @@ export function removePidFile(file: string): void {
 }
 
 /** Reads a pid file; throws a one-line Error saying what is wrong with it. */
-export function readPidFile(file: string): PidFileContent {
+function readPidFile(file: string): PidFileContent {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

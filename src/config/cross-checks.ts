@@ -88,7 +88,7 @@ function settingIssues(provider: ProviderConfig, locator: YamlLocator): ConfigIs
 }
 
 /** Why a base_url is unusable, or undefined when it is fine. */
-export function baseUrlProblem(baseUrl: string): string | undefined {
+function baseUrlProblem(baseUrl: string): string | undefined {
   const rule = 'must be an absolute http:// or https:// URL without query or fragment';
   let url: URL;
   try {

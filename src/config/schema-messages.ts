@@ -27,7 +27,7 @@ const PATTERN_HINTS: Readonly<Record<string, PatternHint>> = {
 const TYPE_NAMES: Readonly<Record<string, string>> = { object: 'mapping', array: 'list' };
 
 /** Describes a value for "got ...": its YAML type and, for scalars, the value itself. */
-export function describeValue(value: unknown): string {
+function describeValue(value: unknown): string {
   if (value === null || value === undefined) return 'an empty value';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
@@ -39,7 +39,7 @@ export function describeValue(value: unknown): string {
 }
 
 /** Splits a JSON pointer into a field path, turning segments that index a list into numbers. */
-export function pathFromPointer(pointer: string, data: unknown): FieldPath {
+function pathFromPointer(pointer: string, data: unknown): FieldPath {
   if (pointer === '') return [];
   const path: (string | number)[] = [];
   let current: unknown = data;

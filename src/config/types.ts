@@ -149,7 +149,7 @@ export interface RedisConfig {
   readonly command_timeout_ms: number;
 }
 
-export interface AuthPluginConfig {
+interface AuthPluginConfig {
   readonly enabled: boolean;
   /** How long a validated key stays in the in-memory cache; revocations bypass it. */
   readonly cache_ttl_ms: number;
@@ -177,7 +177,7 @@ export interface BreakerConfig {
   readonly rolling_window_ms: number;
 }
 
-export interface RetryBudgetConfig {
+interface RetryBudgetConfig {
   readonly percent: number;
   readonly min_retries: number;
 }
@@ -219,7 +219,7 @@ export interface BillingPluginConfig {
   readonly cost_header: boolean;
 }
 
-export interface MetricsPluginConfig {
+interface MetricsPluginConfig {
   readonly enabled: boolean;
   /** When non-empty, GET /metrics requires `Authorization: Bearer <token>`. */
   readonly bearer_token: string;
@@ -227,7 +227,7 @@ export interface MetricsPluginConfig {
   readonly label_accounts: boolean;
 }
 
-export interface TranslatePluginConfig {
+interface TranslatePluginConfig {
   readonly enabled: boolean;
 }
 

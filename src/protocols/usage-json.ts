@@ -7,7 +7,7 @@ import { NO_TOKENS, type UsageCounts } from './types';
  * comes near it; above it the report is treated as unreadable (and billing counts for itself) rather
  * than trusted into the ledger.
  */
-export const MAX_REPORTED_TOKENS = 100_000_000;
+const MAX_REPORTED_TOKENS = 100_000_000;
 
 /** A usage report with a count that is not a plausible token count: a string, a fraction, a negative. */
 class UnreadableUsage extends Error {}

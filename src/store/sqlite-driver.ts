@@ -14,7 +14,7 @@
  */
 import { createRequire } from 'node:module';
 
-export interface SqliteRunResult {
+interface SqliteRunResult {
   changes: number;
 }
 
@@ -26,7 +26,7 @@ export interface SqliteStatement<P extends unknown[] = unknown[], R = unknown> {
   pluck(): SqliteStatement<P, R>;
 }
 
-export interface SqliteTransaction<T> {
+interface SqliteTransaction<T> {
   (): T;
   /** Runs under BEGIN IMMEDIATE: takes the write lock before the first read. */
   immediate(): T;

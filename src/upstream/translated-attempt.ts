@@ -25,7 +25,7 @@ import type { UpstreamClient, UpstreamResponse } from './types';
  * The translated request body for `target`; throws the 400 that names an unmappable field. Called
  * before any attempt is made, so a request that cannot be translated never reaches a provider.
  */
-export function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
+function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
   const request = ctx.state.request!;
   const context = translationContext(request.model, target, request.body);
   const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };

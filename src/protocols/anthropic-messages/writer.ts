@@ -15,7 +15,7 @@ import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
 export type MessagesStopReason = 'end_turn' | 'stop_sequence' | 'max_tokens' | 'tool_use' | 'refusal';
 
 /** The Messages `usage` object; `input_tokens` excludes the cache reads and writes. */
-export interface MessagesUsage {
+interface MessagesUsage {
   input_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
@@ -23,7 +23,7 @@ export interface MessagesUsage {
 }
 
 /** A content block of the reply. */
-export type MessagesContentBlock =
+type MessagesContentBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'thinking'; thinking: string; signature: string }
@@ -56,7 +56,7 @@ export function messagesStopReason(stop: TurnStop): MessagesStopReason {
 }
 
 /** Neutral usage in Messages terms (the neutral form is Anthropic's, so this only renames). */
-export function toMessagesUsage(usage: Usage): MessagesUsage {
+function toMessagesUsage(usage: Usage): MessagesUsage {
   return {
     input_tokens: usage.inputTokens,
     cache_creation_input_tokens: cacheWriteTotal(usage),
@@ -66,7 +66,7 @@ export function toMessagesUsage(usage: Usage): MessagesUsage {
 }
 
 /** A fresh `msg_…` id. */
-export function newMessageId(): string {
+function newMessageId(): string {
   return `msg_${randomBytes(12).toString('hex')}`;
 }
 

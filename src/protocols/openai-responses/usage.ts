@@ -38,7 +38,7 @@ function hostedToolCalls(output: unknown): ToolCalls {
 }
 
 /** The final response object of a terminal stream event, or null for any other event. */
-export function terminalResponse(event: string | null, data: string): Record<string, unknown> | null {
+function terminalResponse(event: string | null, data: string): Record<string, unknown> | null {
   if (event !== null && !TERMINAL_EVENTS.has(event)) return null;
   if (event === null && !data.includes('"usage"')) return null;
   const response = field(tryParse(data), 'response');

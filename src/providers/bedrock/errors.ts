@@ -34,7 +34,7 @@ function exceptionName(raw: string): string {
 }
 
 /** The Anthropic error envelope for a Bedrock exception. */
-export function anthropicError(exception: string, message: string, status: number): { status: number; type: string; body: string } {
+function anthropicError(exception: string, message: string, status: number): { status: number; type: string; body: string } {
   const mapped = BY_EXCEPTION[exceptionName(exception)] ?? anthropicErrorOfStatus(status);
   return { ...mapped, body: JSON.stringify({ type: 'error', error: { type: mapped.type, message } }) };
 }
