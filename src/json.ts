@@ -25,6 +25,11 @@ export function tryParse(text: string): unknown {
   }
 }
 
+/** `value` if it is a string, else ''. */
+export function stringField(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
 /** A string that says something: null for absent, non-string or empty values. */
 export function nonEmptyStringOrNull(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value : null;

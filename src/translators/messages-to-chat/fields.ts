@@ -15,11 +15,6 @@ export function isAbsent(value: unknown): boolean {
   return value === undefined || value === null;
 }
 
-/** `value` if it is a string, else ''. */
-export function stringField(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
-
 /** The blocks of a content field given as a list; a string is not accepted here. */
 export function blockList(content: unknown, param: string): Json[] {
   if (!Array.isArray(content)) throw invalid(param, 'must be a string or an array of content blocks.');
