@@ -37,6 +37,7 @@ function append(parent: Node, children: readonly Child[]): void {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(parent, child);
     else if (child instanceof Node) parent.appendChild(child);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a string or a number: Array.isArray does not narrow readonly arrays away
     else parent.appendChild(document.createTextNode(String(child)));
   }
 }

@@ -74,9 +74,10 @@ function readPidFile(file: string): PidFileContent {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new Error(
         `no pid file at ${file}: is \`tollgate serve\` running from this directory? Pass --pid-file or set TOLLGATE_PID_FILE to the one it wrote`,
+        { cause: err },
       );
     }
-    throw new Error(`cannot read the pid file ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot read the pid file ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const [first = '', second = ''] = text.split('\n').map((line) => line.trim());
   const pid = /^[1-9]\d{0,9}$/.test(first) ? Number(first) : NaN;
@@ -91,9 +92,9 @@ function assertTollgateRunning(pid: number, pidFile: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ESRCH') {
-      throw new Error(`stale pid file ${pidFile}: no process ${pid} is running (the server is not running, or exited without removing it); start the server, or delete the file`);
+      throw new Error(`stale pid file ${pidFile}: no process ${pid} is running (the server is not running, or exited without removing it); start the server, or delete the file`, { cause: err });
     }
-    if (code === 'EPERM') throw new Error(`process ${pid} (from ${pidFile}) belongs to another user; run tollgate reload as that user`);
+    if (code === 'EPERM') throw new Error(`process ${pid} (from ${pidFile}) belongs to another user; run tollgate reload as that user`, { cause: err });
     throw err;
   }
   let commandLine: string;

@@ -35,6 +35,7 @@ function describeValue(value: unknown): string {
     const shown = value.length > 40 ? `${value.slice(0, 37)}...` : value;
     return `string ${JSON.stringify(shown)}`;
   }
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a scalar by now: lists and mappings returned above
   return `${typeof value} ${String(value)}`;
 }
 

@@ -159,7 +159,7 @@ interface AuthPluginConfig {
 }
 
 /** An outcome of an attempt worth retrying: a transport failure or an upstream status. */
-export type RetryableOutcome = 'connect_error' | 'reset' | 'timeout' | number;
+type RetryableOutcome = 'connect_error' | 'reset' | 'timeout' | number;
 
 export interface FailoverPolicy {
   readonly max_attempts: number;

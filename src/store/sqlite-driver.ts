@@ -69,7 +69,7 @@ function loadNodeSqlite(): NodeSqliteModule | null {
     const text = typeof warning === 'string' ? warning : warning.message;
     if (text.startsWith('SQLite is an experimental feature')) return;
     (emitWarning as (warning: string | Error, ...rest: unknown[]) => void).call(this, warning, ...rest);
-  } as typeof process.emitWarning;
+  };
   try {
     return requireHere('node:sqlite') as NodeSqliteModule;
   } catch {

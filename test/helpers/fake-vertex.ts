@@ -158,5 +158,5 @@ export async function startFakeVertex(): Promise<FakeVertex> {
     client_email: clientEmail,
     token_uri: tokenUri,
   });
-  return Object.assign(fake, { url, tokenUri, serviceAccountKey }) as FakeVertex;
+  return Object.assign(fake, { url, tokenUri, serviceAccountKey });
 }

@@ -5,8 +5,7 @@
  * translators and the failover policy read them as they read Anthropic's.
  * https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html
  */
-import { object } from '../../json';
-import { tryParse } from '../../json';
+import { object, tryParse } from '../../json';
 import { anthropicErrorOfStatus, type AnthropicErrorKind } from '../../protocols/anthropic-messages/error-status';
 import type { ErrorReply } from '../../wire/types';
 

@@ -94,6 +94,7 @@ function fromFile(file: string): CredentialSource {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8')) as { type?: unknown };
   } catch (error) {
+    // eslint-disable-next-line preserve-caught-error -- no cause: a JSON parse error quotes the file, which holds a private key
     throw new Error(`${file}: not a readable JSON credentials file (${(error as NodeJS.ErrnoException).code ?? 'invalid JSON'})`);
   }
   if (parsed.type === 'service_account') return fromServiceAccount(parsed as ServiceAccountKey, file);

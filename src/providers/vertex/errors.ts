@@ -21,7 +21,7 @@ const BY_GOOGLE_STATUS: Readonly<Record<string, AnthropicErrorKind>> = {
 
 export function vertexErrorReply(status: number, body: Buffer): ErrorReply {
   const parsed = tryParse(body.toString('utf8'));
-  const first = Array.isArray(parsed) ? parsed[0] : parsed;
+  const first: unknown = Array.isArray(parsed) ? parsed[0] : parsed;
   if (object(first).type === 'error') return { status, body };
   const error = object(object(first).error);
   const mapped = (typeof error.status === 'string' ? BY_GOOGLE_STATUS[error.status] : undefined) ?? anthropicErrorOfStatus(status);
