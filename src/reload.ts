@@ -181,7 +181,14 @@ class Generation {
     private readonly logger: Logger,
     private readonly live: Set<Generation>,
   ) {
-    const tracked: Chain = { order: chain.order, run: (ctx) => this.run(ctx), close: () => this.close(), instance: (name) => chain.instance(name) };
+    const tracked: Chain = {
+      order: chain.order,
+      plugins: chain.plugins,
+      run: (ctx) => this.run(ctx),
+      close: () => this.close(),
+      instance: (name) => chain.instance(name),
+      service: (name) => chain.service(name),
+    };
     this.runtime = { config, chain: tracked };
     live.add(this);
   }

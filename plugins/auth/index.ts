@@ -7,7 +7,6 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../../src/kernel/plugin';
@@ -46,13 +45,14 @@ function usable({ key, account }: KeyIdentity, now: number): boolean {
 
 export const authPlugin: PluginDefinition<'auth'> = {
   name: 'auth',
-  priority: PRIORITY.auth,
+  priority: 2000,
   setup(config, { store }) {
     const cache = new KeyCache(config.cache_ttl_ms, config.cache_max_entries);
     const failures = new AuthFailureLimiter(config.failures_per_minute);
 
     return {
-      async handle(ctx: GatewayContext, next: Next) {
+      service: undefined,
+      handle: async function authPlugin(ctx: GatewayContext, next: Next) {
         const now = Date.now();
         const wait = failures.retryAfter(ctx.ip, now);
         // An address over the limit gets no store lookup (RELIABILITY.md A7); but a key this gateway

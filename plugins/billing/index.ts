@@ -15,7 +15,6 @@ import { openReplySizes } from '../../src/billing/reply-sizes';
 import { requestReach, type RequestReach } from '../../src/billing/request-reach';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
@@ -156,12 +155,12 @@ function replyWeight(charge: ChargeRecord): number {
   return TOKEN_KINDS.reduce((sum, kind) => sum + charge[kind], 0);
 }
 
-export const billingPlugin: PluginDefinition<'billing'> = {
+/** Billing offers its balance book: the console's balances and credits go through it (src/admin/funds.ts). */
+export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   name: 'billing',
-  priority: PRIORITY.billing,
+  priority: 1200,
   dependsOn: ['auth'],
   async setup(config: BillingPluginConfig, kit) {
-    if (!config.enabled) return { handle: (_ctx: GatewayContext, next: Next) => next() };
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const writer = new LedgerWriter(
@@ -235,9 +234,8 @@ export const billingPlugin: PluginDefinition<'billing'> = {
     }
 
     return {
-      /** The console's balances and credits go through this same book (src/admin/funds.ts). */
-      book,
-      async handle(ctx: GatewayContext, next: Next) {
+      service: book,
+      handle: async function billingPlugin(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
         if (!endpoint.generates) return next();
         const request = ctx.state.request!;

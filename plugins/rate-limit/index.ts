@@ -8,7 +8,6 @@
 import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
 import { requestReach } from '../../src/billing/request-reach';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
@@ -17,8 +16,8 @@ import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
 
-/** The rate-limit plugin's instance: the chain sees a plugin, metrics can read `degraded`. */
-export interface RateLimitInstance extends PluginInstance {
+/** What the rate-limit plugin offers others: its live state, for metrics and readiness. */
+export interface RateLimitService {
   /** True while Redis is unreachable and each instance enforces local limits. */
   readonly degraded: boolean;
 }
@@ -103,11 +102,10 @@ function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly 
   }
 }
 
-export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
+export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> = {
   name: 'rate-limit',
-  priority: PRIORITY['rate-limit'],
-  async setup(config, kit): Promise<RateLimitInstance> {
-    if (!config.enabled) return { degraded: false, handle: (_ctx: GatewayContext, next: Next) => next() };
+  priority: 1500,
+  async setup(config, kit): Promise<PluginInstance<RateLimitService>> {
     // Opened at setup when gateway.yaml limits anyone; otherwise on the first request of a key whose
     // owner set limits in the console, so a gateway that limits nobody never connects for it.
     let limiter: Limiter | null = null;
@@ -137,10 +135,12 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
     }
 
     return {
-      get degraded() {
-        return limiter instanceof FallbackLimiter && limiter.degraded;
+      service: {
+        get degraded() {
+          return limiter instanceof FallbackLimiter && limiter.degraded;
+        },
       },
-      async handle(ctx: GatewayContext, next: Next) {
+      handle: async function rateLimitPlugin(ctx: GatewayContext, next: Next) {
         const auth = ctx.state.auth;
         // Without auth (plugin disabled) there is no key to limit; with no limits anywhere, nothing to do.
         if (auth === undefined || (!operatorLimits && auth.key.rateLimits === null)) return next();

@@ -7,7 +7,6 @@
  * Code calls) for an OpenAI-family model, which has no such endpoint upstream. The prompt is counted
  * with the o200k_base tokenizer, the encoding of OpenAI's current models.
  */
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import type { PluginDefinition } from '../../src/kernel/plugin';
 import type { Target } from '../../src/routing/resolve';
@@ -27,11 +26,12 @@ async function countLocally(ctx: GatewayContext): Promise<void> {
 
 export const translatePlugin: PluginDefinition<'translate'> = {
   name: 'translate',
-  priority: PRIORITY.translate,
+  priority: 800,
   dependsOn: ['upstream'],
   setup() {
     return {
-      async handle(ctx: GatewayContext, next: Next) {
+      service: undefined,
+      handle: async function translatePlugin(ctx: GatewayContext, next: Next) {
         const { endpoint } = ctx.state;
         if (endpoint.id === 'count_tokens' && ctx.state.request!.model.family === 'openai') return countLocally(ctx);
         ctx.state.translation = {

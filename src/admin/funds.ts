@@ -16,13 +16,8 @@ export interface Funds {
   redeem(code: string, accountId: string, actor: string | null): Promise<RedeemResult>;
 }
 
-interface BookSource {
-  readonly book: BalanceBook;
-}
-
 function bookOf(runtime: RuntimeRef): BalanceBook | null {
-  const instance = runtime.current.chain.instance('billing') as Partial<BookSource> | undefined;
-  return instance?.book ?? null;
+  return runtime.current.chain.service('billing') ?? null;
 }
 
 /** Funds through whichever book serves requests at the moment of each call (a reload may swap it). */
