@@ -73,7 +73,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
     function knownIdentity(ctx: GatewayContext, now: number): KeyIdentity | null {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const identity = cache.get(hashApiKey(key), store.keysRevision(), now);
+      const identity = cache.get(key, store.keysRevision(), now);
       return identity !== null && usable(identity, now) ? identity : null;
     }
 
@@ -81,13 +81,14 @@ export const authPlugin: PluginDefinition<'auth'> = {
     async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const hash = hashApiKey(key);
       const revision = store.keysRevision();
-      let identity = cache.get(hash, revision, now);
+      let identity = cache.get(key, revision, now);
       if (identity === null) {
+        // Hashed only on a miss: a cached key was hashed and compared when it was found.
+        const hash = hashApiKey(key);
         identity = await store.findKeyByHash(hash);
         if (identity === null || !keysEqual(identity.hash, hash)) return null;
-        cache.set(identity, revision, now);
+        cache.set(key, identity, revision, now);
       }
       return usable(identity, now) ? identity : null;
     }

@@ -3,7 +3,6 @@
  * the operator's routes (/metrics, /healthz, /readyz) and the answers for everything else. No
  * provider or business logic lives here; the plugin chain does the work.
  */
-import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -21,6 +20,7 @@ import type { ActiveStreams } from './active-streams';
 import type { Chain } from './chain';
 import type { GatewayContext, GatewayState } from './context';
 import { GatewayError, toGatewayError } from './errors';
+import { newRequestId } from './request-id';
 import { unknownPath } from './unknown-paths';
 
 /** What requests run under; swapped whole on reload, so a request keeps the one it started with. */
@@ -43,11 +43,6 @@ interface BaseState {
 type BaseContext = Koa.ParameterizedContext<BaseState>;
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** A fresh id; randomUUID draws from a pre-filled entropy cache, so it costs no syscall per request. */
-function newRequestId(): string {
-  return `req_${randomUUID().replaceAll('-', '')}`;
-}
 
 function clip(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
