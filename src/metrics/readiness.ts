@@ -5,7 +5,7 @@
  * A rate limiter on its local fallback is degraded, not unready: it still serves (H4).
  */
 import type { PluginName } from '../config/types';
-import type { Runtime } from '../kernel/app';
+import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';
 import { rateLimitDegraded } from './live';
 
