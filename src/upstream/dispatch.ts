@@ -6,9 +6,8 @@
  * error event and is never retried (no duplicated text).
  */
 import type { AffinityConfig, FailoverPolicy } from '../config/types';
-import type { GatewayContext } from '../kernel/context';
+import type { AttemptTrace, GatewayContext } from '../kernel/context';
 import { withTraceHeaders } from '../telemetry/traced-client';
-import type { AttemptTrace } from '../telemetry/tracing';
 import { GatewayError } from '../kernel/errors';
 import { affinityKey, routeId, sessionOf, withAffinity, type AffinityStore } from '../routing/affinity';
 import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
