@@ -2,7 +2,7 @@
  * Every plugin Tollgate ships, listed once. No discovery, no registration side effects: a plugin
  * exists because it is named here, and `gateway.yaml` can only configure the ones named here.
  */
-import type { PluginDefinition } from '../src/kernel/plugin';
+import type { PluginDefinition } from './kit';
 import { authPlugin } from './auth';
 import { billingPlugin } from './billing';
 import { metricsPlugin } from './metrics';

@@ -10,7 +10,7 @@ import { KeyCache } from '../../src/auth/key-cache';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import type { KeyIdentity } from '../../src/store/store';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;

@@ -18,7 +18,7 @@ import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types'
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginKit } from '../kit';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 

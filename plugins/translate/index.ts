@@ -9,7 +9,7 @@
  */
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import type { Target } from '../../src/routing/resolve';
 import { speaksNatively } from '../../src/routing/resolve';
 import { countTokensAsync } from '../../src/billing/tokenizer';

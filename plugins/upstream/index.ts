@@ -8,7 +8,8 @@ import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { PluginInstance } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
 import { closeRedis, connectRedis } from '../../src/shared-state/redis';

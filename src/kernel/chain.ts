@@ -4,7 +4,7 @@
  */
 import type { GatewayConfig, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
-import type { PluginDefinition, PluginInstance, PluginKit } from './plugin';
+import type { BaseKit, PluginDefinition, PluginInstance } from './plugin';
 import { requestStage } from './request-stage';
 
 /**
@@ -50,7 +50,7 @@ export function orderLinks<T extends { name: string; priority: number }>(links: 
 }
 
 /** Sets up every enabled plugin, checks their dependencies, and composes them with the kernel's stage. */
-export async function buildChain(definitions: readonly PluginDefinition[], kit: PluginKit): Promise<Chain> {
+export async function buildChain<Kit extends BaseKit>(definitions: readonly PluginDefinition<PluginName, Kit>[], kit: Kit): Promise<Chain> {
   const enabled = definitions.filter((def) => enabledIn(kit.config, def.name));
   for (const def of enabled) {
     for (const dependency of def.dependsOn ?? []) {
@@ -64,7 +64,7 @@ export async function buildChain(definitions: readonly PluginDefinition[], kit: 
   for (const def of orderLinks(enabled).reverse()) {
     // Set up innermost first so a failure can close what was already set up.
     try {
-      const setup = def.setup as (config: unknown, kit: PluginKit) => PluginInstance | Promise<PluginInstance>;
+      const setup = def.setup as (config: unknown, kit: Kit) => PluginInstance | Promise<PluginInstance>;
       instances.push({ name: def.name, instance: await setup(kit.config.plugins[def.name], kit) });
     } catch (err) {
       await closeAll(instances);

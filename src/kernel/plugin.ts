@@ -1,18 +1,15 @@
 /** The contract every plugin in `plugins/` implements (ARCHITECTURE.md, "The plugin contract"). */
-import type { Logger } from 'pino';
 import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
-import type { GatewayMetrics } from '../metrics/metrics';
-import type { Store } from '../store/store';
 import type { GatewayContext, Next } from './context';
 
-/** What a plugin gets besides its own section of gateway.yaml. */
-export interface PluginKit {
+/**
+ * What a plugin gets besides its own section of gateway.yaml, as far as the kernel knows it. The
+ * gateway's kit (`plugins/kit.ts`) adds its store, logger and metrics: the kernel only passes the kit
+ * on, so it never needs to name them.
+ */
+export interface BaseKit {
   /** The whole config at boot; a request reads its own snapshot from `ctx.state.config`. */
   readonly config: GatewayConfig;
-  readonly store: Store;
-  readonly logger: Logger;
-  /** The gateway's metrics: created once per gateway, so counters survive a reload's new chain. */
-  readonly metrics: GatewayMetrics;
 }
 
 export interface PluginInstance {
@@ -24,7 +21,7 @@ export interface PluginInstance {
   ready?(): Promise<boolean>;
 }
 
-export interface PluginDefinition<N extends PluginName = PluginName> {
+export interface PluginDefinition<N extends PluginName = PluginName, Kit extends BaseKit = BaseKit> {
   /** Equals the folder, the YAML key under `plugins:`, the schema file name and the metric label. */
   readonly name: N;
   /** Higher runs further out in the onion; ties break by name. Bands live in `kernel/chain.ts`. */
@@ -32,5 +29,5 @@ export interface PluginDefinition<N extends PluginName = PluginName> {
   /** Plugins that must be enabled for this one to work; checked at boot. */
   readonly dependsOn?: readonly PluginName[];
   /** Receives config the kernel already validated against `schemas/plugins/<name>.schema.json`. */
-  setup(config: PluginConfigs[N], kit: PluginKit): PluginInstance | Promise<PluginInstance>;
+  setup(config: PluginConfigs[N], kit: Kit): PluginInstance | Promise<PluginInstance>;
 }
