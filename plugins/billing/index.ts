@@ -17,6 +17,7 @@ import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
 import { TOKEN_KINDS } from '../../src/protocols/types';
@@ -240,8 +241,8 @@ export const billingPlugin: PluginDefinition<'billing'> = {
       async handle(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
         if (!endpoint.generates) return next();
-        const request = ctx.state.request!;
-        const auth = ctx.state.auth!;
+        const request = need(ctx, 'request');
+        const auth = need(ctx, 'auth');
         checkModelAllowed(auth, request.model.id);
 
         const price = priceFor(ctx.state.config, request.model.id);

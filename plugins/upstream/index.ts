@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
 import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginInstance } from '../../src/kernel/plugin';
 import type { PluginDefinition } from '../kit';
@@ -34,7 +35,7 @@ function translatorOf(ctx: GatewayContext, target: Target): Translator {
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${ctx.state.request!.model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${need(ctx, 'request').model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }
