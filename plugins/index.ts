@@ -3,7 +3,7 @@
  * exists because it is named here, and `gateway.yaml` can only configure the ones named here.
  */
 import type { PluginName } from '../src/config/types';
-import type { AnyPluginDefinition, PluginDefinition } from '../src/kernel/plugin';
+import type { AnyPluginDefinition, PluginDefinition } from './kit';
 import { authPlugin } from './auth';
 import { billingPlugin } from './billing';
 import { metricsPlugin } from './metrics';

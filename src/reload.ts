@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import { PLUGINS } from '../plugins';
 import { ConfigError, formatIssue, type ConfigIssue } from './config/config-error';
 import type { GatewayConfig, ServerConfig } from './config/types';
-import type { Runtime, RuntimeRef } from './kernel/app';
+import type { Runtime, RuntimeRef } from './kernel/runtime';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
 import type { GatewayMetrics } from './metrics/metrics';

@@ -9,7 +9,7 @@ import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import type { KeyIdentity } from '../../src/store/store';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;

@@ -16,8 +16,9 @@ import { requestReach, type RequestReach } from '../../src/billing/request-reach
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginKit } from '../kit';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
@@ -238,8 +239,8 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       handle: async function billingPlugin(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
         if (!endpoint.generates) return next();
-        const request = ctx.state.request!;
-        const auth = ctx.state.auth!;
+        const request = need(ctx, 'request');
+        const auth = need(ctx, 'auth');
         checkModelAllowed(auth, request.model.id);
 
         const price = priceFor(ctx.state.config, request.model.id);

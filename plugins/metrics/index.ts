@@ -6,7 +6,7 @@
  */
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { toGatewayError, type GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { summarize } from '../../src/metrics/summary';
 
 export const metricsPlugin: PluginDefinition<'metrics'> = {

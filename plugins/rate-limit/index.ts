@@ -9,8 +9,10 @@ import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount'
 import { requestReach } from '../../src/billing/request-reach';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
 import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { PluginInstance } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
@@ -66,7 +68,7 @@ function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState):
 function reservation(ctx: GatewayContext): number {
   const { endpoint } = ctx.state;
   if (!endpoint.generates) return 0;
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const reach = requestReach(endpoint.id, request.body, request.raw);
   return Math.ceil(request.raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, request.model) * reach.choices;
 }

@@ -6,8 +6,10 @@
 import type { Logger } from 'pino';
 import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
 import type { GatewayContext } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { PluginInstance } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
 import { closeRedis, connectRedis } from '../../src/shared-state/redis';
@@ -32,7 +34,7 @@ function translatorOf(ctx: GatewayContext, target: Target): Translator {
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${ctx.state.request!.model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${need(ctx, 'request').model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }

@@ -7,7 +7,7 @@
  */
 import type { BalanceBook } from '../billing/book';
 import { hashRedemptionCode } from '../billing/redemption';
-import type { RuntimeRef } from '../kernel/app';
+import type { RuntimeRef } from '../kernel/runtime';
 import type { AccountBalance, CreditRecord, NewCredit, RedeemResult, Store } from '../store/store';
 
 export interface Funds {

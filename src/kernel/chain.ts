@@ -4,7 +4,7 @@
  */
 import type { GatewayConfig, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
-import type { AnyPluginDefinition, PluginInstance, PluginKit, PluginServices } from './plugin';
+import type { AnyPluginDefinition, BaseKit, PluginInstance, PluginServices } from './plugin';
 import { requestStage } from './request-stage';
 
 /**
@@ -46,7 +46,7 @@ export function orderLinks<T extends { name: string; priority: number }>(links: 
 }
 
 /** Sets up every enabled plugin, checks their dependencies, and composes them with the kernel's stage. */
-export async function buildChain(definitions: readonly AnyPluginDefinition[], kit: PluginKit): Promise<Chain> {
+export async function buildChain<Kit extends BaseKit>(definitions: readonly AnyPluginDefinition<Kit>[], kit: Kit): Promise<Chain> {
   const enabled = definitions.filter((def) => enabledIn(kit.config, def.name));
   for (const def of enabled) {
     for (const dependency of def.dependsOn ?? []) {

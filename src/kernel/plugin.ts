@@ -1,18 +1,15 @@
 /** The contract every plugin in `plugins/` implements (ARCHITECTURE.md, "The plugin contract"). */
-import type { Logger } from 'pino';
 import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
-import type { GatewayMetrics } from '../metrics/metrics';
-import type { Store } from '../store/store';
 import type { GatewayContext, Next } from './context';
 
-/** What a plugin gets besides its own section of gateway.yaml. */
-export interface PluginKit {
+/**
+ * What a plugin gets besides its own section of gateway.yaml, as far as the kernel knows it. The
+ * gateway's kit (`plugins/kit.ts`) adds its store, logger and metrics: the kernel only passes the kit
+ * on, so it never needs to name them.
+ */
+export interface BaseKit {
   /** The whole config at boot; a request reads its own snapshot from `ctx.state.config`. */
   readonly config: GatewayConfig;
-  readonly store: Store;
-  readonly logger: Logger;
-  /** The gateway's metrics: created once per gateway, so counters survive a reload's new chain. */
-  readonly metrics: GatewayMetrics;
 }
 
 /**
@@ -38,7 +35,7 @@ export interface PluginInstance<Service = undefined> extends PluginLayer {
 }
 
 /** `N`: the plugin's name; `Service`: what it offers others through `Chain.service(N)` (nothing by default). */
-export interface PluginDefinition<N extends PluginName = PluginName, Service = undefined> {
+export interface PluginDefinition<N extends PluginName = PluginName, Service = undefined, Kit extends BaseKit = BaseKit> {
   /** Equals the folder, the YAML key under `plugins:`, the schema's folder and the metric label. */
   readonly name: N;
   /**
@@ -49,8 +46,8 @@ export interface PluginDefinition<N extends PluginName = PluginName, Service = u
   /** Plugins that must be enabled for this one to work; checked at boot. */
   readonly dependsOn?: readonly PluginName[];
   /** Receives config the kernel already validated against `plugins/<name>/schema.json`. */
-  setup(config: PluginConfigs[N], kit: PluginKit): PluginInstance<Service> | Promise<PluginInstance<Service>>;
+  setup(config: PluginConfigs[N], kit: Kit): PluginInstance<Service> | Promise<PluginInstance<Service>>;
 }
 
 /** A definition whatever its name and service, as the chain holds them. */
-export type AnyPluginDefinition = PluginDefinition<PluginName, unknown>;
+export type AnyPluginDefinition<Kit extends BaseKit = BaseKit> = PluginDefinition<PluginName, unknown, Kit>;

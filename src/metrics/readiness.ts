@@ -4,7 +4,7 @@
  * end a plugin cannot serve without (billing's balance book, in Redis or the store), does not answer.
  * A rate limiter on its local fallback is degraded, not unready: it still serves (H4).
  */
-import type { Runtime } from '../kernel/app';
+import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';
 import { rateLimitDegraded } from './live';
 
