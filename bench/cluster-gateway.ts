@@ -29,7 +29,7 @@ export interface ClusterGateway {
 
 export type ClusterStart = { readonly available: true; readonly gateway: ClusterGateway } | { readonly available: false; readonly reason: string };
 
-const READY_TIMEOUT_MS = 30_000;
+const READY_TIMEOUT_MS = 60_000;
 const BIN = path.join(__dirname, '..', '..', 'bin', 'tollgate.js');
 
 function freePort(): Promise<number> {
@@ -64,6 +64,9 @@ function exited(child: ChildProcess): Promise<void> {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Like sleep, but does not keep the process alive: for a deadline raced against something else. */
+const deadlineAfter = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 export interface ClusterOptions {
   readonly upstreamUrl: string;
@@ -128,7 +131,7 @@ export async function startClusterGateway({ upstreamUrl, dir, workers, logLevel 
     stop: async () => {
       const pids = gateway.pids();
       child.kill('SIGTERM');
-      const stopped = await Promise.race([exited(child).then(() => true), sleep(10_000).then(() => false)]);
+      const stopped = await Promise.race([exited(child).then(() => true), deadlineAfter(10_000).then(() => false)]);
       if (stopped) return;
       // A primary that does not stop in time: end it and the workers it started, by pid.
       for (const pid of pids) {
