@@ -26,6 +26,8 @@ COPY --from=build /app/dist/plugins ./dist/plugins
 COPY --from=build /app/dist/console ./dist/console
 COPY bin/ ./bin/
 COPY schemas/ ./schemas/
+# For each plugin's schema.json, which the gateway schema refers to (the .ts beside them are never loaded).
+COPY plugins/ ./plugins/
 COPY gateway.yaml ./
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 RUN npm cache clean --force && mkdir -p /app/data && chown node:node /app/data

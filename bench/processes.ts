@@ -23,11 +23,56 @@ export function startServerProcess<T>(script: string, args: readonly string[] = 
   });
 }
 
+/**
+ * The processes started by `pid` (a cluster primary's workers), from the parent field of every
+ * /proc/<pid>/stat: /proc/<pid>/task/<tid>/children needs a kernel option many lack (Linux only).
+ */
+export function childPids(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The parent pid is the second field after the command name, which may itself hold spaces.
+      if (Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return children;
+}
+
 /** CPU time (user + system) a process has used so far, in milliseconds, from /proc (Linux only). */
 export function cpuMillis(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return ticksToMillis(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+}
+
+/** CPU time of a process's main thread (its JavaScript thread), in milliseconds (Linux only). */
+export function mainThreadCpuMillis(pid: number): number {
+  return ticksToMillis(readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8'));
+}
+
+function ticksToMillis(stat: string): number {
+  const fields = stat.split(') ')[1].split(' ');
   // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name; in clock ticks (100 Hz).
   return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** CPU time of several processes together, in milliseconds; one that has ended counts 0. */
+export function totalCpuMillis(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + orZero(() => cpuMillis(pid)), 0);
+}
+
+/** Resident set size of several processes together, in MiB; one that has ended counts 0. */
+export function totalRssMiB(pids: readonly number[]): number {
+  return pids.reduce((sum, pid) => sum + orZero(() => rssMiB(pid)), 0);
+}
+
+function orZero(read: () => number): number {
+  try {
+    return read();
+  } catch {
+    return 0;
+  }
 }
 
 /** Resident set size of a process, in MiB, from /proc/<pid>/status VmRSS (Linux only). */

@@ -12,7 +12,7 @@ import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
 import { LoginLimiter } from './admin/login-limiter';
 import { ActiveStreams } from './kernel/active-streams';
-import { applyProxySettings, createApp } from './kernel/app';
+import { applyProxySettings, createApp } from './app';
 import { buildChain } from './kernel/chain';
 import { liveView } from './metrics/live';
 import { GatewayMetrics } from './metrics/metrics';

@@ -11,7 +11,7 @@ import { PLUGINS } from '../plugins';
 import { ConfigError, formatIssue, type ConfigIssue } from './config/config-error';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { isObject } from './json';
-import type { Runtime, RuntimeRef } from './kernel/app';
+import type { Runtime, RuntimeRef } from './kernel/runtime';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
 import type { GatewayMetrics } from './metrics/metrics';
@@ -182,7 +182,14 @@ class Generation {
     private readonly logger: Logger,
     private readonly live: Set<Generation>,
   ) {
-    const tracked: Chain = { order: chain.order, run: (ctx) => this.run(ctx), close: () => this.close(), instance: (name) => chain.instance(name) };
+    const tracked: Chain = {
+      order: chain.order,
+      plugins: chain.plugins,
+      run: (ctx) => this.run(ctx),
+      close: () => this.close(),
+      instance: (name) => chain.instance(name),
+      service: (name) => chain.service(name),
+    };
     this.runtime = { config, chain: tracked };
     live.add(this);
   }

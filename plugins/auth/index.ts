@@ -7,10 +7,9 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import type { KeyIdentity } from '../../src/store/store';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -46,13 +45,14 @@ function usable({ key, account }: KeyIdentity, now: number): boolean {
 
 export const authPlugin: PluginDefinition<'auth'> = {
   name: 'auth',
-  priority: PRIORITY.auth,
+  priority: 2000,
   setup(config, { store }) {
     const cache = new KeyCache(config.cache_ttl_ms, config.cache_max_entries);
     const failures = new AuthFailureLimiter(config.failures_per_minute);
 
     return {
-      async handle(ctx: GatewayContext, next: Next) {
+      service: undefined,
+      handle: async function authPlugin(ctx: GatewayContext, next: Next) {
         const now = Date.now();
         const wait = failures.retryAfter(ctx.ip, now);
         // An address over the limit gets no store lookup (RELIABILITY.md A7); but a key this gateway
@@ -73,7 +73,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
     function knownIdentity(ctx: GatewayContext, now: number): KeyIdentity | null {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const identity = cache.get(hashApiKey(key), store.keysRevision(), now);
+      const identity = cache.get(key, store.keysRevision(), now);
       return identity !== null && usable(identity, now) ? identity : null;
     }
 
@@ -81,13 +81,14 @@ export const authPlugin: PluginDefinition<'auth'> = {
     async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const hash = hashApiKey(key);
       const revision = store.keysRevision();
-      let identity = cache.get(hash, revision, now);
+      let identity = cache.get(key, revision, now);
       if (identity === null) {
+        // Hashed only on a miss: a cached key was hashed and compared when it was found.
+        const hash = hashApiKey(key);
         identity = await store.findKeyByHash(hash);
         if (identity === null || !keysEqual(identity.hash, hash)) return null;
-        cache.set(identity, revision, now);
+        cache.set(key, identity, revision, now);
       }
       return usable(identity, now) ? identity : null;
     }

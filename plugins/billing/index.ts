@@ -15,10 +15,10 @@ import { openReplySizes } from '../../src/billing/reply-sizes';
 import { requestReach, type RequestReach } from '../../src/billing/request-reach';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginKit } from '../../src/kernel/plugin';
+import type { PluginDefinition, PluginKit } from '../kit';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
@@ -156,9 +156,10 @@ function replyWeight(charge: ChargeRecord): number {
   return TOKEN_KINDS.reduce((sum, kind) => sum + charge[kind], 0);
 }
 
-export const billingPlugin: PluginDefinition<'billing'> = {
+/** Billing offers its balance book: the console's balances and credits go through it (src/admin/funds.ts). */
+export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   name: 'billing',
-  priority: PRIORITY.billing,
+  priority: 1200,
   dependsOn: ['auth'],
   async setup(config: BillingPluginConfig, kit) {
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
@@ -234,13 +235,12 @@ export const billingPlugin: PluginDefinition<'billing'> = {
     }
 
     return {
-      /** The console's balances and credits go through this same book (src/admin/funds.ts). */
-      book,
-      async handle(ctx: GatewayContext, next: Next) {
+      service: book,
+      handle: async function billingPlugin(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
         if (!endpoint.generates) return next();
-        const request = ctx.state.request!;
-        const auth = ctx.state.auth!;
+        const request = need(ctx, 'request');
+        const auth = need(ctx, 'auth');
         checkModelAllowed(auth, request.model.id);
 
         const price = priceFor(ctx.state.config, request.model.id);

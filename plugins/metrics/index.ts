@@ -4,20 +4,21 @@
  * the answered ones. Counting waits for the exchange to finish and the charge to settle, but never on
  * the request's path: a stream's response goes out while its metrics wait for its last byte.
  */
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { toGatewayError, type GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { summarize } from '../../src/metrics/summary';
 
 export const metricsPlugin: PluginDefinition<'metrics'> = {
   name: 'metrics',
-  priority: PRIORITY.metrics,
+  // Outermost, so it sees every outcome: 401s and 429s included.
+  priority: 10000,
   setup(config, { metrics, logger }) {
     const options = { labelAccounts: config.label_accounts };
 
     return {
-      async handle(ctx: GatewayContext, next: Next) {
+      service: undefined,
+      handle: async function metricsPlugin(ctx: GatewayContext, next: Next) {
         const startedAt = performance.now();
         const inFlight = metrics.inFlight.labels({ endpoint: ctx.state.endpoint.id });
         inFlight.inc();

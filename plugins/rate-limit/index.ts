@@ -8,17 +8,18 @@
 import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
 import { requestReach } from '../../src/billing/request-reach';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { PluginInstance } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
 
-/** The rate-limit plugin's instance: the chain sees a plugin, metrics can read `degraded`. */
-export interface RateLimitInstance extends PluginInstance {
+/** What the rate-limit plugin offers others: its live state, for metrics and readiness. */
+export interface RateLimitService {
   /** True while Redis is unreachable and each instance enforces local limits. */
   readonly degraded: boolean;
 }
@@ -67,7 +68,7 @@ function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState):
 function reservation(ctx: GatewayContext): number {
   const { endpoint } = ctx.state;
   if (!endpoint.generates) return 0;
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const reach = requestReach(endpoint.id, request.body, request.raw);
   return Math.ceil(request.raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, request.model) * reach.choices;
 }
@@ -103,10 +104,10 @@ function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly 
   }
 }
 
-export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
+export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> = {
   name: 'rate-limit',
-  priority: PRIORITY['rate-limit'],
-  async setup(config, kit): Promise<RateLimitInstance> {
+  priority: 1500,
+  async setup(config, kit): Promise<PluginInstance<RateLimitService>> {
     // Opened at setup when gateway.yaml limits anyone; otherwise on the first request of a key whose
     // owner set limits in the console, so a gateway that limits nobody never connects for it.
     let limiter: Limiter | null = null;
@@ -136,10 +137,12 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
     }
 
     return {
-      get degraded() {
-        return limiter instanceof FallbackLimiter && limiter.degraded;
+      service: {
+        get degraded() {
+          return limiter instanceof FallbackLimiter && limiter.degraded;
+        },
       },
-      async handle(ctx: GatewayContext, next: Next) {
+      handle: async function rateLimitPlugin(ctx: GatewayContext, next: Next) {
         const auth = ctx.state.auth;
         // Without auth (plugin disabled) there is no key to limit; with no limits anywhere, nothing to do.
         if (auth === undefined || (!operatorLimits && auth.key.rateLimits === null)) return next();

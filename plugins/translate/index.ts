@@ -7,9 +7,9 @@
  * Code calls) for an OpenAI-family model, which has no such endpoint upstream. The prompt is counted
  * with the o200k_base tokenizer, the encoding of OpenAI's current models.
  */
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext, Next } from '../../src/kernel/context';
-import type { PluginDefinition } from '../../src/kernel/plugin';
+import { need } from '../../src/kernel/need';
+import type { PluginDefinition } from '../kit';
 import type { Target } from '../../src/routing/resolve';
 import { speaksNatively } from '../../src/routing/resolve';
 import { countTokensAsync } from '../../src/billing/tokenizer';
@@ -19,7 +19,7 @@ import { wireOf } from '../../src/wire';
 
 /** Counted in slices that yield: a prompt of megabytes must not stall every other request (docs/limits.md). */
 async function countLocally(ctx: GatewayContext): Promise<void> {
-  const inputTokens = await countTokensAsync(requestText(ctx.state.request!.body), () => ctx.req.socket.destroyed);
+  const inputTokens = await countTokensAsync(requestText(need(ctx, 'request').body), () => ctx.req.socket.destroyed);
   ctx.status = 200;
   ctx.set('x-tollgate-token-count', 'estimated (o200k_base)');
   ctx.body = { input_tokens: inputTokens };
@@ -27,13 +27,14 @@ async function countLocally(ctx: GatewayContext): Promise<void> {
 
 export const translatePlugin: PluginDefinition<'translate'> = {
   name: 'translate',
-  priority: PRIORITY.translate,
+  priority: 800,
   dependsOn: ['upstream'],
   setup() {
     return {
-      async handle(ctx: GatewayContext, next: Next) {
+      service: undefined,
+      handle: async function translatePlugin(ctx: GatewayContext, next: Next) {
         const { endpoint } = ctx.state;
-        if (endpoint.id === 'count_tokens' && ctx.state.request!.model.family === 'openai') return countLocally(ctx);
+        if (endpoint.id === 'count_tokens' && need(ctx, 'request').model.family === 'openai') return countLocally(ctx);
         ctx.state.translation = {
           // null: the target speaks the client's protocol, and the bytes go through untouched.
           for: (target: Target) => (speaksNatively(target.provider, endpoint) ? null : translatorFor(endpoint, wireOf(target.provider).family)),

@@ -5,10 +5,11 @@
  */
 import type { Logger } from 'pino';
 import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
-import { PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
-import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
+import type { PluginInstance } from '../../src/kernel/plugin';
+import type { PluginDefinition } from '../kit';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
 import { closeRedis, connectRedis } from '../../src/shared-state/redis';
@@ -19,8 +20,8 @@ import { dispatch } from '../../src/upstream/dispatch';
 import { RetryBudget } from '../../src/upstream/retry-budget';
 import { wireOf } from '../../src/wire';
 
-/** The upstream plugin's instance: the chain sees a plugin, metrics read each provider's breaker. */
-interface UpstreamInstance extends PluginInstance {
+/** What the upstream plugin offers others: its providers' breakers, for metrics and the console. */
+export interface UpstreamService {
   /** The breaker state of every configured provider (closed for one not yet called). */
   breakerStates(): ReadonlyMap<string, BreakerState>;
   /** Breaker state and recent attempts of every configured provider, for the console. */
@@ -33,7 +34,7 @@ function translatorOf(ctx: GatewayContext, target: Target): Translator {
   if (translator === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
-      `The model '${ctx.state.request!.model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
+      `The model '${need(ctx, 'request').model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }
@@ -49,10 +50,11 @@ async function openAffinity(config: AffinityConfig, gateway: GatewayConfig, logg
   return { store, close: () => closeRedis(redis) };
 }
 
-export const upstreamPlugin: PluginDefinition<'upstream'> = {
+export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
   name: 'upstream',
-  priority: PRIORITY.upstream,
-  async setup(config: UpstreamPluginConfig, kit): Promise<UpstreamInstance> {
+  // Innermost: every plugin has had its say before a request leaves for a provider.
+  priority: 500,
+  async setup(config: UpstreamPluginConfig, kit): Promise<PluginInstance<UpstreamService>> {
     const clients = createUpstreamClients(kit.config);
     for (const client of clients.values()) {
       if (!isConfigured(client)) {
@@ -75,9 +77,13 @@ export const upstreamPlugin: PluginDefinition<'upstream'> = {
     };
 
     return {
-      handle: (ctx: GatewayContext) => dispatch(ctx, deps),
-      breakerStates: () => new Map([...clients.keys()].map((provider) => [provider, breakers.state(provider)])),
-      providerHealth: () => new Map([...clients.keys()].map((provider) => [provider, breakers.health(provider)])),
+      service: {
+        breakerStates: () => new Map([...clients.keys()].map((provider) => [provider, breakers.state(provider)])),
+        providerHealth: () => new Map([...clients.keys()].map((provider) => [provider, breakers.health(provider)])),
+      },
+      handle: function upstreamPlugin(ctx: GatewayContext) {
+        return dispatch(ctx, deps);
+      },
       async close() {
         breakers.shutdown();
         await Promise.all([...clients.values()].map((client) => client.close()));

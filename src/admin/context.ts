@@ -1,7 +1,7 @@
 /** What every management route is handed: the services it works with and who is calling. */
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import type { RuntimeRef } from '../kernel/app';
+import type { RuntimeRef } from '../kernel/runtime';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Account, SessionRecord, Store } from '../store/store';
 import type { Funds } from './funds';

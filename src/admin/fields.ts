@@ -5,7 +5,7 @@
 import { formatUnits, unitsToNano } from '../billing/money';
 import type { KeyRateLimits } from '../store/store';
 import { invalid } from './api-error';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './passwords';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
 import type { JsonObject } from './json-body';
 
 /** No single credit, code or limit above a billion units: far beyond any real top-up, far below 2^63 nano-units. */

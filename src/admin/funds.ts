@@ -7,7 +7,7 @@
  */
 import type { BalanceBook } from '../billing/book';
 import { hashRedemptionCode } from '../billing/redemption';
-import type { RuntimeRef } from '../kernel/app';
+import type { RuntimeRef } from '../kernel/runtime';
 import type { AccountBalance, CreditRecord, NewCredit, RedeemResult, Store } from '../store/store';
 
 export interface Funds {
@@ -16,13 +16,8 @@ export interface Funds {
   redeem(code: string, accountId: string, actor: string | null): Promise<RedeemResult>;
 }
 
-interface BookSource {
-  readonly book: BalanceBook;
-}
-
 function bookOf(runtime: RuntimeRef): BalanceBook | null {
-  const instance = runtime.current.chain.instance('billing') as Partial<BookSource> | undefined;
-  return instance?.book ?? null;
+  return runtime.current.chain.service('billing') ?? null;
 }
 
 /** Funds through whichever book serves requests at the moment of each call (a reload may swap it). */

@@ -3,7 +3,7 @@
  * operator can log in at all. `TOLLGATE_ADMIN_PASSWORD` sets that password (and resets it on later
  * starts); without it a password is generated and shown once.
  */
-import { generatePassword, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from '../admin/passwords';
+import { generatePassword, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from './passwords';
 import type { Account, Store } from '../store/store';
 import { issueApiKey } from './issue-key';
 

@@ -2,7 +2,7 @@
  * `tollgate account password|token`, and the password part of `account create`: what an operator
  * needs to let a person into the console, or a script into `/api`, without the console itself.
  */
-import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../admin/passwords';
+import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
 import { hashSecret, newManagementToken } from '../admin/secrets';
 import type { Account, SessionRecord, Store } from '../store/store';
 import { requireAccount } from './lookup';

@@ -1,80 +1,10 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
 import { wireOf } from '../wire';
-import type {
-  FailoverPolicy,
-  GatewayConfig,
-  ModelConfig,
-  ModelFamily,
-  ModelPrice,
-  PluginConfigs,
-  ProviderConfig,
-  ProviderProtocol,
-  ProviderTimeouts,
-  ServerConfig,
-  ConsoleConfig,
-  RedisConfig,
-  TelemetryConfig,
-  StoreConfig,
-  ThinkingStyle,
-} from './types';
+import type { GatewayData, ModelData, ProviderData } from './schema-types';
+import type { GatewayConfig, ModelConfig, ModelFamily, ModelPrice, ProviderConfig } from './types';
 
-/** A provider as the schema leaves it: defaults applied, `id` not yet set, `base_url` optional. */
-interface ValidatedProvider {
-  readonly protocol: ProviderProtocol;
-  readonly base_url?: string;
-  readonly api_key: string;
-  readonly auth_header: ProviderConfig['auth_header'];
-  readonly region: string;
-  readonly access_key_id: string;
-  readonly secret_access_key: string;
-  readonly session_token: string;
-  readonly project_id: string;
-  readonly credentials_file: string;
-  readonly headers: Record<string, string>;
-  readonly anthropic_version: string;
-  readonly timeouts: ProviderTimeouts;
-  readonly max_connections: number;
-}
-
-interface ValidatedRoute {
-  readonly provider: string;
-  readonly upstream_model?: string;
-  readonly priority: number;
-  readonly weight: number;
-}
-
-interface ValidatedModel {
-  readonly family: ModelFamily;
-  readonly description?: string;
-  readonly routes: ValidatedRoute[];
-  readonly price?: {
-    input: number;
-    output: number;
-    cache_write?: number;
-    cache_write_1h?: number;
-    cache_hit?: number;
-    tool_calls?: Record<string, number>;
-  };
-  readonly free: boolean;
-  readonly max_output_tokens: number;
-  readonly context_window?: number;
-  readonly thinking: ThinkingStyle;
-  readonly aliases: string[];
-  readonly failover?: Partial<FailoverPolicy>;
-}
-
-/** The shape `schemas/gateway.schema.json` guarantees once ajv has applied its defaults. */
-export interface ValidatedGatewayData {
-  readonly version: number;
-  readonly server: ServerConfig;
-  readonly console: ConsoleConfig;
-  readonly store: StoreConfig;
-  readonly redis: RedisConfig;
-  readonly telemetry: TelemetryConfig;
-  readonly providers: Record<string, ValidatedProvider>;
-  readonly models: Record<string, ValidatedModel>;
-  readonly plugins: PluginConfigs;
-}
+/** The shape the schemas guarantee once ajv has applied their defaults (generated from them). */
+export type ValidatedGatewayData = GatewayData;
 
 /** The protocol-specific settings of a provider that sets none of them (the schema's defaults). */
 export const UNSET_PROTOCOL_SETTINGS = {
@@ -103,7 +33,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
   };
 }
 
-export function deriveProvider(provider: ValidatedProvider, id: string): ProviderConfig {
+export function deriveProvider(provider: ProviderData, id: string): ProviderConfig {
   const { base_url: baseUrl, ...rest } = provider;
   return {
     id,
@@ -114,7 +44,7 @@ export function deriveProvider(provider: ValidatedProvider, id: string): Provide
   };
 }
 
-export function deriveModel(model: ValidatedModel, id: string): ModelConfig {
+export function deriveModel(model: ModelData, id: string): ModelConfig {
   const routes = model.routes.map((route) => ({
     provider: route.provider,
     upstream_model: route.upstream_model ?? id,
@@ -142,7 +72,7 @@ export function deriveModel(model: ValidatedModel, id: string): ModelConfig {
  * model never reports them, so its default is its ordinary cache-write price and its holds stay as
  * they were.
  */
-function derivePrice(price: NonNullable<ValidatedModel['price']>, family: ModelFamily): ModelPrice {
+function derivePrice(price: NonNullable<ModelData['price']>, family: ModelFamily): ModelPrice {
   const cacheWrite = price.cache_write ?? price.input;
   return {
     input: price.input,

@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import type { AnySchemaObject } from 'ajv/dist/2020';
-import { GATEWAY_SCHEMA_FILE, PLUGIN_SCHEMAS_DIR, readSchema } from './schema';
+import { GATEWAY_SCHEMA_FILE, readSchema } from './schema';
 
 interface Row {
   readonly field: string;
@@ -38,7 +38,7 @@ function resolve(schema: AnySchemaObject, root: AnySchemaObject): { own: AnySche
   const ref = schema.$ref as string | undefined;
   if (ref === undefined) return { own: schema, root };
   if (ref.startsWith('#/$defs/')) return resolve((root.$defs as Record<string, AnySchemaObject>)[ref.slice('#/$defs/'.length)], root);
-  const file = readSchema(path.join(PLUGIN_SCHEMAS_DIR, path.basename(ref)));
+  const file = readSchema(path.resolve(path.dirname(GATEWAY_SCHEMA_FILE), ref));
   return { own: file, root: file };
 }
 

@@ -1,13 +1,19 @@
 /** The JSON Schema check of gateway.yaml: ajv, compiled once per process from `schemas/`. */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import Ajv2020, { type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
-import { SCHEMAS_DIR } from '../paths';
+import { PACKAGE_ROOT, SCHEMAS_DIR } from '../paths';
 
-/** The gateway schema file; it `$ref`s each plugin's schema under `schemas/plugins/`. */
+/** The gateway schema file; it `$ref`s each plugin's schema, `plugins/<name>/schema.json`. */
 export const GATEWAY_SCHEMA_FILE = path.join(SCHEMAS_DIR, 'gateway.schema.json');
-/** The folder of plugin schemas, one `<plugin name>.schema.json` each. */
-export const PLUGIN_SCHEMAS_DIR = path.join(SCHEMAS_DIR, 'plugins');
+/** The folder of plugins: each has its own folder, holding its code and its `schema.json`. */
+const PLUGINS_DIR = path.join(PACKAGE_ROOT, 'plugins');
+
+/** A plugin's schema file. */
+function pluginSchemaFile(name: string): string {
+  return path.join(PLUGINS_DIR, name, 'schema.json');
+}
 
 let validator: ValidateFunction | undefined;
 
@@ -16,12 +22,13 @@ export function readSchema(file: string): AnySchemaObject {
   return JSON.parse(readFileSync(file, 'utf8')) as AnySchemaObject;
 }
 
-/** Every plugin schema file, sorted, as absolute paths. */
+/** Every plugin schema file, sorted by plugin name, as absolute paths. */
 export function pluginSchemaFiles(): string[] {
-  return readdirSync(PLUGIN_SCHEMAS_DIR)
-    .filter((name) => name.endsWith('.schema.json'))
-    .sort()
-    .map((name) => path.join(PLUGIN_SCHEMAS_DIR, name));
+  return readdirSync(PLUGINS_DIR, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => pluginSchemaFile(entry.name))
+    .filter((file) => existsSync(file))
+    .sort();
 }
 
 function compileGatewaySchema(): ValidateFunction {
@@ -31,10 +38,12 @@ function compileGatewaySchema(): ValidateFunction {
     strict: true, // a typo in a schema keyword is a bug in Tollgate, caught at first load
     verbose: true, // errors carry their schema, which names the known fields for "did you mean"
   });
-  // The schemas carry no `$id`, so an editor resolves the gateway schema's `$ref`s ("plugins/auth.schema.json")
-  // relative to the file itself; ajv finds them under the same relative keys.
-  for (const file of pluginSchemaFiles()) ajv.addSchema(readSchema(file), path.relative(SCHEMAS_DIR, file).split(path.sep).join('/'));
-  return ajv.compile(readSchema(GATEWAY_SCHEMA_FILE));
+  // The schemas carry no `$id`, so an editor resolves the gateway schema's `$ref`s ("../plugins/auth/schema.json")
+  // relative to the file itself; ajv does the same when each schema is keyed by its file's URL.
+  for (const file of pluginSchemaFiles()) ajv.addSchema(readSchema(file), pathToFileURL(file).href);
+  const gatewayKey = pathToFileURL(GATEWAY_SCHEMA_FILE).href;
+  ajv.addSchema(readSchema(GATEWAY_SCHEMA_FILE), gatewayKey);
+  return ajv.getSchema(gatewayKey)!;
 }
 
 /**

@@ -1,25 +1,17 @@
 /**
- * Builds the ordered plugin chain. Order comes from numbers in one table, never from the order of
- * lines in a file: higher priority runs further out in the onion, ties break by name (Kong's sort).
+ * Builds the ordered plugin chain. Order comes from the numbers each plugin declares, never from the
+ * order of lines in a file: higher priority runs further out in the onion, ties break by name (Kong's sort).
  */
 import type { GatewayConfig, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
-import type { PluginDefinition, PluginInstance, PluginKit } from './plugin';
+import type { AnyPluginDefinition, BaseKit, PluginInstance, PluginServices } from './plugin';
 import { requestStage } from './request-stage';
 
 /**
- * The priority bands. Metrics sits outermost so it sees every outcome (401s and 429s included); the
- * kernel reads the body right after auth so an unauthenticated client costs nothing more.
+ * Where the kernel's own request stage (reading and checking the body) sits among the plugins' bands:
+ * right inside auth (2000), so an unauthenticated client costs nothing more, and outside rate-limit (1500).
  */
-export const PRIORITY = {
-  metrics: 10000,
-  auth: 2000,
-  request: 1800,
-  'rate-limit': 1500,
-  billing: 1200,
-  translate: 800,
-  upstream: 500,
-} as const;
+export const REQUEST_STAGE_PRIORITY = 1800;
 
 type Handler = (ctx: GatewayContext, next: Next) => Promise<void>;
 
@@ -36,8 +28,12 @@ export interface Chain {
   readonly order: readonly string[];
   /** Closes the plugins, innermost first. */
   close(): Promise<void>;
-  /** The set-up instance of an enabled plugin, for what reads its live state (readiness, gauges). */
-  instance(name: PluginName): PluginInstance | undefined;
+  /** The enabled plugins, outermost first (the kernel's request stage, in `order`, is not one). */
+  readonly plugins: readonly PluginName[];
+  /** The set-up instance of an enabled plugin, for readiness. */
+  instance(name: PluginName): PluginInstance<unknown> | undefined;
+  /** What an enabled plugin offers (billing's balance book, upstream's breakers…); undefined when it is disabled. */
+  service<N extends keyof PluginServices>(name: N): PluginServices[N] | undefined;
 }
 
 function enabledIn(config: GatewayConfig, name: PluginName): boolean {
@@ -50,7 +46,7 @@ export function orderLinks<T extends { name: string; priority: number }>(links: 
 }
 
 /** Sets up every enabled plugin, checks their dependencies, and composes them with the kernel's stage. */
-export async function buildChain(definitions: readonly PluginDefinition[], kit: PluginKit): Promise<Chain> {
+export async function buildChain<Kit extends BaseKit>(definitions: readonly AnyPluginDefinition<Kit>[], kit: Kit): Promise<Chain> {
   const enabled = definitions.filter((def) => enabledIn(kit.config, def.name));
   for (const def of enabled) {
     for (const dependency of def.dependsOn ?? []) {
@@ -60,12 +56,11 @@ export async function buildChain(definitions: readonly PluginDefinition[], kit: 
     }
   }
 
-  const instances: { name: string; instance: PluginInstance }[] = [];
+  const instances: { name: PluginName; instance: PluginInstance<unknown> }[] = [];
   for (const def of orderLinks(enabled).reverse()) {
     // Set up innermost first so a failure can close what was already set up.
     try {
-      const setup = def.setup as (config: unknown, kit: PluginKit) => PluginInstance | Promise<PluginInstance>;
-      instances.push({ name: def.name, instance: await setup(kit.config.plugins[def.name], kit) });
+      instances.push({ name: def.name, instance: await def.setup(kit.config.plugins[def.name], kit) });
     } catch (err) {
       await closeAll(instances);
       throw err;
@@ -73,18 +68,23 @@ export async function buildChain(definitions: readonly PluginDefinition[], kit: 
   }
 
   const links = orderLinks<Link>([
-    { name: 'request', priority: PRIORITY.request, handle: requestStage },
+    { name: 'request', priority: REQUEST_STAGE_PRIORITY, handle: requestStage },
     ...instances.map(({ name, instance }) => ({
       name,
       priority: enabled.find((def) => def.name === name)?.priority ?? 0,
       handle: instance.handle.bind(instance),
     })),
   ]);
+  const instanceOf = (name: PluginName) => instances.find((entry) => entry.name === name)?.instance;
   return {
     order: links.map((link) => link.name),
+    plugins: orderLinks(enabled).map((def) => def.name),
     run: compose(links),
     close: () => closeAll(instances),
-    instance: (name) => instances.find((entry) => entry.name === name)?.instance,
+    instance: instanceOf,
+    // The definitions' types are what PluginServices is built from (plugins/index.ts), so the service
+    // an instance carries is the one its name maps to.
+    service: <N extends keyof PluginServices>(name: N) => instanceOf(name)?.service as PluginServices[N] | undefined,
   };
 }
 
@@ -103,6 +103,6 @@ export function compose(links: readonly Link[]): (ctx: GatewayContext) => Promis
   };
 }
 
-async function closeAll(instances: readonly { name: string; instance: PluginInstance }[]): Promise<void> {
+async function closeAll(instances: readonly { name: PluginName; instance: PluginInstance<unknown> }[]): Promise<void> {
   for (const { instance } of instances) await instance.close?.();
 }

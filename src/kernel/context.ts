@@ -3,24 +3,14 @@
  * auth plugin `auth`, the upstream plugin `exchange`. No untyped bags: a new plugin adds its slot here.
  */
 import type { ParameterizedContext } from 'koa';
-import type { GatewayConfig, ModelConfig } from '../config/types';
+import type { GatewayConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
 import type { Account, ApiKeyRecord, ChargeRecord } from '../store/store';
-import type { RequestTrace } from '../telemetry/tracing';
 import type { Translator } from '../translators/types';
+import type { ParsedRequest } from './parsed-request';
 
-/** The client's request once the kernel has read, checked and resolved it. */
-export interface ParsedRequest {
-  /** The body exactly as received. */
-  readonly raw: Buffer;
-  /** The body parsed once; plugins read it and never mutate it. */
-  readonly body: Readonly<Record<string, unknown>>;
-  readonly model: ModelConfig;
-  readonly stream: boolean;
-  /** Byte span of the top-level `model` value in `raw`, for a rename without re-serialising. */
-  readonly modelSpan: readonly [start: number, end: number];
-}
+export type { ParsedRequest };
 
 export interface AuthState {
   readonly account: Account;
@@ -32,6 +22,23 @@ export type ExchangeEnd =
   | { readonly kind: 'delivered' }
   | { readonly kind: 'aborted' }
   | { readonly kind: 'failed'; readonly error: unknown };
+
+/** One upstream attempt's span, as the failover loop drives it (`telemetry/` implements it). */
+export interface AttemptTrace {
+  /** Headers that carry the trace to the provider. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The attempt failed before an answer was committed. */
+  failed(outcome: string, status: number | null): void;
+  /** The answer was committed (its first byte goes to the client); the span lasts until `ended`. */
+  committed(): void;
+  /** The committed answer is over. */
+  ended(end: ExchangeEnd, usage: Usage | null, status: number): void;
+}
+
+/** Filled before the chain runs: the request's trace, from which the upstream plugin opens a span per attempt. */
+export interface TraceState {
+  startAttempt(target: Target, attempt: number): AttemptTrace;
+}
 
 /** One upstream attempt, for metrics and logs: where it went, how it ended, how long it took. */
 export interface AttemptRecord {
@@ -117,7 +124,7 @@ export interface GatewayState {
   rateLimit?: RateLimitState;
   exchange?: Exchange;
   /** Filled by the kernel: the request's spans (or only its incoming trace context, tracing off). */
-  trace?: RequestTrace;
+  trace?: TraceState;
 }
 
 export type GatewayContext = ParameterizedContext<GatewayState>;

@@ -56,6 +56,8 @@ const ERRORS = {
   TOLLGATE_ERR_STREAM_INTERRUPTED: { status: 502, type: 'server_error', code: 'stream_interrupted', anthropicType: 'api_error' },
   TOLLGATE_ERR_SHUTTING_DOWN: { status: 503, type: 'service_unavailable_error', code: 'shutting_down', anthropicType: 'overloaded_error' },
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', code: 'internal_error', anthropicType: 'api_error' },
+  /** A stage found a request-state slot empty that an earlier stage fills (`kernel/need.ts`): the gateway's own fault. */
+  TOLLGATE_ERR_INTERNAL_STATE: { status: 500, type: 'server_error', code: 'internal_error', anthropicType: 'api_error' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;

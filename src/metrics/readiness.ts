@@ -4,8 +4,7 @@
  * end a plugin cannot serve without (billing's balance book, in Redis or the store), does not answer.
  * A rate limiter on its local fallback is degraded, not unready: it still serves (H4).
  */
-import type { PluginName } from '../config/types';
-import type { Runtime } from '../kernel/app';
+import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';
 import { rateLimitDegraded } from './live';
 
@@ -41,9 +40,8 @@ export async function checkReadiness(deps: ReadinessDeps): Promise<Readiness> {
 
   const checks: Record<string, CheckResult> = { config: 'ok' };
   const pending: Promise<void>[] = [asked(() => deps.store.ping()).then((result) => void (checks.store = result))];
-  for (const name of runtime.chain.order) {
-    // `order` also names the kernel's own request stage, which is no plugin and has no instance.
-    const instance = runtime.chain.instance(name as PluginName);
+  for (const name of runtime.chain.plugins) {
+    const instance = runtime.chain.instance(name);
     if (instance?.ready !== undefined) {
       const ready = instance.ready.bind(instance);
       pending.push(asked(ready).then((result) => void (checks[name] = result)));

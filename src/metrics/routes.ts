@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Router from '@koa/router';
 import type { ParameterizedContext } from 'koa';
-import type { RuntimeRef } from '../kernel/app';
+import type { RuntimeRef } from '../kernel/runtime';
 import { GatewayError } from '../kernel/errors';
 import type { GatewayMetrics } from './metrics';
 import { checkReadiness, type ReadinessDeps } from './readiness';

@@ -2,7 +2,7 @@
  * The failover policy of one request: the upstream plugin's defaults with the model's overrides, what
  * counts as worth another attempt, and how long to wait before it.
  */
-import type { FailoverPolicy, ModelConfig } from '../config/types';
+import type { FailoverPolicy, ModelConfig, RetryableOutcome } from '../config/types';
 
 /** Client errors: another route would refuse the same request, so these are never retried. */
 const NEVER_RETRIED = new Set([400, 401, 403, 404, 413, 422]);
@@ -22,7 +22,7 @@ export function isRetryable(outcome: Outcome, policy: FailoverPolicy): boolean {
       // A garbled reply is the provider's fault, as a 502 would be.
       return policy.retry_on.includes(502);
     case 'status':
-      return !NEVER_RETRIED.has(outcome.status) && policy.retry_on.includes(outcome.status);
+      return !NEVER_RETRIED.has(outcome.status) && policy.retry_on.includes(outcome.status as RetryableOutcome);
     default:
       return policy.retry_on.includes(outcome.kind);
   }

@@ -15,7 +15,7 @@ import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
-import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
+import { chargeJson, columnText } from './set-aside';
 import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
@@ -42,6 +42,7 @@ import {
   type RedemptionCodeRecord,
   type SessionKind,
   type SessionRecord,
+  type SetAsideCharge,
   type Store,
 } from './store';
 

@@ -5,16 +5,6 @@
  */
 import type { ChargeRecord } from './store';
 
-export interface SetAsideCharge {
-  readonly requestId: string;
-  readonly accountId: string;
-  /** The store's error when it refused the charge. */
-  readonly error: string;
-  /** The charge as JSON (amounts as decimal strings), enough to record it by hand. */
-  readonly record: string;
-  readonly createdAt: Date;
-}
-
 /** The charge as JSON, amounts as strings (no bigint is lost); JSON escapes any control character. */
 export function chargeJson(charge: ChargeRecord): string {
   return JSON.stringify(charge, (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value));

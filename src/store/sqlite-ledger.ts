@@ -48,6 +48,7 @@ function prepare(db: SqliteDatabase) {
       'SELECT account_id, key_id, CAST(amount AS TEXT) AS amount FROM holds WHERE request_id = ?',
     ),
     deleteHold: db.prepare<[string]>('DELETE FROM holds WHERE request_id = ?'),
+    anyHold: db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM holds)').pluck(),
     unholdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held - ? WHERE id = ?'),
     unholdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held - ? WHERE id = ?'),
     insertCharge: db.prepare<[Record<string, unknown>]>(
@@ -120,19 +121,28 @@ export class SqliteLedger {
 
   recordCharges(charges: readonly ChargeRecord[]): number {
     return this.db.transaction(() => {
+      // A book that holds in memory (LocalBook) leaves this table empty: one look per batch then
+      // spares every charge its own lookup.
+      const holdsStored = this.sql.anyHold.get() === 1;
+      // Summed per account and per key, then one UPDATE each: the same totals in the same
+      // transaction, without two row updates per charge.
+      const byAccount = new Map<string, bigint>();
+      const byKey = new Map<string, bigint>();
       let recorded = 0;
       for (const charge of charges) {
-        this.removeHold(charge.requestId);
+        if (holdsStored) this.removeHold(charge.requestId);
         // The charge is recorded as billing priced it: a cost above the hold is overage the charge
         // itself records, and may take the balance below zero by that much, never by a race.
         const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, (at) => at.getTime())).changes > 0;
         if (!inserted) continue;
         recorded += 1;
         if (charge.cost > 0n) {
-          this.sql.chargeAccount.run(charge.cost, charge.accountId);
-          this.sql.chargeKey.run(charge.cost, charge.keyId);
+          byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
+          byKey.set(charge.keyId, (byKey.get(charge.keyId) ?? 0n) + charge.cost);
         }
       }
+      for (const [accountId, cost] of byAccount) this.sql.chargeAccount.run(cost, accountId);
+      for (const [keyId, cost] of byKey) this.sql.chargeKey.run(cost, keyId);
       return recorded;
     }).immediate();
   }

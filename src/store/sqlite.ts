@@ -6,7 +6,7 @@
  * lookup that takes microseconds.
  */
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
-import { chargeJson, columnText, type SetAsideCharge } from './set-aside';
+import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -40,6 +40,7 @@ import {
   type RedemptionCodeRecord,
   type SessionKind,
   type SessionRecord,
+  type SetAsideCharge,
   type Store,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';

@@ -4,7 +4,6 @@ import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
  * same interface so the rest of Tollgate never knows which one it talks to.
  */
-import type { SetAsideCharge } from './set-aside';
 import type { TokenCounts, TokenKind, ToolCalls } from '../protocols/types';
 
 
@@ -194,6 +193,17 @@ export interface ChargeRecord extends TokenCounts {
   readonly status: number;
   readonly outcome: 'delivered' | 'aborted' | 'failed';
   readonly latencyMs: number;
+  readonly createdAt: Date;
+}
+
+/** A charge the store refused to record, kept whole with the store's error (see `set-aside.ts`). */
+export interface SetAsideCharge {
+  readonly requestId: string;
+  readonly accountId: string;
+  /** The store's error when it refused the charge. */
+  readonly error: string;
+  /** The charge as JSON (amounts as decimal strings), enough to record it by hand. */
+  readonly record: string;
   readonly createdAt: Date;
 }
 

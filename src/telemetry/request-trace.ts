@@ -8,26 +8,14 @@ import { cacheWriteTotal, inputTotal, type TokenCounts } from '../protocols/type
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import { defaultTextMapSetter, type TextMapPropagator } from '@opentelemetry/api';
 import { formatUnits } from '../billing/money';
-import type { ExchangeEnd, GatewayState } from '../kernel/context';
+import type { AttemptTrace, ExchangeEnd, GatewayState, TraceState } from '../kernel/context';
 import type { RequestSummary } from '../metrics/summary';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
 import { GEN_AI, genAiOperation, genAiProviderName } from './gen-ai';
 
-/** One upstream attempt's span, as the failover loop drives it. */
-export interface AttemptTrace {
-  /** Headers that carry the trace to the provider. */
-  readonly headers: Readonly<Record<string, string>>;
-  /** The attempt failed before an answer was committed. */
-  failed(outcome: string, status: number | null): void;
-  /** The answer was committed (its first byte goes to the client); the span lasts until `ended`. */
-  committed(): void;
-  /** The committed answer is over. */
-  ended(end: ExchangeEnd, usage: Usage | null, status: number): void;
-}
-
-export interface RequestTrace {
-  startAttempt(target: Target, attempt: number): AttemptTrace;
+/** The request's spans: what the chain sees of them (`TraceState`), and the server span's end. */
+export interface RequestTrace extends TraceState {
   /** Ends the server span once the request is summed up (its charge settled). */
   finish(state: Partial<GatewayState>, summary: RequestSummary): void;
 }

@@ -11,11 +11,11 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import type { Endpoint } from '../protocols/types';
-import { openRequestTrace, type AttemptTrace, type RequestTrace } from './request-trace';
+import type { AttemptTrace } from '../kernel/context';
+import { openRequestTrace, type RequestTrace } from './request-trace';
 import type { TracesSettings } from './settings';
 import { BoundedSpanQueue, type DropReason } from './span-queue';
 
-export type { AttemptTrace, RequestTrace } from './request-trace';
 
 export interface Tracing {
   /** Whether spans are recorded and exported (false: context is only passed through). */

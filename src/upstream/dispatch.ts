@@ -6,9 +6,9 @@
  * error event and is never retried (no duplicated text).
  */
 import type { AffinityConfig, FailoverPolicy } from '../config/types';
-import type { GatewayContext } from '../kernel/context';
+import type { AttemptTrace, GatewayContext } from '../kernel/context';
+import { need } from '../kernel/need';
 import { withTraceHeaders } from '../telemetry/traced-client';
-import type { AttemptTrace } from '../telemetry/tracing';
 import { GatewayError } from '../kernel/errors';
 import { affinityKey, routeId, sessionOf, withAffinity, type AffinityStore } from '../routing/affinity';
 import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
@@ -57,7 +57,7 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise<void> {
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const policy = effectivePolicy(deps.failover, request.model);
   const routes = attemptOrder(request.model, ctx.state.config).filter((target) => providerHasCredentials(target.provider));
   const { order, onCommitted } = await sessionOrder(ctx, deps, routes);
@@ -84,7 +84,7 @@ async function sessionOrder(ctx: GatewayContext, deps: DispatchDeps, routes: Tar
   if (affinity === null || !affinity.config.enabled || !hasChoice(routes)) return none;
   const session = sessionOf(affinity.config, (name) => ctx.get(name), ctx.state.auth?.key.id ?? null);
   if (session === null) return none;
-  const key = affinityKey(ctx.state.request!.model.id, session);
+  const key = affinityKey(need(ctx, 'request').model.id, session);
   const pinned = await affinity.store.get(key);
   return {
     order: withAffinity(routes, pinned),
@@ -216,7 +216,7 @@ function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, la
     // The provider's 429 is its capacity, not the client's limit: relayed as is, the client would take
     // it for its own rate limit (RELIABILITY.md C3). Said as 503 with the provider's shortest wait.
     const seconds = Math.max(1, Math.ceil((overloadedFor ?? 1000) / 1000));
-    const error = new GatewayError('TOLLGATE_ERR_UPSTREAM_OVERLOADED', `The providers of the model '${ctx.state.request!.model.id}' are overloaded; retry in ${seconds} s.`, {
+    const error = new GatewayError('TOLLGATE_ERR_UPSTREAM_OVERLOADED', `The providers of the model '${need(ctx, 'request').model.id}' are overloaded; retry in ${seconds} s.`, {
       headers: { 'retry-after': String(seconds) },
       cause: last,
     });
@@ -227,7 +227,7 @@ function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, la
     recorder.fail(last, last.clientStatus);
     return last.respond(ctx);
   }
-  const model = ctx.state.request!.model.id;
+  const model = need(ctx, 'request').model.id;
   let error: GatewayError;
   if (openUntil.length > 0) {
     const seconds = Math.max(1, Math.ceil((Math.min(...openUntil) - Date.now()) / 1000));

@@ -7,6 +7,7 @@
  */
 import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
+import { need } from '../kernel/need';
 import { GatewayError } from '../kernel/errors';
 import { streamErrorFrame } from '../protocols/errors';
 import { countTokensAsync } from '../billing/tokenizer';
@@ -66,7 +67,7 @@ export function invalidReply(target: Target, why: string): AttemptFailure {
 
 export async function attemptNative(ctx: GatewayContext, target: Target, client: UpstreamClient, signal: AbortSignal): Promise<Commit> {
   const { endpoint, requestId } = ctx.state;
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const { provider, route } = target;
   const wire = wireOf(provider);
   const call = { endpoint: endpoint.id, upstreamModel: route.upstream_model, stream: request.stream, beta: ctx.query.beta === 'true' };

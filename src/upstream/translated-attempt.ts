@@ -5,6 +5,7 @@
  */
 import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
+import { need } from '../kernel/need';
 import { GatewayError } from '../kernel/errors';
 import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
@@ -26,7 +27,7 @@ import type { UpstreamClient, UpstreamResponse } from './types';
  * before any attempt is made, so a request that cannot be translated never reaches a provider.
  */
 function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const context = translationContext(request.model, target, request.body);
   const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };
   return { context, call, body: wireOf(target.provider).translatedBody(translator.request(context), call) };
@@ -39,7 +40,7 @@ export async function attemptTranslated(
   translator: Translator,
   signal: AbortSignal,
 ): Promise<Commit> {
-  const request = ctx.state.request!;
+  const request = need(ctx, 'request');
   const { provider } = target;
   const wire = wireOf(provider);
   const { context, call, body } = translateRequest(ctx, target, translator);

@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProtocolSetting, ProviderConfig } from '../config/types';
-import type { ParsedRequest } from '../kernel/context';
+import type { ParsedRequest } from '../kernel/parsed-request';
 import type { SseEvent } from '../protocols/sse';
 import type { EndpointId } from '../protocols/types';
 import type { UpstreamClient } from '../upstream/types';

@@ -3,7 +3,7 @@
  * upstream, accounts with a password (hashed once per process: scrypt costs ~0.3 s), and requests to
  * `/v1` so that keys are exercised and usage rows exist.
  */
-import { hashPassword } from '../../src/admin/passwords';
+import { hashPassword } from '../../src/auth/passwords';
 import type { Account, AccountRole, ChargeRecord, Store } from '../../src/store/store';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 

@@ -4,7 +4,7 @@
  * one answer for unknown names and wrong passwords, sign-up, and changing the password.
  */
 import { expect } from 'chai';
-import { verifyPassword } from '../../src/admin/passwords';
+import { verifyPassword } from '../../src/auth/passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret } from '../../src/admin/secrets';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError, send, sessionCookieOf, type ApiAnswer } from './api-client';

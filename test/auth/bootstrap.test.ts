@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { applyAdminPassword, ensureFirstAdmin } from '../../src/auth/bootstrap';
 import { hashApiKey } from '../../src/auth/keys';
-import { verifyPassword } from '../../src/admin/passwords';
+import { verifyPassword } from '../../src/auth/passwords';
 import type { SqliteStore } from '../../src/store/sqlite';
 import { rejection } from '../helpers/async';
 import { useMemoryStore } from '../helpers/memory-store';

@@ -11,34 +11,45 @@ function identity(byte: number): KeyIdentity {
   };
 }
 
+/** A well-formed key per number: what a client presents. */
+function presented(n: number): string {
+  return `sk-${String(n).repeat(40)}`;
+}
+
 describe('auth/KeyCache', () => {
   it('returns a cached identity while the revision and the TTL hold', () => {
     const cache = new KeyCache(1000, 10);
-    cache.set(identity(1), 7, 0);
-    expect(cache.get(Buffer.alloc(32, 1), 7, 999)?.key.id).to.equal('key_1');
+    cache.set(presented(1), identity(1), 7, 0);
+    expect(cache.get(presented(1), 7, 999)?.key.id).to.equal('key_1');
   });
 
   it('forgets an entry once its TTL has passed', () => {
     const cache = new KeyCache(1000, 10);
-    cache.set(identity(1), 7, 0);
-    expect(cache.get(Buffer.alloc(32, 1), 7, 1000)).to.equal(null);
+    cache.set(presented(1), identity(1), 7, 0);
+    expect(cache.get(presented(1), 7, 1000)).to.equal(null);
   });
 
   it('empties itself when the store revision moves, so a revocation anywhere takes effect at once', () => {
     const cache = new KeyCache(60_000, 10);
-    cache.set(identity(1), 7, 0);
-    cache.set(identity(2), 7, 0);
-    expect(cache.get(Buffer.alloc(32, 1), 8, 1)).to.equal(null);
-    expect(cache.get(Buffer.alloc(32, 2), 8, 1)).to.equal(null);
+    cache.set(presented(1), identity(1), 7, 0);
+    cache.set(presented(2), identity(2), 7, 0);
+    expect(cache.get(presented(1), 8, 1)).to.equal(null);
+    expect(cache.get(presented(2), 8, 1)).to.equal(null);
   });
 
   it('evicts the oldest entry when full', () => {
     const cache = new KeyCache(60_000, 2);
-    cache.set(identity(1), 7, 0);
-    cache.set(identity(2), 7, 0);
-    cache.set(identity(3), 7, 0);
-    expect(cache.get(Buffer.alloc(32, 1), 7, 1)).to.equal(null);
-    expect(cache.get(Buffer.alloc(32, 2), 7, 1)?.key.id).to.equal('key_2');
-    expect(cache.get(Buffer.alloc(32, 3), 7, 1)?.key.id).to.equal('key_3');
+    cache.set(presented(1), identity(1), 7, 0);
+    cache.set(presented(2), identity(2), 7, 0);
+    cache.set(presented(3), identity(3), 7, 0);
+    expect(cache.get(presented(1), 7, 1)).to.equal(null);
+    expect(cache.get(presented(2), 7, 1)?.key.id).to.equal('key_2');
+    expect(cache.get(presented(3), 7, 1)?.key.id).to.equal('key_3');
+  });
+
+  it('does not find an identity under another presented key', () => {
+    const cache = new KeyCache(60_000, 10);
+    cache.set(presented(1), identity(1), 7, 0);
+    expect(cache.get(presented(2), 7, 1)).to.equal(null);
   });
 });

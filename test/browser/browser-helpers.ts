@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { hashPassword } from '../../src/admin/passwords';
+import { hashPassword } from '../../src/auth/passwords';
 import { unitsToNano } from '../../src/billing/money';
 import { generateRedemptionCode, hashRedemptionCode } from '../../src/billing/redemption';
 import type { Account, AccountRole, Store } from '../../src/store/store';

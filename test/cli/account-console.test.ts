@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { rmSync } from 'node:fs';
-import { verifyPassword } from '../../src/admin/passwords';
+import { verifyPassword } from '../../src/auth/passwords';
 import { hashSecret } from '../../src/admin/secrets';
 import { runCli } from '../../src/cli';
 import { SqliteStore } from '../../src/store/sqlite';

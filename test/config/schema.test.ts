@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import path from 'node:path';
 import { GATEWAY_SCHEMA_FILE, pluginSchemaFiles, readSchema } from '../../src/config/schema';
+import { PACKAGE_ROOT } from '../../src/paths';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
@@ -30,7 +32,7 @@ const SCHEMA_FILES = [GATEWAY_SCHEMA_FILE, ...pluginSchemaFiles()];
 
 describe('config/schema', () => {
   for (const file of SCHEMA_FILES) {
-    const name = file.slice(file.lastIndexOf('schemas'));
+    const name = path.relative(PACKAGE_ROOT, file);
     const root = readSchema(file) as JsonObject;
 
     it(`gives every property a description in ${name}`, () => {
@@ -57,10 +59,11 @@ describe('config/schema', () => {
     });
   }
 
-  it('has a plugins entry for each plugin schema file, and no other', () => {
+  it('has a plugins entry for each plugin schema file, referring to that file, and no other', () => {
     const gateway = readSchema(GATEWAY_SCHEMA_FILE) as JsonObject;
     const plugins = ((gateway.properties as JsonObject).plugins as JsonObject).properties as JsonObject;
-    const fileNames = pluginSchemaFiles().map((file) => file.slice(file.lastIndexOf('/') + 1, -'.schema.json'.length));
-    expect(Object.keys(plugins).sort()).to.deep.equal(fileNames);
+    const referred = Object.entries(plugins).map(([name, entry]) => [name, path.resolve(path.dirname(GATEWAY_SCHEMA_FILE), (entry as JsonObject).$ref as string)]);
+    const files = pluginSchemaFiles().map((file) => [path.basename(path.dirname(file)), file]);
+    expect(referred.sort()).to.deep.equal(files);
   });
 });

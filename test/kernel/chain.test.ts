@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import pino from 'pino';
+import { PLUGINS } from '../../plugins';
+import type { UpstreamService } from '../../plugins/upstream';
 import type { GatewayConfig } from '../../src/config/types';
-import { buildChain, compose, orderLinks } from '../../src/kernel/chain';
+import { buildChain, compose, orderLinks, REQUEST_STAGE_PRIORITY } from '../../src/kernel/chain';
 import type { GatewayContext } from '../../src/kernel/context';
 import type { PluginDefinition } from '../../src/kernel/plugin';
 import { GatewayMetrics } from '../../src/metrics/metrics';
@@ -20,6 +22,7 @@ function recorder(name: 'auth' | 'upstream', priority: number, log: string[], ex
     priority,
     ...extra,
     setup: () => ({
+      service: undefined,
       async handle(_ctx: GatewayContext, next: () => Promise<void>) {
         log.push(`${name} in`);
         await next();
@@ -75,6 +78,26 @@ describe('buildChain', () => {
     expect(log).to.deep.equal(['upstream closed', 'auth closed']);
   });
 
+  it('offers each enabled plugin\'s service by name, and none for a disabled one', async () => {
+    const breakers: UpstreamService = { breakerStates: () => new Map([['openai', 'open']]), providerHealth: () => new Map() };
+    const upstream: PluginDefinition<'upstream', UpstreamService> = {
+      name: 'upstream',
+      priority: 500,
+      setup: () => ({ service: breakers, handle: async () => undefined }),
+    };
+    const chain = await buildChain([upstream, recorder('auth', 2000, [])], kitWith({ auth: false, upstream: true }));
+    expect(chain.service('upstream')?.breakerStates().get('openai')).to.equal('open');
+    expect(chain.service('auth')).to.equal(undefined);
+    expect(chain.instance('auth')).to.equal(undefined);
+    expect(chain.plugins).to.deep.equal(['upstream']);
+  });
+});
+
+describe('the shipped plugins', () => {
+  it('declare priorities that put them in the documented order around the request stage', () => {
+    const order = orderLinks([...PLUGINS, { name: 'request', priority: REQUEST_STAGE_PRIORITY }]).map((link) => link.name);
+    expect(order).to.deep.equal(['metrics', 'auth', 'request', 'rate-limit', 'billing', 'translate', 'upstream']);
+  });
 });
 
 describe('compose', () => {

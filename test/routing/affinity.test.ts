@@ -29,6 +29,35 @@ describe('routing/affinity', () => {
     });
   });
 
+  describe('withAffinity, case by case', () => {
+    const ids = (targets: Target[]) => targets.map((t) => t.provider.id);
+    const cases: ReadonlyArray<{ name: string; order: Target[]; pinned: string | null; expected: string[] }> = [
+      { name: 'a pinned route of the first level leads', order: [target('a', 0), target('b', 0)], pinned: 'b/m', expected: ['b', 'a'] },
+      { name: 'a pinned route never jumps its level: a lower priority stays behind', order: [target('a', 0), target('b', 1), target('c', 1)], pinned: 'c/m', expected: ['a', 'c', 'b'] },
+      { name: 'the only route of its level keeps its place', order: [target('a', 0), target('b', 1)], pinned: 'b/m', expected: ['a', 'b'] },
+      { name: 'a pinned route no longer offered (no credentials, removed) changes nothing', order: [target('a', 0), target('b', 0)], pinned: 'z/m', expected: ['a', 'b'] },
+    ];
+    for (const { name, order, pinned, expected } of cases) {
+      it(name, () => {
+        expect(ids(withAffinity(order, pinned))).to.deep.equal(expected);
+      });
+    }
+
+    it('gives one session the same digest every time, and two sessions two', () => {
+      const header = (value: string) => () => value;
+      expect(sessionOf(CONFIG, header('s-1'), null)).to.equal(sessionOf(CONFIG, header('s-1'), null));
+      expect(sessionOf(CONFIG, header('s-1'), null)).to.not.equal(sessionOf(CONFIG, header('s-2'), null));
+    });
+
+    it('holds no more than max_entries sessions however many pass', async () => {
+      const store = new LocalAffinityStore(10, 60_000);
+      for (let i = 0; i < 1000; i++) await store.set(`s${i}`, 'r');
+      expect(store.size).to.equal(10);
+      expect(await store.get('s999')).to.equal('r');
+      expect(await store.get('s989')).to.equal(null);
+    });
+  });
+
   describe('sessionOf', () => {
     it('reads the configured header, or the key id, as a digest; none without one', () => {
       const header = (name: string) => (name === 'x-claude-code-session-id' ? 'session-1' : '');

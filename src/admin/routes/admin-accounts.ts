@@ -7,7 +7,7 @@ import { adminOnly, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { accountName, amount, boolean, newPassword, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
-import { hashPassword } from '../passwords';
+import { hashPassword } from '../../auth/passwords';
 import { accountSummaryView, accountView, creditView } from '../views';
 import { audit } from '../audit';
 import { credited } from '../../audit/states';

@@ -3,24 +3,14 @@
  * them (breakers are per instance). Provider keys are never part of the answer.
  */
 import type Router from '@koa/router';
-import type { PluginInstance } from '../../kernel/plugin';
 import type { ProviderHealth } from '../../upstream/breakers';
 import { adminOnly, signedIn } from '../authenticate';
 import type { AdminDeps, ApiState } from '../context';
 
-interface HealthSource {
-  providerHealth(): ReadonlyMap<string, ProviderHealth>;
-}
-
-function hasHealth(instance: PluginInstance | undefined): instance is PluginInstance & HealthSource {
-  return instance !== undefined && typeof (instance as Partial<HealthSource>).providerHealth === 'function';
-}
-
 export function adminProviderRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.get('/admin/providers', signedIn(deps), adminOnly, (ctx) => {
     const { config, chain } = deps.runtime.current;
-    const upstream = chain.instance('upstream');
-    const health = hasHealth(upstream) ? upstream.providerHealth() : new Map<string, ProviderHealth>();
+    const health = chain.service('upstream')?.providerHealth() ?? new Map<string, ProviderHealth>();
     ctx.body = {
       providers: Object.values(config.providers).map((provider) => {
         const seen = health.get(provider.id);

@@ -5,7 +5,7 @@ import { checkSameOrigin, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { accountName, newPassword, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
-import { decoyHash, hashPassword, verifyPassword } from '../passwords';
+import { decoyHash, hashPassword, verifyPassword } from '../../auth/passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret, plausibleSecret, SESSION_COOKIE } from '../secrets';
 import { accountView } from '../views';
 import type { Account, AccountLogin } from '../../store/store';

@@ -131,7 +131,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       -- Stored lower-cased; an account logs in by name or e-mail.
       ALTER TABLE accounts ADD COLUMN email TEXT;
       CREATE UNIQUE INDEX accounts_email ON accounts (email);
-      -- scrypt, in the self-describing form written by src/admin/passwords.ts; NULL: no console login.
+      -- scrypt, in the self-describing form written by src/auth/passwords.ts; NULL: no console login.
       ALTER TABLE accounts ADD COLUMN password_hash TEXT;
 
       -- JSON object {rpm?, tpm?, concurrency?} set by the key's owner, or NULL.

@@ -4,11 +4,12 @@
  */
 import { expect } from 'chai';
 import pino from 'pino';
-import { rateLimitPlugin, type RateLimitInstance } from '../../../plugins/rate-limit';
+import { rateLimitPlugin, type RateLimitService } from '../../../plugins/rate-limit';
 import { parseConfig } from '../../../src/config/load';
 import type { GatewayConfig } from '../../../src/config/types';
 import type { ExchangeOutcome, GatewayContext } from '../../../src/kernel/context';
 import { GatewayError } from '../../../src/kernel/errors';
+import type { PluginInstance } from '../../../src/kernel/plugin';
 import { GatewayMetrics } from '../../../src/metrics/metrics';
 import { ENDPOINTS, type EndpointId, type Usage } from '../../../src/protocols/types';
 import type { KeyRateLimits, Store } from '../../../src/store/store';
@@ -93,11 +94,11 @@ async function refusal(work: Promise<unknown>): Promise<GatewayError> {
 
 describe('rate-limit plugin handle', () => {
   let config: GatewayConfig;
-  let plugin: RateLimitInstance;
+  let plugin: PluginInstance<RateLimitService>;
 
   async function setUp(rateLimit: string): Promise<void> {
     config = configWith(rateLimit);
-    plugin = await rateLimitPlugin.setup(config.plugins['rate-limit'], { config, store: {} as Store, logger: pino({ level: 'silent' }), metrics: new GatewayMetrics() }) as RateLimitInstance;
+    plugin = await rateLimitPlugin.setup(config.plugins['rate-limit'], { config, store: {} as Store, logger: pino({ level: 'silent' }), metrics: new GatewayMetrics() });
   }
 
   afterEach(async () => plugin?.close?.());

@@ -3,35 +3,25 @@
  * the operator's routes (/metrics, /healthz, /readyz) and the answers for everything else. No
  * provider or business logic lives here; the plugin chain does the work.
  */
-import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
-import { CONSOLE_PREFIX, consolePages } from '../admin/console-pages';
-import type { AdminDeps, ApiState } from '../admin/context';
-import { API_PREFIX, managementApi } from '../admin/index';
-import type { GatewayConfig } from '../config/types';
-import { requestLogLine } from '../metrics/request-log';
-import { OPS_PATHS, opsRouter, type OpsDeps } from '../metrics/routes';
-import { summarize } from '../metrics/summary';
-import { passThroughTracing, type Tracing } from '../telemetry/tracing';
-import { errorBody, errorHeaders } from '../protocols/errors';
-import { ENDPOINTS, type Endpoint, type ErrorShape } from '../protocols/types';
-import type { ActiveStreams } from './active-streams';
-import type { Chain } from './chain';
-import type { GatewayContext, GatewayState } from './context';
-import { GatewayError, toGatewayError } from './errors';
-import { unknownPath } from './unknown-paths';
-
-/** What requests run under; swapped whole on reload, so a request keeps the one it started with. */
-export interface Runtime {
-  readonly config: GatewayConfig;
-  readonly chain: Chain;
-}
-
-export interface RuntimeRef {
-  current: Runtime;
-}
+import { CONSOLE_PREFIX, consolePages } from './admin/console-pages';
+import type { AdminDeps, ApiState } from './admin/context';
+import { API_PREFIX, managementApi } from './admin/index';
+import type { GatewayConfig } from './config/types';
+import { requestLogLine } from './metrics/request-log';
+import { OPS_PATHS, opsRouter, type OpsDeps } from './metrics/routes';
+import { summarize } from './metrics/summary';
+import { passThroughTracing, type Tracing } from './telemetry/tracing';
+import { errorBody, errorHeaders } from './protocols/errors';
+import { ENDPOINTS, type Endpoint, type ErrorShape } from './protocols/types';
+import type { ActiveStreams } from './kernel/active-streams';
+import type { GatewayContext, GatewayState } from './kernel/context';
+import { GatewayError, toGatewayError } from './kernel/errors';
+import { newRequestId } from './kernel/request-id';
+import type { RuntimeRef } from './kernel/runtime';
+import { unknownPath } from './kernel/unknown-paths';
 
 /** State before an endpoint has been matched: only the request id is known. */
 interface BaseState {
@@ -43,11 +33,6 @@ interface BaseState {
 type BaseContext = Koa.ParameterizedContext<BaseState>;
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/** A fresh id; randomUUID draws from a pre-filled entropy cache, so it costs no syscall per request. */
-function newRequestId(): string {
-  return `req_${randomUUID().replaceAll('-', '')}`;
-}
 
 function clip(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
