@@ -109,6 +109,8 @@ export interface ServerConfig {
   readonly trusted_proxy_hops: number;
   readonly shutdown_grace_ms: number;
   readonly shutdown_unready_ms: number;
+  /** Processes serving requests: a count, or "auto" for one per CPU core (`workerCount` resolves it). */
+  readonly workers: number | 'auto';
 }
 
 export interface ConsoleConfig {
