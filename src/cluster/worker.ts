@@ -24,7 +24,20 @@ export interface WorkerOptions {
   readonly port?: number;
 }
 
+/**
+ * Serves until the primary says stop. A worker that cannot start (the port is taken, a plugin fails)
+ * exits 1 with the reason logged: its open channel to the primary would otherwise keep it alive.
+ */
 export async function runWorker(options: WorkerOptions, config: GatewayConfig): Promise<void> {
+  try {
+    await startWorker(options, config);
+  } catch (err) {
+    console.error(`tollgate: worker ${workerSlot() ?? '?'} could not start: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  }
+}
+
+async function startWorker(options: WorkerOptions, config: GatewayConfig): Promise<void> {
   const slot = workerSlot()!;
   const destination = logDestination();
   process.once('exit', () => destination.flush());

@@ -20,7 +20,7 @@ export class ClusterLimiter implements Limiter {
   private down = false;
 
   constructor(
-    private readonly channel: PrimaryChannel,
+    private readonly channel: Pick<PrimaryChannel, 'ask' | 'tell'>,
     workers: number,
     private readonly logger: Logger,
   ) {

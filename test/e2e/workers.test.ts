@@ -5,7 +5,8 @@
  * both, a killed worker is replaced, and SIGTERM drains a stream before the primary exits 0.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -234,9 +235,11 @@ describe('e2e: `tollgate serve` with server.workers: 2', function () {
     expect(seen).to.deep.equal(new Set(['1', '2']));
   });
 
-  it('reloads both workers on SIGHUP to the primary', async () => {
+  it('reloads both workers on `tollgate reload`, which signals the primary named in the one pid file', async () => {
     writeFileSync(configFile, gatewayYaml(upstream.url, '  echo-2: { family: openai, routes: [{ provider: echo }], free: true }\n'));
-    child.kill('SIGHUP');
+    const reload = spawnSync(process.execPath, [CLI, 'reload'], { cwd: dir, env: { PATH: process.env.PATH }, encoding: 'utf8' });
+    expect(reload.status, reload.stderr).to.equal(0);
+    expect(reload.stdout).to.contain(`sent SIGHUP to tollgate (pid ${child.pid})`);
     const reloaded = () => logLines(out).filter((line) => String(line.msg).includes('models added: echo-2'));
     await waitUntil(() => (reloaded().length === 2 ? true : undefined), 10000, 'both workers to reload');
     expect(new Set(reloaded().map((line) => line.worker))).to.deep.equal(new Set([1, 2]));
@@ -289,3 +292,35 @@ async function waitUntilBalanceSettles(store: SqliteStore, accountId: string): P
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+describe('e2e: `tollgate serve` with workers that cannot start', function () {
+  this.timeout(30000);
+
+  it('exits 1 with the reason when a worker dies before the server listens, rather than restarting it in a loop', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-workers-'));
+    let child: ChildProcess | null = null;
+    try {
+      writeFileSync(path.join(dir, 'gateway.yaml'), gatewayYaml('http://127.0.0.1:9'));
+      child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], {
+        cwd: dir,
+        env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+      expect(await exitCode(child), out).to.equal(1);
+      expect(out).to.contain('tollgate could not start its workers');
+      expect(out).not.to.contain('exited unexpectedly');
+      expect(out).not.to.contain('tollgate is listening');
+    } finally {
+      // Its workers leave with it.
+      if (child !== null && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      taken.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
