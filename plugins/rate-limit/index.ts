@@ -13,13 +13,14 @@ import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginInstance } from '../../src/kernel/plugin';
 import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
+import { ClusterLimiter } from '../../src/rate-limit/cluster';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
 
 /** The rate-limit plugin's instance: the chain sees a plugin, metrics can read `degraded`. */
 export interface RateLimitInstance extends PluginInstance {
-  /** True while Redis is unreachable and each instance enforces local limits. */
+  /** True while Redis (or a worker's primary) does not answer and each process enforces local limits. */
   readonly degraded: boolean;
 }
 
@@ -138,7 +139,7 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit'> = {
 
     return {
       get degraded() {
-        return limiter instanceof FallbackLimiter && limiter.degraded;
+        return (limiter instanceof FallbackLimiter || limiter instanceof ClusterLimiter) && limiter.degraded;
       },
       async handle(ctx: GatewayContext, next: Next) {
         const auth = ctx.state.auth;

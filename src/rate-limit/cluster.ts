@@ -27,6 +27,11 @@ export class ClusterLimiter implements Limiter {
     this.fallback = new LocalLimiter({ divisor: workers });
   }
 
+  /** True while the primary does not answer and this worker decides alone. */
+  get degraded(): boolean {
+    return this.down;
+  }
+
   async acquire(request: LimitRequest): Promise<Decision> {
     try {
       const answer = await this.channel.ask((id) => ({ tollgate: 'limit-acquire', id, request }), ANSWER_TIMEOUT_MS);
