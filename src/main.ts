@@ -83,7 +83,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   }
 
   const workers = workerCount(config.server.workers);
-  const served = workers === 1 ? await serveAlone(options, config, store, logger) : await superviseWorkers(workers, config, store, logger);
+  const served = workers === 1 ? await serveAlone(options, config, store, logger) : await superviseWorkers(workers, options, config, store, logger);
   const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), served.port);
   writePidFile(pidFile, options.configFile);
   process.once('exit', () => removePidFile(pidFile));
@@ -128,13 +128,11 @@ async function serveAlone(options: ServeOptions, config: GatewayConfig, store: S
  * `server.workers` above 1: this process is the primary. The store it bootstrapped is the workers' to
  * use; it forks them, relays SIGHUP to each and, on SIGTERM or SIGINT, exits after the last has drained.
  */
-async function superviseWorkers(workers: number, config: GatewayConfig, store: Store, logger: Logger): Promise<Listening> {
+async function superviseWorkers(workers: number, options: ServeOptions, config: GatewayConfig, store: Store, logger: Logger): Promise<Listening> {
   await store.close();
-  const supervisor = new Supervisor({
-    workers,
-    logger,
-    drainMs: () => config.server.shutdown_unready_ms + config.server.shutdown_grace_ms,
-  });
+  // The grace periods as the workers last read them, so a straggler is not ended before its own deadline.
+  let server = config.server;
+  const supervisor = new Supervisor({ workers, logger, drainMs: () => server.shutdown_unready_ms + server.shutdown_grace_ms });
   let stopped = false;
   const shutdown = (signal: string) => {
     if (stopped) return;
@@ -147,6 +145,11 @@ async function superviseWorkers(workers: number, config: GatewayConfig, store: S
   process.on('SIGHUP', () => {
     logger.info({ signal: 'SIGHUP', workers }, 'reloading the config file in every worker');
     supervisor.reload();
+    try {
+      server = loadConfigFile(options.configFile).server;
+    } catch {
+      // The workers refuse the file and say why; they keep their config, so the primary keeps its too.
+    }
   });
   try {
     return await supervisor.start();
