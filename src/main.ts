@@ -1,13 +1,19 @@
 /**
- * `tollgate serve`: load gateway.yaml, start the gateway, print the first-run key, reload on SIGHUP,
- * stop on SIGTERM or SIGINT.
+ * `tollgate serve`: load gateway.yaml, start the gateway (in this process, or in `server.workers`
+ * processes under this one), print the first-run key, reload on SIGHUP, stop on SIGTERM or SIGINT.
  */
 import { applyAdminPassword, checkAdminPassword, ensureFirstAdmin, FIRST_ADMIN_NAME, type FirstAdmin } from './auth/bootstrap';
 import { pidFileFor, removePidFile, writePidFile } from './cli/reload';
 import { loadConfigFile } from './config/load';
+import { Supervisor, type Listening } from './cluster/supervisor';
+import { runWorker } from './cluster/worker';
+import { inClusterWorker, workerCount } from './cluster/role';
+import type { GatewayConfig } from './config/types';
 import { createLogger, startGateway } from './gateway';
 import { logDestination } from './log-destination';
 import { openStore } from './store/open';
+import type { Store } from './store/store';
+import type { Logger } from 'pino';
 import { migrateWhenReachable } from './store-wait';
 
 export interface ServeOptions {
@@ -52,6 +58,7 @@ function firstRunBanner(url: string, listening: string, { key, generatedPassword
 /** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. SIGHUP reloads the config file. */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfigFile(options.configFile);
+  if (inClusterWorker()) return runWorker(options, config);
   const destination = logDestination();
   process.once('exit', () => destination.flush());
   const logger = createLogger(destination.stream);
@@ -68,12 +75,32 @@ export async function serve(options: ServeOptions): Promise<void> {
   process.off('SIGTERM', stopWaiting).off('SIGINT', stopWaiting);
   const adminPassword = process.env.TOLLGATE_ADMIN_PASSWORD || undefined;
   if (adminPassword !== undefined) checkAdminPassword(adminPassword);
+  // Once, here, before any worker exists: the first password is generated and printed once.
   const firstAdmin = await ensureFirstAdmin(store, { password: adminPassword });
   if (firstAdmin === null && adminPassword !== undefined) {
     const outcome = await applyAdminPassword(store, adminPassword);
     if (outcome !== 'unchanged') logger.info({ account: FIRST_ADMIN_NAME, outcome }, 'console: admin password set from TOLLGATE_ADMIN_PASSWORD');
   }
 
+  const workers = workerCount(config.server.workers);
+  const served = workers === 1 ? await serveAlone(options, config, store, logger) : await superviseWorkers(workers, options, config, store, logger);
+  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), served.port);
+  writePidFile(pidFile, options.configFile);
+  process.once('exit', () => removePidFile(pidFile));
+
+  // Said last, once signals are handled and the pid file exists: whoever waits for this line can
+  // reload the server at once.
+  const listening = listenDescription(config.server.host, served.port);
+  logger.info({ url: served.url, listen: listening, config: options.configFile, ...(workers > 1 && { workers }) }, 'tollgate is listening');
+  if (firstAdmin !== null) {
+    // Log lines are written asynchronously: let them out first so the banner is not split by one.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    process.stdout.write(`${firstRunBanner(served.url, listening, firstAdmin)}\n`);
+  }
+}
+
+/** `server.workers: 1`: this process serves, and handles the signals itself. */
+async function serveAlone(options: ServeOptions, config: GatewayConfig, store: Store, logger: Logger): Promise<Listening> {
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
@@ -94,17 +121,41 @@ export async function serve(options: ServeOptions): Promise<void> {
     // reload() logs its own outcome and never rejects.
     void gateway.reload();
   });
-  const pidFile = options.pidFile ?? pidFileFor(options.cwd ?? process.cwd(), gateway.port);
-  writePidFile(pidFile, options.configFile);
-  process.once('exit', () => removePidFile(pidFile));
+  return gateway;
+}
 
-  // Said last, once signals are handled and the pid file exists: whoever waits for this line can
-  // reload the server at once.
-  const listening = listenDescription(config.server.host, gateway.port);
-  logger.info({ url: gateway.url, listen: listening, config: options.configFile }, 'tollgate is listening');
-  if (firstAdmin !== null) {
-    // Log lines are written asynchronously: let them out first so the banner is not split by one.
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(`${firstRunBanner(gateway.url, listening, firstAdmin)}\n`);
+/**
+ * `server.workers` above 1: this process is the primary. The store it bootstrapped is the workers' to
+ * use; it forks them, relays SIGHUP to each and, on SIGTERM or SIGINT, exits after the last has drained.
+ */
+async function superviseWorkers(workers: number, options: ServeOptions, config: GatewayConfig, store: Store, logger: Logger): Promise<Listening> {
+  await store.close();
+  // The grace periods as the workers last read them, so a straggler is not ended before its own deadline.
+  let server = config.server;
+  const supervisor = new Supervisor({ workers, logger, drainMs: () => server.shutdown_unready_ms + server.shutdown_grace_ms });
+  let stopped = false;
+  const shutdown = (signal: string) => {
+    if (stopped) return;
+    stopped = true;
+    logger.info({ signal, workers }, 'shutting down: every worker finishes its in-flight requests');
+    void supervisor.stop(signal).then(() => process.exit(0));
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => {
+    logger.info({ signal: 'SIGHUP', workers }, 'reloading the config file in every worker');
+    supervisor.reload();
+    try {
+      server = loadConfigFile(options.configFile).server;
+    } catch {
+      // The workers refuse the file and say why; they keep their config, so the primary keeps its too.
+    }
+  });
+  try {
+    return await supervisor.start();
+  } catch (err) {
+    logger.error({ err }, 'tollgate could not start its workers');
+    await supervisor.stop('startup failure');
+    process.exit(1);
   }
 }

@@ -29,10 +29,10 @@ interface ReloadChanges {
 }
 
 /**
- * What a running server cannot change under its clients: the listening socket, the store and the
- * Redis connection are opened once. Whole sections are listed by name; server fields one by one.
+ * What a running server cannot change under its clients: the listening socket, the worker processes,
+ * the store and the Redis connection are opened once. Whole sections are listed by name; server fields one by one.
  */
-const RESTART_ONLY_SERVER_FIELDS = ['host', 'port'] as const;
+const RESTART_ONLY_SERVER_FIELDS = ['host', 'port', 'workers'] as const;
 const RESTART_ONLY_SECTIONS = ['store', 'redis', 'telemetry'] as const;
 
 export interface ReloaderOptions {
@@ -249,7 +249,7 @@ function restartOnlyChanges(running: GatewayConfig, next: GatewayConfig): string
 
 /** `next` with the restart-only fields of `running`: what a live reload can actually apply. */
 function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): GatewayConfig {
-  const server: ServerConfig = Object.freeze({ ...next.server, host: running.server.host, port: running.server.port });
+  const server: ServerConfig = Object.freeze({ ...next.server, host: running.server.host, port: running.server.port, workers: running.server.workers });
   return Object.freeze({ ...next, server, store: running.store, redis: running.redis, telemetry: running.telemetry });
 }
 

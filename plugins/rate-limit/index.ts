@@ -14,13 +14,14 @@ import { GatewayError } from '../../src/kernel/errors';
 import type { PluginInstance } from '../../src/kernel/plugin';
 import type { PluginDefinition } from '../kit';
 import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
+import { ClusterLimiter } from '../../src/rate-limit/cluster';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
 
 /** What the rate-limit plugin offers others: its live state, for metrics and readiness. */
 export interface RateLimitService {
-  /** True while Redis is unreachable and each instance enforces local limits. */
+  /** True while Redis (or a worker's primary) does not answer and each process enforces local limits. */
   readonly degraded: boolean;
 }
 
@@ -139,7 +140,7 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> =
     return {
       service: {
         get degraded() {
-          return limiter instanceof FallbackLimiter && limiter.degraded;
+          return (limiter instanceof FallbackLimiter || limiter instanceof ClusterLimiter) && limiter.degraded;
         },
       },
       handle: async function rateLimitPlugin(ctx: GatewayContext, next: Next) {

@@ -16,7 +16,7 @@ export const SCHEMA_TYPES_FILE = path.join(PACKAGE_ROOT, 'src', 'config', 'schem
 
 /** Keywords that only constrain values, so they change nothing in a type. */
 const VALUE_ONLY = new Set(['$schema', 'title', 'description', 'default', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'pattern', 'propertyNames', 'uniqueItems']);
-const SHAPING = new Set(['type', 'enum', 'const', 'anyOf', '$ref', 'properties', 'required', 'additionalProperties', 'items', '$defs']);
+const SHAPING = new Set(['type', 'enum', 'const', 'anyOf', 'oneOf', '$ref', 'properties', 'required', 'additionalProperties', 'items', '$defs']);
 
 /** One schema file and the name of the type its root becomes; its `$defs` are named after it. */
 interface Document {
@@ -76,7 +76,9 @@ class Generator {
     if (typeof schema.$ref === 'string') return this.reference(schema.$ref, document);
     if (schema.const !== undefined) return literal(schema.const);
     if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
-    if (Array.isArray(schema.anyOf)) return schema.anyOf.map((option: AnySchemaObject) => this.type(option, document, indent)).join(' | ');
+    // Either is a union to the type system; oneOf's "exactly one" only constrains values.
+    const options: unknown = schema.anyOf ?? schema.oneOf;
+    if (Array.isArray(options)) return options.map((option: AnySchemaObject) => this.type(option, document, indent)).join(' | ');
     switch (schema.type) {
       case 'string':
         return 'string';

@@ -57,7 +57,7 @@ function pathFromPointer(pointer: string, data: unknown): FieldPath {
 export function schemaErrorsToIssues(errors: readonly ErrorObject[], data: unknown, locator: YamlLocator): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   for (const error of errors) {
-    if (isExplainedBySuggestion(error, errors)) continue;
+    if (isExplainedBySuggestion(error, errors) || isInsideAlternatives(error, errors)) continue;
     const described = describeError(error, pathFromPointer(error.instancePath, data));
     if (described) issues.push(locator.issue(described.path, described.message, described.target));
   }
@@ -77,6 +77,28 @@ function isExplainedBySuggestion(error: ErrorObject, all: readonly ErrorObject[]
       other.instancePath === error.instancePath &&
       closestName(String((other.params as Record<string, unknown>).additionalProperty), knownFields(other.parentSchema)) === missing,
   );
+}
+
+/**
+ * `workers: 0` fails each alternative of a oneOf/anyOf and then the oneOf itself; the one line that
+ * lists the alternatives says it all, so the failures of the alternatives are dropped.
+ */
+function isInsideAlternatives(error: ErrorObject, all: readonly ErrorObject[]): boolean {
+  return all.some(
+    (other) =>
+      (other.keyword === 'oneOf' || other.keyword === 'anyOf') &&
+      other !== error &&
+      other.instancePath === error.instancePath &&
+      error.schemaPath.startsWith(`${other.schemaPath}/`),
+  );
+}
+
+/** One alternative of a oneOf/anyOf in words: `"auto"`, `an integer of at least 1`. */
+function describeAlternative(schema: AnySchemaObject): string {
+  if (schema.const !== undefined) return JSON.stringify(schema.const);
+  if (Array.isArray(schema.enum)) return schema.enum.map((value: unknown) => JSON.stringify(value)).join(', ');
+  const type = typeList(schema.type);
+  return schema.minimum === undefined ? type : `${type} of at least ${String(schema.minimum)}`;
 }
 
 function knownFields(schema: AnySchemaObject | undefined): string[] {
@@ -116,6 +138,11 @@ function describeError(error: ErrorObject, path: FieldPath): Described | null {
       return at(`must list at least ${String(params.limit)} item${params.limit === 1 ? '' : 's'}, got ${(error.data as unknown[]).length}`);
     case 'minLength':
       return at(params.limit === 1 ? 'must not be empty' : `must be at least ${String(params.limit)} characters long`);
+    case 'oneOf':
+    case 'anyOf': {
+      const alternatives = ((error.schema ?? []) as AnySchemaObject[]).map(describeAlternative);
+      return at(`expected ${alternatives.join(' or ')}, got ${describeValue(error.data)}`);
+    }
     default:
       return at(error.message ?? `fails the schema's "${error.keyword}" rule`);
   }

@@ -69,6 +69,13 @@ export interface GatewayData {
      * probe interval.
      */
     readonly shutdown_unready_ms: number;
+    /**
+     * How many processes serve requests, sharing the listening socket (node:cluster): an integer, or "auto"
+     * for one per CPU core. 1 runs a single process. Above 1 a primary process bootstraps the store and
+     * restarts workers that die; balances, key revocations, rate limits and /metrics hold across the workers
+     * (docs/scaling-out.md, Workers). Needs a restart to change.
+     */
+    readonly workers: number | 'auto';
   };
   /** The web console under /console and the management API under /api it is a client of. */
   readonly console: {

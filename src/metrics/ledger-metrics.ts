@@ -26,6 +26,8 @@ export class LedgerMetrics {
     });
     new Gauge({
       name: 'tollgate_ledger_queued_age_seconds',
+      // Summed over workers (server.workers) it would mean nothing: the oldest wait of any of them.
+      aggregator: 'max',
       help: 'How long the oldest charge not yet written to the ledger has waited.',
       registers: [registry],
       collect() {
@@ -39,11 +41,14 @@ export class LedgerMetrics {
     });
     this.drift = new Gauge({
       name: 'tollgate_ledger_drift_units',
+      // Every worker checks the same ledger: over workers, one reading, not their sum.
+      aggregator: 'max',
       help: 'Sum over accounts of |live balance - (ledger balance - open holds - queued charges)| at the last periodic check, in currency units; 0 when nothing drifts (tollgate ledger verify names the accounts).',
       registers: [registry],
     });
     this.driftTotal = new Gauge({
       name: 'tollgate_ledger_drifting_accounts',
+      aggregator: 'max',
       help: 'Accounts whose live balance differs from the ledger at the last periodic check.',
       registers: [registry],
     });

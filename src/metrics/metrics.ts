@@ -93,6 +93,7 @@ export class GatewayMetrics {
   /** The ledger writer's backlog, refused charges and drift. */
   readonly ledger = new LedgerMetrics(this.registry);
   private live: LiveView | null = null;
+  private scrapeSource: (() => Promise<{ body: string; contentType: string }>) | null = null;
   /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */
   private readonly loopDelay = monitorEventLoopDelay({ resolution: LOOP_DELAY_RESOLUTION_MS });
   /** By `model provider`; bounded by the configured models and providers. */
@@ -267,12 +268,14 @@ export class GatewayMetrics {
     const metrics = this;
     new Gauge({
       name: 'tollgate_build_info',
+      aggregator: 'first',
       help: 'Always 1; the labels say which Tollgate version runs on which Node.js version.',
       labelNames: ['version', 'node'] as const,
       registers: [this.registry],
     }).set({ version, node: process.version }, 1);
     new Gauge({
       name: 'tollgate_breaker_state',
+      aggregator: 'max',
       help: 'Circuit breaker state per provider: 0 closed, 1 half-open, 2 open.',
       labelNames: ['provider'] as const,
       registers: [this.registry],
@@ -284,6 +287,7 @@ export class GatewayMetrics {
     });
     new Gauge({
       name: 'tollgate_ratelimit_degraded',
+      aggregator: 'max',
       help: 'Whether the rate limiter enforces local limits because Redis is unreachable (1) or not (0).',
       registers: [this.registry],
       collect() {
@@ -293,6 +297,7 @@ export class GatewayMetrics {
     this.loopDelay.enable();
     new Gauge({
       name: 'tollgate_event_loop_lag_seconds',
+      aggregator: 'max',
       help: `Event-loop delay since the previous scrape, by quantile (1 = the longest block), sampled every ${LOOP_DELAY_RESOLUTION_MS} ms. Any request that blocks the loop delays every other one.`,
       labelNames: ['quantile'] as const,
       registers: [this.registry],
@@ -308,6 +313,7 @@ export class GatewayMetrics {
     });
     new Gauge({
       name: 'tollgate_prompt_cache_hit_ratio',
+      aggregator: 'average',
       help: 'Share of prompt tokens read from the provider\'s prompt cache (cache reads / (input + cache writes + cache reads)), per model and provider, since start. Falls when a session\'s requests spread over routes.',
       labelNames: ['model', 'provider'] as const,
       registers: [this.registry],
@@ -344,7 +350,16 @@ export class GatewayMetrics {
 
   /** The text exposition of every metric, and its content type. */
   async scrape(): Promise<{ body: string; contentType: string }> {
+    if (this.scrapeSource !== null) return this.scrapeSource();
     return { body: await this.registry.metrics(), contentType: this.registry.contentType };
+  }
+
+  /**
+   * Answers scrapes from `source` instead of this registry: a worker of several asks the primary for
+   * the whole cluster's aggregate, so a scrape landing on any one worker does not read 1/N of the counts.
+   */
+  scrapeThrough(source: () => Promise<{ body: string; contentType: string }>): void {
+    this.scrapeSource = source;
   }
 
   /** Counts one console log-in attempt. */

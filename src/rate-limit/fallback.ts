@@ -8,6 +8,9 @@ import type { Logger } from 'pino';
 import type { RedisConfig } from '../config/types';
 import type * as RedisClients from '../shared-state/redis';
 import type { Admission, Decision, LimitRequest, Limiter } from './limiter';
+import { clusterSize, inClusterWorker } from '../cluster/role';
+import { primaryChannel } from '../cluster/primary-channel';
+import { ClusterLimiter } from './cluster';
 import { LocalLimiter } from './local';
 import { RedisLimiter } from './redis';
 
@@ -79,13 +82,19 @@ export class FallbackLimiter implements Limiter {
   }
 }
 
-/** The limiter for a config: in process without `redis.url`, Redis with a local fallback otherwise. */
+/**
+ * The limiter for a config: in process without `redis.url` (in the primary, for the workers of a
+ * server with `server.workers` > 1), Redis with a local fallback otherwise.
+ */
 export async function openLimiter(
   redis: RedisConfig,
   options: { leaseMs: number; fallbackInstances: number },
   logger: Logger,
-): Promise<LocalLimiter | FallbackLimiter> {
-  if (redis.url === '') return new LocalLimiter();
+): Promise<LocalLimiter | FallbackLimiter | ClusterLimiter> {
+  if (redis.url === '') {
+    // Workers of one server share the primary's counters; a lone process keeps its own.
+    return inClusterWorker() ? new ClusterLimiter(primaryChannel(), clusterSize(), logger) : new LocalLimiter();
+  }
   const client = await redisClients().connectRedis(redis, {
     connectionName: 'tollgate-rate-limit',
     onError: (error) => logger.debug({ err: error }, 'rate-limit: Redis connection'),

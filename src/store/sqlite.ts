@@ -63,6 +63,7 @@ function prepareStatements(db: SqliteDatabase) {
     accountByName: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
     accountById: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
+    keysRevision: db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits)
        VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits)`,
@@ -129,6 +130,10 @@ export class SqliteStore implements Store {
   private auditPart: SqliteAudit | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
+  /** `data_version` when `sharedRevision` was read; null before the first read. */
+  private seenDataVersion: number | null = null;
+  /** The keys_revision row: every process's key and account changes. */
+  private sharedRevision = 0;
 
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
@@ -384,8 +389,15 @@ export class SqliteStore implements Store {
   }
 
   keysRevision(): number {
+    // Another process committed: the revision row says whether it touched keys or accounts (most
+    // commits are other workers' holds and charges, which must not empty the key cache).
+    const dataVersion = this.dataVersion.get() ?? 0;
+    if (dataVersion !== this.seenDataVersion) {
+      this.seenDataVersion = dataVersion;
+      this.sharedRevision = this.sql.keysRevision.get() ?? 0;
+    }
     // Both parts only grow, so their sum changes whenever either does.
-    return (this.dataVersion.get() ?? 0) + this.localRevision;
+    return this.sharedRevision + this.localRevision;
   }
 
   async ping(): Promise<boolean> {

@@ -14,7 +14,11 @@ export function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'):
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const done = () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    let settled = false;
+    const done = () => {
+      settled = true;
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size));
+    };
     body.on('data', (chunk: Buffer) => {
       if (size + chunk.length <= cap) {
         chunks.push(chunk);
@@ -30,7 +34,10 @@ export function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'):
     });
     body.once('end', done);
     body.once('error', reject);
-    body.once('close', () => reject(new Error('upstream closed the body before its end')));
+    // 'close' follows every 'end' too: an Error (and its stack trace) only when the body really was cut.
+    body.once('close', () => {
+      if (!settled) reject(new Error('upstream closed the body before its end'));
+    });
   });
 }
 

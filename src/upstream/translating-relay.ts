@@ -55,7 +55,10 @@ export class TranslatingRelay extends Readable implements Interruptible {
     source.on('data', (chunk: Buffer) => this.translate(chunk));
     source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.interrupt(error));
-    source.once('close', () => this.interrupt(new Error('upstream closed the stream before its end')));
+    // 'close' follows a normal end too: an Error (and its stack trace) only for a stream really cut.
+    source.once('close', () => {
+      if (!this.reported) this.interrupt(new Error('upstream closed the stream before its end'));
+    });
     source.pause();
   }
 

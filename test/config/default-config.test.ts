@@ -33,6 +33,7 @@ describe('the default gateway.yaml', () => {
       trusted_proxy_hops: 1,
       shutdown_grace_ms: 10000,
       shutdown_unready_ms: 500,
+      workers: 1,
     });
     expect(config.console).to.deep.equal({ enabled: true, signup: false, session_ttl_hours: 168, login_failures_per_window: 10 });
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');

@@ -52,7 +52,7 @@ const INVALID: readonly InvalidCase[] = [
     name: 'an unknown field far from every known one (known list)',
     text: yaml('server:', '  colour: blue', 'providers: {}', 'models: {}'),
     expected: [
-      'gateway.yaml:2:3 server.colour: unknown field "colour" (known: headers_timeout_ms, host, keep_alive_timeout_ms, max_body_bytes, max_json_depth, port, request_timeout_ms, shutdown_grace_ms, shutdown_unready_ms, trust_proxy, trusted_proxy_hops)',
+      'gateway.yaml:2:3 server.colour: unknown field "colour" (known: headers_timeout_ms, host, keep_alive_timeout_ms, max_body_bytes, max_json_depth, port, request_timeout_ms, shutdown_grace_ms, shutdown_unready_ms, trust_proxy, trusted_proxy_hops, workers)',
     ],
   },
   {
@@ -256,6 +256,17 @@ describe('config/load parseConfig', () => {
   it('keeps a quoted ${...} a string, so a quoted port is a type error', () => {
     const text = yaml('server:', '  port: "${PORT:-8080}"', 'providers: {}', 'models: {}');
     expect(issuesOf(text)).to.deep.equal(['gateway.yaml:2:9 server.port: expected integer, got string "8080"']);
+  });
+
+  it('takes server.workers as a count or "auto", 1 by default, and says so in one line when it is neither', () => {
+    expect(parseConfig(yaml('providers: {}', 'models: {}'), 'gateway.yaml', {}).server.workers).to.equal(1);
+    expect(parseConfig(yaml('server:', '  workers: 4', 'providers: {}', 'models: {}'), 'gateway.yaml', {}).server.workers).to.equal(4);
+    expect(parseConfig(yaml('server:', '  workers: auto', 'providers: {}', 'models: {}'), 'gateway.yaml', {}).server.workers).to.equal('auto');
+    for (const [value, shown] of [['0', 'number 0'], ['two', 'string "two"'], ['1.5', 'number 1.5']]) {
+      expect(issuesOf(yaml('server:', `  workers: ${value}`, 'providers: {}', 'models: {}'))).to.deep.equal([
+        `gateway.yaml:2:12 server.workers: expected integer of at least 1 or "auto", got ${shown}`,
+      ]);
+    }
   });
 
   it('fills derived fields: ids, upstream_model and cache prices', () => {

@@ -152,6 +152,47 @@ describe('store/sqlite', () => {
     });
   });
 
+  describe('keysRevision on a file that workers share', () => {
+    let dir: string;
+
+    beforeEach(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
+    });
+
+    afterEach(() => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('stays put while another connection holds and charges, and moves when it changes a key or an account', async () => {
+      const file = path.join(dir, 'tollgate.db');
+      const worker = new SqliteStore(file);
+      const other = new SqliteStore(file);
+      try {
+        await worker.migrate();
+        await other.migrate();
+        const account = await worker.createAccount({ name: 'alice', role: 'user' });
+        const key = await worker.createKey(newKey(account));
+        await worker.credit({ accountId: account.id, amount: 1_000_000n, kind: 'admin', actor: null, note: null });
+        const before = worker.keysRevision();
+
+        // What another worker writes on every paid request: a hold, then its release.
+        const hold = { requestId: 'req_1', accountId: account.id, keyId: key.id, amount: 1000n, expiresAt: new Date(Date.now() + 60_000) };
+        expect(await other.holdFunds(hold)).to.deep.equal({ ok: true });
+        expect(await other.releaseHolds(['req_1'])).to.equal(1);
+        expect(worker.keysRevision()).to.equal(before);
+
+        expect(await other.setKeyLimits(key.id, { rateLimits: { rpm: 3 } })).to.equal(true);
+        const afterLimits = worker.keysRevision();
+        expect(afterLimits).not.to.equal(before);
+        expect(await other.setAccountDisabled(account.id, true)).to.equal(true);
+        expect(worker.keysRevision()).not.to.equal(afterLimits);
+      } finally {
+        await other.close();
+        await worker.close();
+      }
+    });
+  });
+
   describe('ping and close', () => {
     it('answers ping until closed, and closing twice is fine', async () => {
       expect(await store.ping()).to.equal(true);

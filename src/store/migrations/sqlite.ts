@@ -203,6 +203,34 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 7,
+    description: 'a revision of keys and accounts, so processes sharing the file (server.workers) keep their key caches',
+    sql: `
+      -- Moved by every change authentication depends on, in any process; balances, holds and spend
+      -- move without it (the same columns as PostgreSQL's NOTIFY triggers). PRAGMA data_version alone
+      -- moves on every commit of another process, so workers holding funds through the file would
+      -- empty each other's key caches at every request.
+      CREATE TABLE keys_revision (
+        id       INTEGER PRIMARY KEY CHECK (id = 1),
+        revision INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO keys_revision (id, revision) VALUES (1, 0);
+      CREATE TRIGGER accounts_insert_revision AFTER INSERT ON accounts
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      CREATE TRIGGER accounts_delete_revision AFTER DELETE ON accounts
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      CREATE TRIGGER accounts_update_revision AFTER UPDATE OF id, name, email, role, disabled ON accounts
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      CREATE TRIGGER api_keys_insert_revision AFTER INSERT ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      CREATE TRIGGER api_keys_delete_revision AFTER DELETE ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      CREATE TRIGGER api_keys_update_revision
+        AFTER UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
