@@ -162,7 +162,7 @@ async function post(url: string, key: string, body: unknown, signal = AbortSigna
 
 /** Reads `bytes` of a streamed answer, then leaves. */
 async function readThenLeave(response: Response, bytes: number): Promise<number> {
-  const reader = response.body!.getReader();
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
   let read = 0;
   while (read < bytes) {
     const { done, value } = await reader.read();

@@ -16,7 +16,7 @@ import { openStore } from '../src/store/open';
 import { benchConfigText, createBenchAccount } from './gateway-setup';
 import { childPids } from './processes';
 
-export interface ClusterGateway {
+interface ClusterGateway {
   readonly url: string;
   readonly key: string;
   readonly primaryPid: number;

@@ -46,7 +46,7 @@ export interface Breakdown {
 const IDLE = '(idle)';
 
 /** Which part of the code base a frame belongs to. */
-export function partOf(frame: CallFrame): string {
+function partOf(frame: CallFrame): string {
   const { functionName, url } = frame;
   if (functionName === '(garbage collector)') return 'GC';
   if (functionName === '(program)') return '(program): V8 and native code outside JS';

@@ -40,7 +40,7 @@ export function plainRound(target: Target, connections: number, seconds: number,
     const start = performance.now();
     const instance = autocannon(
       { url: target.url + target.path, method: 'POST', headers: target.headers, body: target.body, connections, duration: seconds },
-      (err: unknown, result: autocannon.Result) => {
+      (err: Error | null, result: autocannon.Result) => {
         if (err) return reject(err);
         into.seconds += (performance.now() - start) / 1000;
         into.fail('connection error or timeout', result.errors);

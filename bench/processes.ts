@@ -17,7 +17,7 @@ export function startServerProcess<T>(script: string, args: readonly string[] = 
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
-    createInterface({ input: child.stdout! }).once('line', (line) => {
+    createInterface({ input: child.stdout }).once('line', (line) => {
       resolve({ info: JSON.parse(line) as T, child, stop: () => child.kill('SIGTERM') });
     });
   });

@@ -17,7 +17,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { breakdown, type SelfTime } from './cpuprofile';
+import { breakdown, type CpuProfile, type SelfTime } from './cpuprofile';
 import { plainRound, Tally } from './load';
 import { cpuMillis, mainThreadCpuMillis, startServerProcess } from './processes';
 
@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     copyFileSync(profilePath, path.join(process.env.BENCH_PROFILE_KEEP, file));
     console.log(`Kept the profile: ${path.join(process.env.BENCH_PROFILE_KEEP, file)}`);
   }
-  const result = breakdown(JSON.parse(readFileSync(profilePath, 'utf8')), from, to);
+  const result = breakdown(JSON.parse(readFileSync(profilePath, 'utf8')) as CpuProfile, from, to);
   rmSync(dir, { recursive: true, force: true });
 
   const requests = tally.ok;

@@ -73,7 +73,7 @@ async function measure(scenario: Scenario, paths: readonly ServedPath[]): Promis
       run.cpuMs += totalCpuMillis(pids) - before;
     }
   }
-  await Promise.all(running.map((r) => r.pool?.close()));
+  await Promise.all(running.flatMap((r) => (r.pool === null ? [] : [r.pool.close()])));
   const results = running.map(({ path: p, tally, cpuMs, rssMaxMiB }): PathResult => {
     tally.latency.sort((a, b) => a - b);
     tally.ttft.sort((a, b) => a - b);

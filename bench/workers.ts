@@ -52,7 +52,7 @@ function serve(dir: string): Promise<Served> {
   let out = '';
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`tollgate serve exited with ${code} before listening:\n${out}`)));
-    child.stdout!.on('data', (chunk: Buffer) => {
+    child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const url = /Console: {2}(http:\/\/[^/\s]+)\/console/.exec(out)?.[1];
       const key = /^\s+(sk-[A-Za-z0-9]{48})$/m.exec(out)?.[1];

@@ -62,7 +62,7 @@ export interface Gateway {
   stop(options?: StopOptions | number): Promise<void>;
 }
 
-export interface StopOptions {
+interface StopOptions {
   readonly graceMs?: number;
   readonly unreadyMs?: number;
 }
@@ -83,10 +83,10 @@ function connectionsCheckingInterval(config: ServerConfig): number {
   return Math.min(1000, Math.max(50, Math.floor(Math.min(config.headers_timeout_ms, config.request_timeout_ms) / 10)));
 }
 
-export type { ReloadChanges, ReloadResult } from './reload';
+export type { ReloadResult } from './reload';
 
 /** Secrets never reach a log line, whatever a caller puts in it. */
-export const LOG_REDACT = [
+const LOG_REDACT = [
   'req.headers.authorization',
   'req.headers["x-api-key"]',
   'req.headers.cookie',

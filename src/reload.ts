@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import { PLUGINS } from '../plugins';
 import { ConfigError, formatIssue, type ConfigIssue } from './config/config-error';
 import type { GatewayConfig, ServerConfig } from './config/types';
+import { isObject } from './json';
 import type { Runtime, RuntimeRef } from './kernel/runtime';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
@@ -20,7 +21,7 @@ export type ReloadResult =
   | { readonly ok: true; readonly changes: ReloadChanges }
   | { readonly ok: false; readonly issues: readonly ConfigIssue[] };
 
-export interface ReloadChanges {
+interface ReloadChanges {
   /** What new requests now see, e.g. `models added: gpt-new`, `server.max_body_bytes`; empty when nothing did. */
   readonly applied: readonly string[];
   /** Fields edited in the file that keep their running values until a restart, e.g. `server.port`. */
@@ -259,7 +260,7 @@ function liveChanges(running: GatewayConfig, next: GatewayConfig): string[] {
     const old = (running as unknown as Record<string, unknown>)[section];
     const now = (next as unknown as Record<string, unknown>)[section];
     if (section === 'source') continue;
-    if (!isRecord(old) || !isRecord(now)) {
+    if (!isObject(old) || !isObject(now)) {
       changes.push(section);
     } else if (section === 'server') {
       changes.push(...changedFields(old, now).map((field) => `server.${field}`));
@@ -274,10 +275,6 @@ function liveChanges(running: GatewayConfig, next: GatewayConfig): string[] {
     }
   }
   return changes;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function unionKeys(a: object, b: object): string[] {

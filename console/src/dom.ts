@@ -32,11 +32,12 @@ export function svg<K extends keyof SVGElementTagNameMap>(
 }
 
 /** Appends children, flattening arrays and skipping empty values. */
-export function append(parent: Node, children: readonly Child[]): void {
+function append(parent: Node, children: readonly Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;
     if (Array.isArray(child)) append(parent, child);
     else if (child instanceof Node) parent.appendChild(child);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a string or a number: Array.isArray does not narrow readonly arrays away
     else parent.appendChild(document.createTextNode(String(child)));
   }
 }

@@ -172,7 +172,7 @@ function setBusy(form: HTMLFormElement, submit: HTMLButtonElement, busy: boolean
 }
 
 /** Shows `error` beside its field when it names one this form has, else in the form alert. */
-export function showError(form: HTMLFormElement, error: unknown, fallbackField?: string): void {
+function showError(form: HTMLFormElement, error: unknown, fallbackField?: string): void {
   const field = error instanceof ApiError || error instanceof FieldError ? error.field : undefined;
   const control = findControl(form, field) ?? findControl(form, fallbackField);
   const message = errorMessage(error);
@@ -188,7 +188,7 @@ export function showError(form: HTMLFormElement, error: unknown, fallbackField?:
   }
 }
 
-export function clearErrors(form: HTMLFormElement): void {
+function clearErrors(form: HTMLFormElement): void {
   for (const control of form.querySelectorAll<HTMLElement>('[data-error-id]')) clearFieldError(form, control);
   const formError = form.querySelector<HTMLElement>('.form-error');
   if (formError) {

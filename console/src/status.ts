@@ -13,7 +13,7 @@ export function announce(message: string): void {
   }, 50);
 }
 
-export type Tone = 'info' | 'success' | 'error';
+type Tone = 'info' | 'success' | 'error';
 
 export interface StatusLine {
   element: HTMLElement;

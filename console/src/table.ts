@@ -2,7 +2,7 @@
 // focusable, labelled region instead of squeezing or overflowing the page.
 import { h, uniqueId, type Child } from './dom.js';
 
-export interface Column<Row> {
+interface Column<Row> {
   label: string;
   cell(row: Row): Child;
   /** Right-aligned, tabular figures: amounts and counts. */

@@ -1,7 +1,7 @@
 // Shapes of the management API (/api), as fixed by the API contract.
 // Money is always a decimal string; times are ISO-8601 strings or null.
 
-export type Role = 'admin' | 'user';
+type Role = 'admin' | 'user';
 
 export interface Account {
   id: string;

@@ -59,7 +59,7 @@ interface ConsoleOptions {
 }
 
 export function consolePages(options: ConsoleOptions): Middleware {
-  return async function serveConsole(ctx, next) {
+  return async function serveConsole(ctx, next: () => Promise<void>): Promise<void> {
     if (ctx.path !== CONSOLE_PREFIX && !ctx.path.startsWith(`${CONSOLE_PREFIX}/`)) return next();
     if (!options.enabled() || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) return next();
     ctx.set({

@@ -15,7 +15,7 @@ const EMAIL_PATTERN = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]+$/;
 const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency'] as const;
 const MAX_RATE_LIMIT = 1_000_000_000;
 
-export function has(body: JsonObject, field: string): boolean {
+function has(body: JsonObject, field: string): boolean {
   return Object.hasOwn(body, field);
 }
 

@@ -91,7 +91,7 @@ export function managementApi(deps: AdminDeps): Middleware<ApiState> {
   const methods = router.allowedMethods({ throw: false });
   const errors = renderErrors(deps);
 
-  return async function handleApi(ctx, next) {
+  return async function handleApi(ctx, next: () => Promise<void>): Promise<void> {
     if (ctx.path !== API_PREFIX && !ctx.path.startsWith(`${API_PREFIX}/`)) return next();
     setApiSecurityHeaders(ctx);
     await errors(ctx, async () => {

@@ -1,5 +1,6 @@
 /** Reading a management request's JSON body: small, an object, and sent as JSON. */
 import type { Context } from 'koa';
+import { isObject } from '../json';
 import { readRawBody } from '../kernel/body';
 import { GatewayError } from '../kernel/errors';
 import { ApiError } from './api-error';
@@ -33,8 +34,8 @@ export async function readJsonObject(ctx: Context): Promise<JsonObject> {
   } catch {
     throw new ApiError('invalid_request', 'The body is not valid JSON.');
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+  if (!isObject(parsed)) {
     throw new ApiError('invalid_request', 'The body must be a JSON object.');
   }
-  return parsed as JsonObject;
+  return parsed;
 }

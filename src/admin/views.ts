@@ -114,9 +114,9 @@ function toolCallsText(calls: Readonly<Record<string, number>>): string {
     .join(' ');
 }
 
-export type CodeStatus = 'unused' | 'redeemed' | 'expired';
+type CodeStatus = 'unused' | 'redeemed' | 'expired';
 
-export function codeStatus(code: RedemptionCodeRecord, now = Date.now()): CodeStatus {
+function codeStatus(code: RedemptionCodeRecord, now = Date.now()): CodeStatus {
   if (code.redeemedAt !== null) return 'redeemed';
   if (code.expiresAt !== null && code.expiresAt.getTime() <= now) return 'expired';
   return 'unused';

@@ -11,7 +11,7 @@ import type { ApiKeyRecord, CreditRecord, SessionRecord } from '../store/store';
 export type AuditChange = Pick<NewAuditEntry, 'action' | 'target' | 'accountId' | 'before' | 'after'>;
 
 /** What a key's owner or an operator may change on it. */
-export function keyLimitsState(key: ApiKeyRecord): AuditState {
+function keyLimitsState(key: ApiKeyRecord): AuditState {
   return {
     spend_limit: key.spendLimit === null ? null : formatUnits(key.spendLimit),
     models: key.models,

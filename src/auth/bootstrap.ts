@@ -9,7 +9,7 @@ import { issueApiKey } from './issue-key';
 
 /** The account and key names a first run creates. */
 export const FIRST_ADMIN_NAME = 'admin';
-export const FIRST_KEY_NAME = 'first-run';
+const FIRST_KEY_NAME = 'first-run';
 
 export interface FirstAdmin {
   readonly account: Account;

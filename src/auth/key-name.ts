@@ -8,7 +8,7 @@
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const CONTROLS = new RegExp(CONTROL.source, 'g');
 
-export const MAX_KEY_NAME_LENGTH = 100;
+const MAX_KEY_NAME_LENGTH = 100;
 
 /** Whether `name` is a key name: 1 to 100 characters, none of them a control character. */
 export function isValidKeyName(name: string): boolean {

@@ -5,10 +5,10 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Every Tollgate key starts with this, like the vendors' keys, so SDKs and secret scanners recognise it. */
-export const API_KEY_PREFIX = 'sk-';
+const API_KEY_PREFIX = 'sk-';
 
 /** Random characters after the prefix: 48 × log2(62) ≈ 285 bits of entropy. */
-export const API_KEY_RANDOM_CHARS = 48;
+const API_KEY_RANDOM_CHARS = 48;
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

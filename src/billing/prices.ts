@@ -5,12 +5,12 @@
  * rounding half up. A request never pays a rounding per token kind.
  */
 import type { GatewayConfig, ModelConfig, ModelPrice } from '../config/types';
-import { TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls, type UsageCounts } from '../protocols/types';
+import { TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
 import type { ChargePrices } from '../store/store';
 import { divideHalfUp, unitsToNano } from './money';
 
 /** The gateway.yaml price each token kind is billed at: a new kind does not compile until it has one. */
-export const PRICE_FIELDS = {
+const PRICE_FIELDS = {
   inputTokens: 'input',
   cacheWriteTokens: 'cache_write',
   cacheWrite1hTokens: 'cache_write_1h',
@@ -58,11 +58,6 @@ export function costOf(usage: TokenCounts & { readonly toolCalls?: ToolCalls }, 
   for (const kind of TOKEN_KINDS) sum += BigInt(usage[kind]) * price.tokens[kind];
   for (const [tool, calls] of Object.entries(usage.toolCalls ?? {})) sum += BigInt(calls) * (price.toolCalls[tool] ?? 0n) * CALLS_SCALE;
   return divideHalfUp(sum, TOKENS_PER_PRICE_UNIT);
-}
-
-/** Tools called that have no price: recorded on the charge and counted, since they are not charged. */
-export function unpricedTools(usage: UsageCounts, price: NanoPrice): string[] {
-  return Object.keys(usage.toolCalls).filter((tool) => usage.toolCalls[tool] > 0 && price.toolCalls[tool] === undefined);
 }
 
 /** The dearest price per 1M input-side tokens: a prompt may turn out to be all cache writes. */

@@ -229,7 +229,7 @@ export function defineBookScripts(redis: Redis): RunScript {
   }
   // defineCommand adds methods ioredis's types cannot know about.
   const commands = redis as unknown as Record<string, (...args: string[]) => Promise<unknown>>;
-  return (name, keys, args) => commands[commandName(name)]!(...keys, ...args);
+  return (name, keys, args) => commands[commandName(name)](...keys, ...args);
 }
 
 function commandName(name: string): string {

@@ -22,7 +22,7 @@ const LOCAL_CAPACITY = 100_000;
 /** OpenAI keeps stored responses for 30 days; a reference to an older one fails upstream anyway. */
 const RETENTION_S = 30 * 24 * 3600;
 
-export class LocalReplySizes implements ReplySizes {
+class LocalReplySizes implements ReplySizes {
   private readonly sizes = new Map<string, number>();
 
   constructor(private readonly capacity = LOCAL_CAPACITY) {}
@@ -44,7 +44,7 @@ export class LocalReplySizes implements ReplySizes {
   }
 }
 
-export class RedisReplySizes implements ReplySizes {
+class RedisReplySizes implements ReplySizes {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,

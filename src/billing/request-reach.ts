@@ -4,9 +4,8 @@
  * and the server-tool calls the provider bills per call. Read once per request from the parsed body,
  * so the hold can cover what the upstream will really bill (RELIABILITY.md F12).
  */
+import { isObject, type Json } from '../json';
 import type { EndpointId } from '../protocols/types';
-
-type Json = Readonly<Record<string, unknown>>;
 
 export interface RequestReach {
   /** The request's own output limit (null: it set none). */
@@ -124,10 +123,6 @@ function limit(value: unknown): number | null {
 
 function choicesOf(n: unknown): number {
   return typeof n === 'number' && Number.isInteger(n) && n > 1 ? Math.min(n, MAX_CHOICES) : 1;
-}
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function arrayOf(value: unknown): Json[] {

@@ -11,7 +11,7 @@
  */
 import type { ExchangeOutcome } from '../kernel/context';
 import { requestText } from '../protocols/request-text';
-import { NO_TOKENS, type EndpointId, type UsageCounts } from '../protocols/types';
+import { NO_TOKENS, type UsageCounts } from '../protocols/types';
 import { chatFramingTokens } from './chat-framing';
 import type { UsageSourceRecord } from '../store/store';
 import { countTokensAsync } from './tokenizer';
@@ -31,7 +31,7 @@ const NOTHING: BilledTokens = { tokens: { ...NO_TOKENS, toolCalls: {} }, source:
 export async function billedTokens(
   outcome: ExchangeOutcome | null,
   body: Readonly<Record<string, unknown>>,
-  endpoint?: EndpointId | string,
+  endpoint?: string,
 ): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
   const { usage, end } = outcome;

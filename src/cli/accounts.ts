@@ -9,7 +9,7 @@ import { passwordHashFor } from './account-console';
 const ACCOUNT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
 /** Throws a one-line Error unless `name` is a valid account name. */
-export function checkAccountName(name: string): void {
+function checkAccountName(name: string): void {
   if (!ACCOUNT_NAME_PATTERN.test(name)) {
     throw new Error(`invalid account name "${name}": use 1-64 letters, digits and ._@- (starting with a letter or digit)`);
   }

@@ -1,7 +1,7 @@
 /** `tollgate config check [file]`: validates gateway.yaml and reports every problem, never a stack trace. */
 import { ConfigError } from '../config/config-error';
 import { loadConfigFile } from '../config/load';
-import type { GatewayConfig } from '../config/types';
+import type { GatewayConfig, PluginName } from '../config/types';
 
 /** Checks `file`, writes the verdict through `out` one line at a time, and returns the exit code (0 valid, 1 not). */
 export function runConfigCheck(file: string, out: (line: string) => void): number {
@@ -23,9 +23,7 @@ export function runConfigCheck(file: string, out: (line: string) => void): numbe
 function summary(config: GatewayConfig): string {
   const providers = Object.keys(config.providers).length;
   const models = Object.keys(config.models).length;
-  const enabled = Object.entries(config.plugins)
-    .filter(([, plugin]) => plugin.enabled)
-    .map(([name]) => name);
+  const enabled = (Object.keys(config.plugins) as PluginName[]).filter((name) => config.plugins[name].enabled);
   return `${plural(providers, 'provider')}, ${plural(models, 'model')}, plugins: ${enabled.join(', ') || 'none'}`;
 }
 

@@ -10,7 +10,7 @@ import { ConfigError } from '../config/config-error';
 import { loadConfigFile } from '../config/load';
 
 /** The folder of the pid files, unless --pid-file or $TOLLGATE_PID_FILE name one: beside the default SQLite file. */
-export const PID_FOLDER = 'data';
+const PID_FOLDER = 'data';
 const PID_FILE_NAME = /^tollgate-(\d{1,5})\.pid$/;
 
 /**
@@ -44,7 +44,7 @@ export function findPidFile(cwd: string, port: number | undefined): string {
 }
 
 /** What a pid file says about the server that wrote it. */
-export interface PidFileContent {
+interface PidFileContent {
   readonly pid: number;
   /** Absent in a file written by something other than `tollgate serve`. */
   readonly configFile?: string;
@@ -66,7 +66,7 @@ export function removePidFile(file: string): void {
 }
 
 /** Reads a pid file; throws a one-line Error saying what is wrong with it. */
-export function readPidFile(file: string): PidFileContent {
+function readPidFile(file: string): PidFileContent {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -74,9 +74,10 @@ export function readPidFile(file: string): PidFileContent {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new Error(
         `no pid file at ${file}: is \`tollgate serve\` running from this directory? Pass --pid-file or set TOLLGATE_PID_FILE to the one it wrote`,
+        { cause: err },
       );
     }
-    throw new Error(`cannot read the pid file ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new Error(`cannot read the pid file ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   const [first = '', second = ''] = text.split('\n').map((line) => line.trim());
   const pid = /^[1-9]\d{0,9}$/.test(first) ? Number(first) : NaN;
@@ -91,9 +92,9 @@ function assertTollgateRunning(pid: number, pidFile: string): void {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ESRCH') {
-      throw new Error(`stale pid file ${pidFile}: no process ${pid} is running (the server is not running, or exited without removing it); start the server, or delete the file`);
+      throw new Error(`stale pid file ${pidFile}: no process ${pid} is running (the server is not running, or exited without removing it); start the server, or delete the file`, { cause: err });
     }
-    if (code === 'EPERM') throw new Error(`process ${pid} (from ${pidFile}) belongs to another user; run tollgate reload as that user`);
+    if (code === 'EPERM') throw new Error(`process ${pid} (from ${pidFile}) belongs to another user; run tollgate reload as that user`, { cause: err });
     throw err;
   }
   let commandLine: string;

@@ -15,7 +15,7 @@ export class LimitService {
     const decision = this.limiter.decide(request);
     if (decision.ok) {
       let own = this.admitted.get(workerId);
-      if (own === undefined) this.admitted.set(workerId, (own = new Map()));
+      if (own === undefined) this.admitted.set(workerId, (own = new Map<string, Admission>()));
       own.set(request.requestId, decision.admission);
     }
     return decision;

@@ -14,7 +14,7 @@ import { primaryChannel } from './primary-channel';
 import { workerSlot } from './role';
 
 /** The header naming the worker that answered; sent only when there are several. */
-export const WORKER_HEADER = 'x-tollgate-worker';
+const WORKER_HEADER = 'x-tollgate-worker';
 
 /** A scrape waits for every worker's registry; prom-client gives up on a silent worker after 5 s. */
 const METRICS_TIMEOUT_MS = 10_000;

@@ -22,7 +22,7 @@ export function formatIssue(issue: ConfigIssue): string {
 }
 
 /** Orders issues by position, so the report reads top to bottom like the file. */
-export function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
+function sortIssues(issues: readonly ConfigIssue[]): ConfigIssue[] {
   return [...issues].sort((a, b) => a.line - b.line || a.col - b.col || a.path.localeCompare(b.path) || a.message.localeCompare(b.message));
 }
 

@@ -3,6 +3,7 @@
  * providers, models must be priced or free, providers need an address unless they are the demo.
  */
 import type { ErrorObject } from 'ajv';
+import { isObject } from '../json';
 import type { ConfigIssue } from './config-error';
 import { deriveModel, deriveProvider, type ValidatedGatewayData } from './derive';
 import type { YamlLocator } from './locate';
@@ -87,7 +88,7 @@ function settingIssues(provider: ProviderConfig, locator: YamlLocator): ConfigIs
 }
 
 /** Why a base_url is unusable, or undefined when it is fine. */
-export function baseUrlProblem(baseUrl: string): string | undefined {
+function baseUrlProblem(baseUrl: string): string | undefined {
   const rule = 'must be an absolute http:// or https:// URL without query or fragment';
   let url: URL;
   try {
@@ -130,13 +131,13 @@ type Entries<T> = Record<string, T>;
 /** The entries of `section` (providers or models) that are objects with no schema error inside them. */
 function validEntries<T>(data: Record<string, unknown>, section: string, schemaErrors: readonly ErrorObject[]): Entries<T> {
   const entries = data[section];
-  if (typeof entries !== 'object' || entries === null || Array.isArray(entries)) return {};
+  if (!isObject(entries)) return {};
   const clean: Entries<T> = {};
   for (const [id, value] of Object.entries(entries)) {
     // JSON Pointer escaping, as ajv writes instancePath.
     const at = `/${section}/${id.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     const broken = schemaErrors.some((error) => error.instancePath === at || error.instancePath.startsWith(`${at}/`));
-    if (!broken && typeof value === 'object' && value !== null && !Array.isArray(value)) clean[id] = value as T;
+    if (!broken && isObject(value)) clean[id] = value as T;
   }
   return clean;
 }
@@ -151,7 +152,7 @@ export function crossCheckValidParts(data: unknown, schemaErrors: readonly Error
   const providers = validEntries<ValidatedGatewayData['providers'][string]>(raw, 'providers', schemaErrors);
   const models = validEntries<ValidatedGatewayData['models'][string]>(raw, 'models', schemaErrors);
   const defined = raw.providers;
-  const knownProviders = typeof defined === 'object' && defined !== null && !Array.isArray(defined) ? Object.keys(defined).sort() : [];
+  const knownProviders = isObject(defined) ? Object.keys(defined).sort() : [];
   const derived = {
     providers: Object.fromEntries(Object.entries(providers).map(([id, provider]) => [id, deriveProvider(provider, id)])),
     models: Object.fromEntries(Object.entries(models).map(([id, model]) => [id, deriveModel(model, id)])),

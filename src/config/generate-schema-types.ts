@@ -49,7 +49,7 @@ class Generator {
     if (ref.startsWith('#/$defs/')) {
       const name = ref.slice('#/$defs/'.length);
       const typeName = `${from.defsPrefix}${pascal(name)}${from.defsSuffix}`;
-      this.declare(typeName, from.schema.$defs[name] as AnySchemaObject, from);
+      this.declare(typeName, (from.schema.$defs as Record<string, AnySchemaObject>)[name], from);
       return typeName;
     }
     if (ref.startsWith('#')) throw new Error(`${from.file}: unsupported $ref ${ref}`);
@@ -100,7 +100,7 @@ class Generator {
 
   /** An object with known properties, or a map from any key to one type of value. */
   private object(schema: AnySchemaObject, document: Document, indent: string): string {
-    const entries = schema.additionalProperties;
+    const entries: unknown = schema.additionalProperties;
     if (schema.properties === undefined) {
       if (typeof entries !== 'object') throw new Error(`${document.file}: an object schema needs properties or an additionalProperties schema`);
       return `Readonly<Record<string, ${this.type(entries as AnySchemaObject, document, indent)}>>`;

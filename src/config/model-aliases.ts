@@ -14,7 +14,7 @@ interface AliasTable {
 /** Built once per loaded config (configs are frozen, and a reload makes a new one). */
 const tables = new WeakMap<GatewayConfig['models'], AliasTable>();
 
-export function isAliasPattern(alias: string): boolean {
+function isAliasPattern(alias: string): boolean {
   return alias.includes('*');
 }
 

@@ -19,7 +19,7 @@ function typeOf(schema: AnySchemaObject): string {
   if (Array.isArray(schema.type)) return schema.type.join(' \\| ');
   if (typeof schema.type === 'string') return schema.type === 'object' && schema.additionalProperties ? 'map' : schema.type;
   if (Array.isArray(schema.anyOf ?? schema.oneOf)) {
-    return (schema.anyOf ?? schema.oneOf).map((option: AnySchemaObject) => typeOf(option)).join(' \\| ');
+    return ((schema.anyOf ?? schema.oneOf) as AnySchemaObject[]).map((option) => typeOf(option)).join(' \\| ');
   }
   return '';
 }
@@ -37,7 +37,7 @@ function shownDefault(schema: AnySchemaObject): string {
 function resolve(schema: AnySchemaObject, root: AnySchemaObject): { own: AnySchemaObject; root: AnySchemaObject } {
   const ref = schema.$ref as string | undefined;
   if (ref === undefined) return { own: schema, root };
-  if (ref.startsWith('#/$defs/')) return resolve(root.$defs[ref.slice('#/$defs/'.length)] as AnySchemaObject, root);
+  if (ref.startsWith('#/$defs/')) return resolve((root.$defs as Record<string, AnySchemaObject>)[ref.slice('#/$defs/'.length)], root);
   const file = readSchema(path.resolve(path.dirname(GATEWAY_SCHEMA_FILE), ref));
   return { own: file, root: file };
 }

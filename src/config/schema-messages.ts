@@ -27,7 +27,7 @@ const PATTERN_HINTS: Readonly<Record<string, PatternHint>> = {
 const TYPE_NAMES: Readonly<Record<string, string>> = { object: 'mapping', array: 'list' };
 
 /** Describes a value for "got ...": its YAML type and, for scalars, the value itself. */
-export function describeValue(value: unknown): string {
+function describeValue(value: unknown): string {
   if (value === null || value === undefined) return 'an empty value';
   if (Array.isArray(value)) return 'a list';
   if (typeof value === 'object') return 'a mapping';
@@ -35,11 +35,12 @@ export function describeValue(value: unknown): string {
     const shown = value.length > 40 ? `${value.slice(0, 37)}...` : value;
     return `string ${JSON.stringify(shown)}`;
   }
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a scalar by now: lists and mappings returned above
   return `${typeof value} ${String(value)}`;
 }
 
 /** Splits a JSON pointer into a field path, turning segments that index a list into numbers. */
-export function pathFromPointer(pointer: string, data: unknown): FieldPath {
+function pathFromPointer(pointer: string, data: unknown): FieldPath {
   if (pointer === '') return [];
   const path: (string | number)[] = [];
   let current: unknown = data;

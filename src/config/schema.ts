@@ -8,10 +8,10 @@ import { PACKAGE_ROOT, SCHEMAS_DIR } from '../paths';
 /** The gateway schema file; it `$ref`s each plugin's schema, `plugins/<name>/schema.json`. */
 export const GATEWAY_SCHEMA_FILE = path.join(SCHEMAS_DIR, 'gateway.schema.json');
 /** The folder of plugins: each has its own folder, holding its code and its `schema.json`. */
-export const PLUGINS_DIR = path.join(PACKAGE_ROOT, 'plugins');
+const PLUGINS_DIR = path.join(PACKAGE_ROOT, 'plugins');
 
 /** A plugin's schema file. */
-export function pluginSchemaFile(name: string): string {
+function pluginSchemaFile(name: string): string {
   return path.join(PLUGINS_DIR, name, 'schema.json');
 }
 

@@ -1,7 +1,7 @@
 /** "Did you mean" for misspelled field names: the closest known name within a small edit distance. */
 
 /** Largest edit distance still offered as a suggestion; beyond it a suggestion is more often wrong than right. */
-export const MAX_SUGGESTION_DISTANCE = 2;
+const MAX_SUGGESTION_DISTANCE = 2;
 
 /**
  * Optimal string alignment distance: insertions, deletions, substitutions and swaps of two

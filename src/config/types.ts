@@ -5,20 +5,17 @@
  * loader derives (a provider's id and base URL, a model's filled-in routes and prices).
  */
 import type {
-  AuthPluginConfig,
   BillingPluginConfig,
   GatewayData,
-  MetricsPluginConfig,
   ModelData,
   ProviderData,
   RateLimitPluginConfig,
   RouteData,
-  TranslatePluginConfig,
   UpstreamFailover,
   UpstreamPluginConfig,
 } from './schema-types';
 
-export type { AuthPluginConfig, BillingPluginConfig, MetricsPluginConfig, RateLimitPluginConfig, TranslatePluginConfig, UpstreamPluginConfig };
+export type { BillingPluginConfig, RateLimitPluginConfig, UpstreamPluginConfig };
 
 /**
  * The wire protocol a provider speaks. `bedrock` and `vertex` carry Anthropic Messages bodies on AWS
@@ -32,8 +29,6 @@ export type ProtocolSetting = 'api_key' | 'auth_header' | 'region' | 'access_key
 
 /** The protocol family a model natively belongs to (DECISIONS.md 1: declared, never guessed). */
 export type ModelFamily = ModelData['family'];
-
-export type ProviderTimeouts = ProviderData['timeouts'];
 
 /** A provider as the loader completes it: keyed by its id, its base URL always set. */
 export interface ProviderConfig extends Omit<ProviderData, 'base_url'> {
@@ -50,9 +45,6 @@ export interface RouteTarget extends RouteData {
 /** Prices per 1 million tokens, in currency units of the balance, with the cache prices filled in. */
 export type ModelPrice = Required<NonNullable<ModelData['price']>>;
 
-/** `adaptive`: `thinking: {type: "adaptive"}` + `output_config.effort`; `budget`: `budget_tokens`; `none`: no reasoning. */
-export type ThinkingStyle = ModelData['thinking'];
-
 export interface ModelConfig extends Omit<ModelData, 'routes' | 'price' | 'aliases'> {
   readonly id: string;
   readonly routes: readonly RouteTarget[];
@@ -63,9 +55,8 @@ export interface ModelConfig extends Omit<ModelData, 'routes' | 'price' | 'alias
 }
 
 export type ServerConfig = GatewayData['server'];
-export type ConsoleConfig = GatewayData['console'];
 /** OpenTelemetry traces (src/telemetry); each field may also come from the standard OTEL_* variables. */
-export type TelemetryConfig = GatewayData['telemetry'];
+type TelemetryConfig = GatewayData['telemetry'];
 export type TracesConfig = TelemetryConfig['traces'];
 export type StoreConfig = GatewayData['store'];
 export type RedisConfig = GatewayData['redis'];
@@ -74,7 +65,6 @@ export type FailoverPolicy = UpstreamFailover;
 /** An outcome of an attempt worth retrying: a transport failure or an upstream status. */
 export type RetryableOutcome = FailoverPolicy['retry_on'][number];
 export type BreakerConfig = UpstreamPluginConfig['breaker'];
-export type RetryBudgetConfig = UpstreamPluginConfig['retry_budget'];
 /** Session affinity within a priority level (src/routing/affinity.ts). */
 export type AffinityConfig = UpstreamPluginConfig['affinity'];
 

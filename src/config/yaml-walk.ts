@@ -12,7 +12,7 @@ export interface YamlVisitor {
 
 /** Visits the document's mappings and value scalars. Aliases are not followed: their anchor is visited where it was written. */
 export function walkYaml(doc: Document, visitor: YamlVisitor): void {
-  visit(doc.contents as Node | null, [], visitor);
+  visit(doc.contents, [], visitor);
 }
 
 function visit(node: Node | null, path: FieldPath, visitor: YamlVisitor): void {

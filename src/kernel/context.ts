@@ -89,7 +89,7 @@ export interface Exchange {
 }
 
 /** Filled by the rate-limit plugin for a limited key: what it decided, for logs and metrics. */
-export interface RateLimitState {
+interface RateLimitState {
   /** Where the counters live; `local` includes a Redis outage's fallback. */
   readonly backend: 'local' | 'redis';
   /** The limit that refused the request; null when it was admitted. */
@@ -99,12 +99,12 @@ export interface RateLimitState {
 }
 
 /** Filled by the billing plugin: the request's charge once it is settled (what metrics and logs read). */
-export interface BillingState {
+interface BillingState {
   readonly charged: Promise<ChargeRecord>;
 }
 
 /** Filled by the translate plugin: the translator for one upstream attempt, null when none is needed. */
-export interface TranslationState {
+interface TranslationState {
   for(target: Target): Translator | null;
 }
 

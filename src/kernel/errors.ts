@@ -16,7 +16,7 @@ export interface ErrorSpec {
   readonly retry?: boolean;
 }
 
-export const ERRORS = {
+const ERRORS = {
   TOLLGATE_ERR_BODY_INVALID_JSON: { status: 400, type: 'invalid_request_error', code: 'invalid_json' },
   TOLLGATE_ERR_BODY_NOT_OBJECT: { status: 400, type: 'invalid_request_error', code: 'invalid_request_body' },
   TOLLGATE_ERR_BODY_TOO_DEEP: { status: 400, type: 'invalid_request_error', code: 'json_too_deep' },

@@ -17,5 +17,5 @@ export function need<K extends StateSlot>(ctx: { readonly state: GatewayState },
       cause: new Error(`the request state has no '${slot}': the stage that fills it has not run`),
     });
   }
-  return value as NonNullable<GatewayState[K]>;
+  return value;
 }

@@ -20,7 +20,7 @@ export interface BaseKit {
 export interface PluginServices {}
 
 /** The part of a set-up plugin the chain runs and closes. */
-export interface PluginLayer {
+interface PluginLayer {
   /** The Koa onion: code before `next()` runs inbound, code after it outbound. */
   handle(ctx: GatewayContext, next: Next): Promise<void>;
   /** Called once on shutdown, innermost plugin first. */

@@ -8,7 +8,7 @@ import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';
 import { rateLimitDegraded } from './live';
 
-export type CheckResult = 'ok' | 'failed' | 'degraded' | 'stopping';
+type CheckResult = 'ok' | 'failed' | 'degraded' | 'stopping';
 
 export interface Readiness {
   readonly ready: boolean;

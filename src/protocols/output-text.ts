@@ -3,14 +3,8 @@
  * (or the stream broke off). Streams are read event by event (`output-count.ts`), whole replies once.
  * Tool-call arguments and reasoning count as output, as the providers bill them.
  */
+import { object, tryParse, type Json } from '../json';
 import type { EndpointId } from './types';
-import { tryParse } from './usage-json';
-
-type Json = Record<string, unknown>;
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 function text(value: unknown): string {
   return typeof value === 'string' ? value : '';

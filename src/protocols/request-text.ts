@@ -3,7 +3,7 @@
  * string in the conversation counts (messages, system, instructions, tool definitions) except image
  * and file data, which providers bill by size rather than by text.
  */
-type Json = Record<string, unknown>;
+import type { Json } from '../json';
 
 /** Keys whose values are media payloads or protocol bookkeeping, not prompt text. */
 const NOT_TEXT = new Set(['data', 'image_url', 'url', 'file_data', 'source', 'role', 'type', 'id', 'tool_call_id', 'tool_use_id', 'call_id', 'cache_control', 'signature', 'encrypted_content']);

@@ -23,7 +23,7 @@ const CR = 0x0d;
  * The largest event the parser holds, in bytes: an upstream sending more without an end of event is
  * broken, and holding it would let it grow memory without bound. As large as the largest plain reply.
  */
-export const MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024;
+const MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024;
 
 /** Thrown by `SseParser.push` when one event outgrows `MAX_SSE_EVENT_BYTES`. */
 export class SseEventTooLarge extends Error {

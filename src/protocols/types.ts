@@ -30,7 +30,7 @@ export const ENDPOINTS: Readonly<Record<EndpointId, Endpoint>> = {
 };
 
 /** Where a usage record's counts came from (billing issue, item 3). */
-export type UsageSource = 'upstream' | 'estimated' | 'partial';
+type UsageSource = 'upstream' | 'estimated' | 'partial';
 
 /**
  * The kinds of token a provider bills, each at its own price: the one list billing, the stores and

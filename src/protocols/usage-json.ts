@@ -1,4 +1,5 @@
 /** Helpers for reading token counts out of vendor JSON without trusting its types. */
+import { object, type Json } from '../json';
 import { NO_TOKENS, type UsageCounts } from './types';
 
 /**
@@ -6,7 +7,7 @@ import { NO_TOKENS, type UsageCounts } from './types';
  * comes near it; above it the report is treated as unreadable (and billing counts for itself) rather
  * than trusted into the ledger.
  */
-export const MAX_REPORTED_TOKENS = 100_000_000;
+const MAX_REPORTED_TOKENS = 100_000_000;
 
 /** A usage report with a count that is not a plausible token count: a string, a fraction, a negative. */
 class UnreadableUsage extends Error {}
@@ -33,19 +34,8 @@ export function readUsage<T>(read: () => T): T | null {
 }
 
 /** The object at `value[key]`, or an empty one. */
-export function field(value: unknown, key: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return {};
-  const inner = (value as Record<string, unknown>)[key];
-  return inner !== null && typeof inner === 'object' && !Array.isArray(inner) ? (inner as Record<string, unknown>) : {};
-}
-
-/** Parses JSON, or returns null for anything unparseable. */
-export function tryParse(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return null;
-  }
+export function field(value: unknown, key: string): Json {
+  return object(object(value)[key]);
 }
 
 /**

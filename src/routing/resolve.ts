@@ -11,13 +11,6 @@ export interface Target {
   readonly provider: ProviderConfig;
 }
 
-/** The model's targets, lowest priority number first. */
-export function targetsFor(model: ModelConfig, config: GatewayConfig): Target[] {
-  return [...model.routes]
-    .sort((a, b) => a.priority - b.priority)
-    .map((route) => ({ route, provider: config.providers[route.provider] }));
-}
-
 /** Whether `provider` can answer `endpoint` without translation (its protocol's native endpoints). */
 export function speaksNatively(provider: ProviderConfig, endpoint: Endpoint): boolean {
   return wireSpeaksNatively(provider, endpoint);

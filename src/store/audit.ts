@@ -5,9 +5,7 @@
  */
 
 /** Where an action came from: the console (a cookie session), the API (a management token), the CLI, or the server itself (a config reload). */
-export type AuditSurface = 'console' | 'api' | 'cli' | 'server';
-
-export const AUDIT_SURFACES: readonly AuditSurface[] = ['console', 'api', 'cli', 'server'];
+type AuditSurface = 'console' | 'api' | 'cli' | 'server';
 
 /** Every action the log records, one word per kind of change. */
 export type AuditAction =

@@ -27,7 +27,7 @@ function sqlState(error: unknown): string | undefined {
  * Whether `error` says the connection itself is gone (reset, terminated by the server, timed out), as
  * opposed to the server refusing a statement: the work never committed and can run on another one.
  */
-export function isConnectionLost(error: unknown): boolean {
+function isConnectionLost(error: unknown): boolean {
   const state = sqlState(error);
   if (state !== undefined) return CONNECTION_CLOSING_CODES.has(state) || state.startsWith('08');
   const code = (error as { code?: unknown } | null)?.code;

@@ -15,14 +15,14 @@ const FIRST_PAUSE_MS = 5;
 const MAX_PAUSE_MS = 100;
 
 /** SQLITE_BUSY (and SQLITE_LOCKED) from better-sqlite3 (`code`) or node:sqlite (`errcode` 5 or 6). */
-export function isBusy(error: unknown): boolean {
+function isBusy(error: unknown): boolean {
   const { code, errcode } = (error ?? {}) as { code?: unknown; errcode?: unknown };
   if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
   return errcode === 5 || errcode === 6;
 }
 
 /** Runs `work` until it is not refused as busy, pausing (never blocking) between tries. */
-export async function whenNotBusy<T>(work: () => Promise<T>, deadlineMs = BUSY_DEADLINE_MS): Promise<T> {
+async function whenNotBusy<T>(work: () => Promise<T>, deadlineMs = BUSY_DEADLINE_MS): Promise<T> {
   const deadline = performance.now() + deadlineMs;
   for (let pause = FIRST_PAUSE_MS; ; pause = Math.min(pause * 2, MAX_PAUSE_MS)) {
     try {

@@ -14,7 +14,7 @@
  */
 import { createRequire } from 'node:module';
 
-export interface SqliteRunResult {
+interface SqliteRunResult {
   changes: number;
 }
 
@@ -26,7 +26,7 @@ export interface SqliteStatement<P extends unknown[] = unknown[], R = unknown> {
   pluck(): SqliteStatement<P, R>;
 }
 
-export interface SqliteTransaction<T> {
+interface SqliteTransaction<T> {
   (): T;
   /** Runs under BEGIN IMMEDIATE: takes the write lock before the first read. */
   immediate(): T;
@@ -69,7 +69,7 @@ function loadNodeSqlite(): NodeSqliteModule | null {
     const text = typeof warning === 'string' ? warning : warning.message;
     if (text.startsWith('SQLite is an experimental feature')) return;
     (emitWarning as (warning: string | Error, ...rest: unknown[]) => void).call(this, warning, ...rest);
-  } as typeof process.emitWarning;
+  };
   try {
     return requireHere('node:sqlite') as NodeSqliteModule;
   } catch {

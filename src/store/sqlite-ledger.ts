@@ -177,11 +177,26 @@ export class SqliteLedger {
   listCharges(filter: ChargeFilter): ChargeRecord[] {
     const where: string[] = [];
     const params: Record<string, unknown> = { limit: filter.limit ?? 100 };
-    if (filter.accountId !== undefined) (where.push('account_id = @accountId'), (params.accountId = filter.accountId));
-    if (filter.keyId !== undefined) (where.push('key_id = @keyId'), (params.keyId = filter.keyId));
-    if (filter.model !== undefined) (where.push('model = @model'), (params.model = filter.model));
-    if (filter.since !== undefined) (where.push('created_at >= @since'), (params.since = filter.since.getTime()));
-    if (filter.until !== undefined) (where.push('created_at < @until'), (params.until = filter.until.getTime()));
+    if (filter.accountId !== undefined) {
+      where.push('account_id = @accountId');
+      params.accountId = filter.accountId;
+    }
+    if (filter.keyId !== undefined) {
+      where.push('key_id = @keyId');
+      params.keyId = filter.keyId;
+    }
+    if (filter.model !== undefined) {
+      where.push('model = @model');
+      params.model = filter.model;
+    }
+    if (filter.since !== undefined) {
+      where.push('created_at >= @since');
+      params.since = filter.since.getTime();
+    }
+    if (filter.until !== undefined) {
+      where.push('created_at < @until');
+      params.until = filter.until.getTime();
+    }
     const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
                  ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
     return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);

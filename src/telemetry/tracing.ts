@@ -16,7 +16,6 @@ import { openRequestTrace, type RequestTrace } from './request-trace';
 import type { TracesSettings } from './settings';
 import { BoundedSpanQueue, type DropReason } from './span-queue';
 
-export type { RequestTrace } from './request-trace';
 
 export interface Tracing {
   /** Whether spans are recorded and exported (false: context is only passed through). */

@@ -3,15 +3,10 @@
  * message is kept word for word, since clients act on it; status, type and code are translated so
  * the client's SDK raises the class it would have raised talking to its own vendor.
  */
+import { object, tryParse, type Json } from '../json';
 import { GatewayError, type ErrorSpec } from '../kernel/errors';
-import { tryParse } from '../protocols/usage-json';
 
-type Json = Record<string, unknown>;
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 /** What a client learns about an upstream failure: its spec in both vocabularies and the message. */
 interface UpstreamFailure {

@@ -132,7 +132,6 @@ async function attemptAll(
     }
     if (clientGone.aborted || Date.now() >= deadlineAt) {
       if (retrying) deps.retryBudget.release();
-      retrying = false;
       if (clientGone.aborted) return clientLeft(ctx, recorder);
       break;
     }

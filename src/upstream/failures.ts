@@ -37,8 +37,3 @@ export function attemptFailure(err: unknown, provider: string, signal: AbortSign
   const unreachable = new GatewayError('TOLLGATE_ERR_UPSTREAM_UNREACHABLE', `The upstream provider '${provider}' could not be reached.`, { cause: err });
   return new AttemptFailure(CONNECT_CODES.has(code) ? 'connect_error' : 'reset', null, unreachable);
 }
-
-/** Whether `err` is the abort of our own per-attempt controller (the client left), not a provider failure. */
-export function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || errorCode(err) === 'UND_ERR_ABORTED');
-}

@@ -5,6 +5,7 @@
  * the answer committed; until then every failure can still fail over. Upstream errors follow
  * DECISIONS.md 13: relayed unchanged (key scrubbed), except 401/403, which are the gateway's problem.
  */
+import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
 import { need } from '../kernel/need';
 import { GatewayError } from '../kernel/errors';
@@ -14,7 +15,6 @@ import { replyText } from '../protocols/output-text';
 import { needsUsageRequested, UsageChunkRemover, withUsageRequested } from '../protocols/openai-chat/stream-usage';
 import { replyId, replyUsage } from '../protocols/reply-usage';
 import { usageTapFor } from '../protocols/usage-tap';
-import { tryParse } from '../protocols/usage-json';
 import type { Target } from '../routing/resolve';
 import { wireOf } from '../wire';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';

@@ -2,12 +2,10 @@
  * An error event that opens an upstream stream, as a failure before anything was committed: the
  * status it stands for (so the failover policy can judge it) and the error the client would see.
  */
-import { tryParse } from '../protocols/usage-json';
+import { object, tryParse } from '../json';
 import type { SseEvent } from '../protocols/sse';
 import { upstreamStreamError } from '../translators/errors';
 import { AttemptFailure } from './attempt';
-
-type Json = Record<string, unknown>;
 
 /** Anthropic error types by the status they are sent with (PROTOCOLS.md §3.6). */
 const STATUS_OF_TYPE: Readonly<Record<string, number>> = {
@@ -21,10 +19,6 @@ const STATUS_OF_TYPE: Readonly<Record<string, number>> = {
   timeout_error: 504,
   overloaded_error: 529,
 };
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 export function failureFromErrorEvent(event: SseEvent): AttemptFailure {
   const payload = object(tryParse(event.data));

@@ -3,12 +3,12 @@
  * provider's answer (whole, streamed or an error) judged, then rewritten back in the client's. As with
  * native attempts, nothing reaches the client before the answer is committed.
  */
+import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
 import { need } from '../kernel/need';
 import { GatewayError } from '../kernel/errors';
 import { countTokensAsync } from '../billing/tokenizer';
 import { replyText } from '../protocols/output-text';
-import { tryParse } from '../protocols/usage-json';
 import type { Target } from '../routing/resolve';
 import { translationContext, type TranslationContext, type Translator } from '../translators';
 import { wireOf, type UpstreamCall } from '../wire';
@@ -26,7 +26,7 @@ import type { UpstreamClient, UpstreamResponse } from './types';
  * The translated request body for `target`; throws the 400 that names an unmappable field. Called
  * before any attempt is made, so a request that cannot be translated never reaches a provider.
  */
-export function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
+function translateRequest(ctx: GatewayContext, target: Target, translator: Translator): { context: TranslationContext; call: UpstreamCall; body: Buffer } {
   const request = need(ctx, 'request');
   const context = translationContext(request.model, target, request.body);
   const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };

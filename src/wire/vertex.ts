@@ -13,7 +13,7 @@ import { HttpUpstreamClient } from '../upstream/http-client';
 import { isMessagesErrorEvent, SSE_FRAMING, unchangedReply } from './sse-framing';
 import type { UpstreamCall, WireProtocol } from './types';
 
-export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
 
 /** Counting keeps the model in the body (its path names no model); generation moves it into the URL. */
 function vertexBody(endpoint: EndpointId, body: Readonly<Record<string, unknown>>, upstreamModel: string): Buffer {

@@ -123,11 +123,6 @@ export function chargesOf(store: Store, accountId: string, count: number): Promi
   return waitFor(() => store.listCharges({ accountId, limit: 1000 }), (list) => list.length >= count, `${count} charge(s) of ${accountId}`);
 }
 
-/** Today as `YYYY-MM-DD` (UTC), shifted by `days`. */
-export function utcDay(days = 0): string {
-  return new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
-}
-
 /** Every route behind a sign-in, with a body valid enough that only the credential is at fault. */
 export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string, body?: unknown])[] = [
   ['GET', '/api/session'],

@@ -218,7 +218,7 @@ describe('schemas/management-api.yaml', () => {
           .map((parameter) => deref(document, parameter))
           .filter((parameter) => parameter.in === 'path');
         expect(declared.map((parameter) => parameter.name).sort(), operation.id).to.deep.equal(inPath);
-        for (const parameter of declared) expect(parameter.required, `${operation.id} ${String(parameter.name)}`).to.equal(true);
+        for (const parameter of declared) expect(parameter.required, `${operation.id} ${JSON.stringify(parameter.name)}`).to.equal(true);
       }
     });
 

@@ -46,7 +46,7 @@ interface CspViolationEvent {
 }
 
 /** The system's Chromium; TOLLGATE_TEST_CHROMIUM points elsewhere. */
-export const CHROMIUM_PATH = process.env.TOLLGATE_TEST_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_PATH = process.env.TOLLGATE_TEST_CHROMIUM ?? '/usr/bin/chromium';
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -60,7 +60,7 @@ const CHROMIUM_ARGS = [
 ];
 
 /** Where each test leaves its screenshot (git-ignored). */
-export const RESULTS_DIR = path.resolve(__dirname, '..', '..', '..', 'test-results');
+const RESULTS_DIR = path.resolve(__dirname, '..', '..', '..', 'test-results');
 
 /** Why the browser suites cannot run here, or null when Chromium is installed. */
 export function chromiumProblem(): string | null {
@@ -86,7 +86,7 @@ export async function saveScreenshot(page: Page, name: string): Promise<string> 
 }
 
 /** Model prices per 1M tokens: 1,200 input and 300 output tokens of gpt-priced cost exactly 0.0048. */
-export const GPT_PRICE = { input: '2', output: '8' } as const;
+const GPT_PRICE = { input: '2', output: '8' } as const;
 
 /**
  * A gateway.yaml for the console suites: sign-up on, priced models on the fake upstream, and a

@@ -62,7 +62,7 @@ describe('config/schema', () => {
   it('has a plugins entry for each plugin schema file, referring to that file, and no other', () => {
     const gateway = readSchema(GATEWAY_SCHEMA_FILE) as JsonObject;
     const plugins = ((gateway.properties as JsonObject).plugins as JsonObject).properties as JsonObject;
-    const referred = Object.entries(plugins).map(([name, entry]) => [name, path.resolve(path.dirname(GATEWAY_SCHEMA_FILE), String((entry as JsonObject).$ref))]);
+    const referred = Object.entries(plugins).map(([name, entry]) => [name, path.resolve(path.dirname(GATEWAY_SCHEMA_FILE), (entry as JsonObject).$ref as string)]);
     const files = pluginSchemaFiles().map((file) => [path.basename(path.dirname(file)), file]);
     expect(referred.sort()).to.deep.equal(files);
   });

@@ -14,6 +14,7 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ModelConfig, ProviderConfig } from '../../src/config/types';
+import type { Json } from '../../src/json';
 import { GatewayError } from '../../src/kernel/errors';
 import { PACKAGE_ROOT } from '../../src/paths';
 import { errorBody } from '../../src/protocols/errors';
@@ -30,8 +31,6 @@ const PAIRS: Readonly<Record<TranslatorPair, { endpoint: Endpoint; protocol: 'op
   'responses-to-messages': { endpoint: ENDPOINTS.responses, protocol: 'anthropic' },
   'messages-to-chat': { endpoint: ENDPOINTS.messages, protocol: 'openai' },
 };
-
-type Json = Record<string, unknown>;
 
 interface Fixture {
   readonly rule: string;

@@ -7,6 +7,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { expect } from 'chai';
 import OpenAI from 'openai';
 import { unitsToNano } from '../../src/billing/money';
+import type { ChargeRecord } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { anthropicError, anthropicMessage, anthropicStream } from '../helpers/upstream-replies';
@@ -138,7 +139,7 @@ describe('e2e: failover and circuit breakers', () => {
       expect(events).to.not.include('message_stop');
       expect(s.b.requests).to.have.length(0);
       const requestId = res.headers.get('x-request-id')!;
-      let charge;
+      let charge: ChargeRecord | undefined;
       for (let i = 0; i < 100 && charge === undefined; i++) {
         charge = (await s.tg.store.listCharges({ accountId: s.tg.accountId })).find((c) => c.requestId === requestId);
         if (charge === undefined) await new Promise((resolve) => setTimeout(resolve, 10));

@@ -25,7 +25,7 @@ function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no listening line; stdout so far:\n${out}`)), 8000);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}:\n${out}`)));
@@ -35,12 +35,12 @@ function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
       // The banner, when there is one, follows the listening line; give it a moment to arrive.
       setTimeout(() => {
         clearTimeout(timer);
-        child.stdout!.off('data', check);
+        child.stdout.off('data', check);
         const key = /^\s+(sk-[A-Za-z0-9]{48})$/m.exec(out)?.[1] ?? null;
         resolve({ child, url: listening[1], key, stdout: () => out });
       }, 300);
     };
-    child.stdout!.on('data', check);
+    child.stdout.on('data', check);
   });
 }
 
@@ -127,7 +127,7 @@ describe('e2e: first run of `tollgate serve` on the default gateway.yaml', funct
     writeFileSync(broken, 'providers:\n  echo: { protocol: echo }\nmodels:\n  m: { family: openai, routes: [{ provider: ech }], free: true }\n');
     const child = spawn(process.execPath, [CLI, 'serve', '--config', broken], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     const code = await exitCode(child);
 
     expect(code).to.not.equal(0);

@@ -45,7 +45,7 @@ export async function healthzDuring(url: string, done: Promise<unknown>): Promis
 let collector: (() => void) | null = null;
 
 /** Forces a full garbage collection (V8's `gc`, exposed for this process without a command-line flag). */
-export function collectGarbage(): void {
+function collectGarbage(): void {
   if (collector === null) {
     setFlagsFromString('--expose-gc');
     collector = runInNewContext('gc') as () => void;

@@ -22,23 +22,23 @@ export const AWS_TEST_CREDENTIALS = {
 } as const;
 
 /** An error reply as Bedrock sends it (`x-amzn-errortype` plus `{"message": …}`). */
-export interface BedrockErrorStep {
+interface BedrockErrorStep {
   readonly status: number;
   readonly exception: string;
   readonly message: string;
 }
 
 /** A stream that breaks with an in-stream exception after `afterEvents` of `reply`'s events. */
-export interface BedrockStreamExceptionStep {
+interface BedrockStreamExceptionStep {
   readonly reply: SseReply;
   readonly afterEvents: number;
   readonly streamException: string;
   readonly message: string;
 }
 
-export type BedrockStep = JsonReply | SseReply | BedrockErrorStep | BedrockStreamExceptionStep;
+type BedrockStep = JsonReply | SseReply | BedrockErrorStep | BedrockStreamExceptionStep;
 
-export interface BedrockRequest {
+interface BedrockRequest {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;

@@ -24,7 +24,7 @@ export interface JsonReply {
 }
 
 /** A non-JSON answer: `body` is sent as is (content-type `text/plain` unless `headers` names one). */
-export interface RawReply {
+interface RawReply {
   readonly status: number;
   readonly headers?: Headers;
   readonly body: string | Buffer;
@@ -52,23 +52,23 @@ export interface SseReply {
 }
 
 /** Accepts the request and never answers. */
-export interface HangStep {
+interface HangStep {
   readonly hang: true;
 }
 
 /** Destroys the connection (TCP reset) before answering. */
-export interface ResetStep {
+interface ResetStep {
   readonly reset: true;
 }
 
 /** Waits `delayMs` after the request body arrived, then plays `then`. */
-export interface DelayStep {
+interface DelayStep {
   readonly delayMs: number;
   readonly then: UpstreamStep;
 }
 
 /** Waits until `until` resolves (the test says when), then plays `then`. */
-export interface GateStep {
+interface GateStep {
   readonly until: Promise<void>;
   readonly then: UpstreamStep;
 }
@@ -76,7 +76,7 @@ export interface GateStep {
 export type UpstreamStep = JsonReply | RawReply | SseReply | HangStep | ResetStep | DelayStep | GateStep;
 
 /** One request as the fake received it. */
-export interface RecordedRequest {
+interface RecordedRequest {
   readonly method: string;
   /** The request target as sent, query included. */
   readonly url: string;

@@ -12,15 +12,15 @@ import type { JsonReply, SseReply } from './fake-upstream';
 import { anthropicMessage, anthropicStream } from './upstream-replies';
 
 /** An error in Google's shape (`{"error": {code, message, status}}`). */
-export interface GoogleErrorStep {
+interface GoogleErrorStep {
   readonly status: number;
   readonly googleStatus: string;
   readonly message: string;
 }
 
-export type VertexStep = JsonReply | SseReply | GoogleErrorStep;
+type VertexStep = JsonReply | SseReply | GoogleErrorStep;
 
-export interface VertexRequest {
+interface VertexRequest {
   readonly path: string;
   readonly headers: IncomingHttpHeaders;
   readonly body: Buffer;
@@ -158,5 +158,5 @@ export async function startFakeVertex(): Promise<FakeVertex> {
     client_email: clientEmail,
     token_uri: tokenUri,
   });
-  return Object.assign(fake, { url, tokenUri, serviceAccountKey }) as FakeVertex;
+  return Object.assign(fake, { url, tokenUri, serviceAccountKey });
 }

@@ -13,7 +13,7 @@ import { PACKAGE_ROOT } from '../../src/paths';
  * Where the vendor spec lives: wherever `OPENAI_OPENAPI_YAML` says, else beside the repository
  * (`../shared/vendor-specs`), else in the workspace's shared folder (a clone checked out elsewhere).
  */
-export const OPENAI_SPEC_PATH =
+const OPENAI_SPEC_PATH =
   process.env.OPENAI_OPENAPI_YAML ??
   [path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml'), '/work/shared/vendor-specs/openai-openapi.yaml'].find(
     (candidate) => existsSync(candidate),
@@ -29,7 +29,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
  * Rewrites OpenAPI 3.0-style `nullable: true` (still present in parts of the 3.1 document) into JSON
  * Schema: a `type` gains "null" (and an `enum` null); anything else is wrapped in `anyOf` with null.
  */
-export function foldNullable(node: Json): Json {
+function foldNullable(node: Json): Json {
   if (Array.isArray(node)) return node.map(foldNullable);
   if (node === null || typeof node !== 'object') return node;
   const out: { [key: string]: Json } = {};
@@ -78,7 +78,7 @@ let cached: OpenAISchemas | null = null;
 
 function load(): OpenAISchemas {
   const document = parse(readFileSync(OPENAI_SPEC_PATH, 'utf8')) as { components: { schemas: Record<string, Json> } };
-  const components = foldNullable(document.components as unknown as Json);
+  const components = foldNullable(document.components);
   // Formats such as `unixtime` are OpenAI's own; they document, they do not constrain.
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   ajv.addSchema({ $id: SPEC_ID, components }, SPEC_ID);

@@ -44,7 +44,7 @@ export interface TestGatewayOptions {
   readonly storeFromConfig?: boolean;
 }
 
-export interface CreatedKey {
+interface CreatedKey {
   readonly key: string;
   readonly id: string;
 }

@@ -12,7 +12,7 @@
 import type { JsonReply, SseEvent, SseReply, UpstreamStep } from './fake-upstream';
 
 /** The text every default reply answers with. */
-export const DEFAULT_REPLY_TEXT = 'Hello from the fake upstream.';
+const DEFAULT_REPLY_TEXT = 'Hello from the fake upstream.';
 
 /** Options shared by the success builders. */
 export interface ReplyOptions {
@@ -47,12 +47,12 @@ function nextId(prefix: string): string {
 }
 
 /** A rough token count (four characters per token), never 0 for non-empty text. */
-export function estimateTokens(text: string): number {
+function estimateTokens(text: string): number {
   return text.length === 0 ? 0 : Math.max(1, Math.ceil(text.length / 4));
 }
 
 /** Splits `text` into a few fragments at word boundaries, so streams carry more than one delta. */
-export function fragments(text: string, parts = 3): string[] {
+function fragments(text: string, parts = 3): string[] {
   const words = text.split(/(?<= )/);
   if (words.length <= 1) return [text];
   const size = Math.ceil(words.length / parts);

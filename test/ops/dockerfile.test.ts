@@ -21,7 +21,7 @@ describe('Dockerfile', () => {
       instructionJSONInSingleQuotes: ValidationSeverity.ERROR,
       instructionWorkdirRelative: ValidationSeverity.ERROR,
     };
-    const problems = validate(text, everyCheck).map((problem) => `${problem.range.start.line + 1}: ${problem.message}`);
+    const problems = validate(text, everyCheck).map((problem) => `${problem.range.start.line + 1}: ${typeof problem.message === 'string' ? problem.message : problem.message.value}`);
     expect(problems).to.deep.equal([]);
   });
 

@@ -199,7 +199,7 @@ describe('echo provider', function () {
     const echoFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
       const path = new URL(input instanceof Request ? input.url : input).pathname;
       const endpoint = (Object.values(ENDPOINTS).find((candidate) => candidate.path === path) ?? ENDPOINTS.chat).id;
-      const upstream = await send(endpoint, String(init?.body));
+      const upstream = await send(endpoint, init?.body as string);
       const headers = new Headers({ 'content-type': String(upstream.headers['content-type']) });
       return new Response(Readable.toWeb(upstream.body) as ReadableStream<Uint8Array>, { status: upstream.status, headers });
     };

@@ -76,10 +76,10 @@ export function importCycles(graph: ImportGraph): string[][] {
     };
     visit(start);
     while (work.length > 0) {
-      const frame = work[work.length - 1]!;
+      const frame = work[work.length - 1];
       const targets = edges(frame.file);
       if (frame.next < targets.length) {
-        const target = targets[frame.next]!;
+        const target = targets[frame.next];
         frame.next += 1;
         if (!index.has(target)) visit(target);
         else if (onStack.has(target)) lowLink.set(frame.file, Math.min(lowLink.get(frame.file)!, index.get(target)!));
@@ -105,7 +105,7 @@ export function importCycles(graph: ImportGraph): string[][] {
 /** One loop through a cycle's files, starting and ending at its first file: the path to show in a failure. */
 export function loopThrough(graph: ImportGraph, component: readonly string[]): string[] {
   const members = new Set(component);
-  const start = component[0]!;
+  const start = component[0];
   const cameFrom = new Map<string, string>();
   const queue = [start];
   while (queue.length > 0) {
@@ -114,7 +114,7 @@ export function loopThrough(graph: ImportGraph, component: readonly string[]): s
       if (!members.has(target)) continue;
       if (target === start) {
         const loop = [file];
-        while (loop[0] !== start) loop.unshift(cameFrom.get(loop[0]!)!);
+        while (loop[0] !== start) loop.unshift(cameFrom.get(loop[0])!);
         return [...loop, start];
       }
       if (!cameFrom.has(target)) {

@@ -1,11 +1,10 @@
 import { expect } from 'chai';
 import type { ModelConfig } from '../../src/config/types';
+import type { Json } from '../../src/json';
 import { GatewayError } from '../../src/kernel/errors';
 import { messagesToChatRequest } from '../../src/translators/messages-to-chat/request';
 import type { TranslationContext } from '../../src/translators/types';
 import { translationContext } from '../helpers/translation-context';
-
-type Json = Record<string, unknown>;
 
 function context(clientBody: Json, model: Partial<ModelConfig> = {}): TranslationContext {
   return translationContext('openai', clientBody, model);

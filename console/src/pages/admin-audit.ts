@@ -29,7 +29,7 @@ export const adminAuditPage: Page = {
     context.root.append(
       pageHeading('Audit log', 'Every change to accounts, balances, tokens and codes, from the console, the API and the CLI, and every config reload. Newest first.'),
       filterForm(initial, (filters) => {
-        replaceQuery(new URLSearchParams(filters as Record<string, string>));
+        replaceQuery(new URLSearchParams(filters));
         show(filters);
       }),
       h('div', { class: 'button-row' }, exportLink),

@@ -44,7 +44,7 @@ export const usagePage: Page = {
     show(initial);
     void loadFilterChoices(context.signal).then((choices) => {
       replace(filterArea, filterForm(choices, initial, (filters) => {
-        replaceQuery(new URLSearchParams(filters as Record<string, string>));
+        replaceQuery(new URLSearchParams(filters));
         show(filters);
       }));
     });

@@ -16,7 +16,7 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
   const admin = [signedIn(deps), adminOnly] as const;
 
   async function accountParam(ctx: ApiContext): Promise<Account> {
-    const account = await deps.store.findAccountById(ctx.params.id);
+    const account = await deps.store.findAccountById((ctx.params as Readonly<Record<string, string>>).id);
     if (account === null) throw notFound('This account');
     return account;
   }

@@ -21,7 +21,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   /** The caller's key by id; another account's key is "not found", so ids of others reveal nothing. */
   async function ownKey(ctx: ApiContext): Promise<ApiKeyRecord> {
     const { account } = callerOf(ctx);
-    const key = (await deps.store.listKeys({ accountId: account.id })).find((candidate) => candidate.id === ctx.params.id);
+    const key = (await deps.store.listKeys({ accountId: account.id })).find((candidate) => candidate.id === (ctx.params as Readonly<Record<string, string>>).id);
     if (key === undefined) throw notFound('This key');
     return key;
   }

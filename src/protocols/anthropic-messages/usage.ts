@@ -5,7 +5,8 @@
  * come from `server_tool_use` (`web_search_requests` → `web_search`). In streams, `message_start`
  * carries the input side and `message_delta` cumulative totals that overwrite, never add (§3.5).
  */
-import { count, field, readUsage, tryParse } from '../usage-json';
+import { tryParse } from '../../json';
+import { count, field, readUsage } from '../usage-json';
 import type { ToolCalls, UsageCounts } from '../types';
 
 const REQUESTS_SUFFIX = '_requests';

@@ -4,6 +4,7 @@
  * SDK drops frames without one (§0 fact 3).
  */
 import { randomBytes } from 'node:crypto';
+import { object } from '../../json';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
@@ -14,7 +15,7 @@ import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
 export type MessagesStopReason = 'end_turn' | 'stop_sequence' | 'max_tokens' | 'tool_use' | 'refusal';
 
 /** The Messages `usage` object; `input_tokens` excludes the cache reads and writes. */
-export interface MessagesUsage {
+interface MessagesUsage {
   input_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
@@ -22,7 +23,7 @@ export interface MessagesUsage {
 }
 
 /** A content block of the reply. */
-export type MessagesContentBlock =
+type MessagesContentBlock =
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'thinking'; thinking: string; signature: string }
@@ -55,7 +56,7 @@ export function messagesStopReason(stop: TurnStop): MessagesStopReason {
 }
 
 /** Neutral usage in Messages terms (the neutral form is Anthropic's, so this only renames). */
-export function toMessagesUsage(usage: Usage): MessagesUsage {
+function toMessagesUsage(usage: Usage): MessagesUsage {
   return {
     input_tokens: usage.inputTokens,
     cache_creation_input_tokens: cacheWriteTotal(usage),
@@ -65,7 +66,7 @@ export function toMessagesUsage(usage: Usage): MessagesUsage {
 }
 
 /** A fresh `msg_…` id. */
-export function newMessageId(): string {
+function newMessageId(): string {
   return `msg_${randomBytes(12).toString('hex')}`;
 }
 
@@ -77,7 +78,7 @@ function toolInput(args: string): Record<string, unknown> {
   if (args === '') return {};
   try {
     const parsed: unknown = JSON.parse(args);
-    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    return object(parsed);
   } catch {
     return {};
   }

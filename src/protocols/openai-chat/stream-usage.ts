@@ -5,16 +5,14 @@
  * the `choices: []` usage chunk and the `"usage":null` field OpenAI then puts on every other chunk.
  * The client receives exactly the stream it asked for; the usage tap reads the stream as it came.
  */
-
-type Json = Readonly<Record<string, unknown>>;
+import { object, type Json } from '../../json';
 
 const ASK = Buffer.from('"stream_options":{"include_usage":true},');
 
 /** Whether a streamed chat request left usage out, so the gateway must ask for it. */
 export function needsUsageRequested(body: Json): boolean {
   if (body.stream !== true) return false;
-  const options = body.stream_options;
-  return !(options !== null && typeof options === 'object' && (options as Json).include_usage === true);
+  return object(body.stream_options).include_usage !== true;
 }
 
 /**
@@ -28,7 +26,7 @@ export function withUsageRequested(raw: Buffer, body: Json): Buffer {
     return Buffer.concat([raw.subarray(0, brace + 1), ASK, raw.subarray(brace + 1)]);
   }
   const parsed = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-  const options = parsed.stream_options !== null && typeof parsed.stream_options === 'object' ? (parsed.stream_options as Json) : {};
+  const options = object(parsed.stream_options);
   return Buffer.from(JSON.stringify({ ...parsed, stream_options: { ...options, include_usage: true } }));
 }
 

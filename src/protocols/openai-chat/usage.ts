@@ -1,5 +1,6 @@
 /** Usage of a Chat Completions exchange: the `usage` object of the reply or of the last stream chunk. */
-import { field, readUsage, splitCachedInput, tryParse } from '../usage-json';
+import { tryParse } from '../../json';
+import { field, readUsage, splitCachedInput } from '../usage-json';
 import type { UsageCounts } from '../types';
 
 /**
@@ -12,7 +13,7 @@ export function chatUsage(usage: Record<string, unknown>): UsageCounts | null {
 }
 
 /** The usage of a non-streamed chat reply body, if it has a readable one. */
-export function chatUsageFromBody(text: string): UsageCounts | null {
+function chatUsageFromBody(text: string): UsageCounts | null {
   const usage = field(tryParse(text), 'usage');
   return Object.keys(usage).length === 0 ? null : chatUsage(usage);
 }

@@ -26,12 +26,12 @@ export interface ChatUsage {
  * A signed reasoning block, in the non-standard `thinking_blocks` field LiteLLM introduced: a client
  * that sends it back on the assistant message lets the next turn continue the model's reasoning.
  */
-export type ChatThinkingBlock =
+type ChatThinkingBlock =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string };
 
 /** A tool call as it appears in `message.tool_calls`. */
-export interface ChatToolCall {
+interface ChatToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
@@ -64,7 +64,7 @@ export interface ChatCompletion {
 }
 
 /** A tool-call fragment inside a chunk's `delta`; only the first fragment of a call has id/type/name. */
-export interface ChatToolCallDelta {
+interface ChatToolCallDelta {
   index: number;
   id?: string;
   type?: 'function';
@@ -107,7 +107,7 @@ export function chatFinishReason(stop: TurnStop): ChatFinishReason {
 }
 
 /** Neutral usage in chat terms: the prompt count includes the cache reads and writes (§4.4). */
-export function toChatUsage(usage: Usage): ChatUsage {
+function toChatUsage(usage: Usage): ChatUsage {
   const prompt = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
     prompt_tokens: prompt,
@@ -119,7 +119,7 @@ export function toChatUsage(usage: Usage): ChatUsage {
 }
 
 /** A fresh `chatcmpl-…` id. */
-export function newChatCompletionId(): string {
+function newChatCompletionId(): string {
   return `chatcmpl-${randomBytes(12).toString('hex')}`;
 }
 
@@ -174,7 +174,7 @@ export interface ChatStreamOptions {
 }
 
 /** The frame that ends every chat stream. */
-export const CHAT_DONE_FRAME = sseFrame(null, '[DONE]');
+const CHAT_DONE_FRAME = sseFrame(null, '[DONE]');
 
 /**
  * Writes one chat stream. Every chunk shares the id and `created`; tool calls get their own index

@@ -38,5 +38,5 @@ export function responsesRequestEcho(body: Readonly<Record<string, unknown>>): R
   for (const [key, kinds] of Object.entries(ECHO_FIELD_KINDS)) {
     if (kinds.includes(jsonKind(body[key]))) echo[key] = body[key];
   }
-  return echo as ResponsesRequestEcho;
+  return echo;
 }

@@ -10,7 +10,7 @@ import type { ResponseOutputItem, ResponseStatus } from './items';
 import type { ResponsesRequestEcho } from './request-echo';
 
 /** The Responses `usage` object; `cached_tokens` and `cache_write_tokens` are subsets of `input_tokens`. */
-export interface ResponsesUsage {
+interface ResponsesUsage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
@@ -25,7 +25,7 @@ export type ResponseObjectStatus = ResponseStatus | 'failed';
  * The `error.code` values the OpenAPI `ResponseErrorCode` enum allows; the rest of that enum is about
  * images and vector stores, which Tollgate never reports mid-stream.
  */
-export type ResponseErrorCode = 'server_error' | 'rate_limit_exceeded' | 'invalid_prompt';
+type ResponseErrorCode = 'server_error' | 'rate_limit_exceeded' | 'invalid_prompt';
 
 /** The `error` of a failed response. */
 export interface ResponseErrorObject {
@@ -63,7 +63,7 @@ export interface ResponseIdentity {
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 /** Neutral usage in Responses terms: input includes the cache reads and writes (§4.8). */
-export function toResponsesUsage(usage: Usage): ResponsesUsage {
+function toResponsesUsage(usage: Usage): ResponsesUsage {
   const input = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
     input_tokens: input,

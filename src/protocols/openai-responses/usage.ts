@@ -3,7 +3,8 @@
  * plus the hosted-tool calls OpenAI bills per call, counted from the response's output items
  * (`web_search_call` → `web_search`).
  */
-import { field, readUsage, splitCachedInput, tryParse } from '../usage-json';
+import { tryParse } from '../../json';
+import { field, readUsage, splitCachedInput } from '../usage-json';
 import type { ToolCalls, UsageCounts } from '../types';
 
 /** Events that carry the final response object, usage included. */
@@ -37,7 +38,7 @@ function hostedToolCalls(output: unknown): ToolCalls {
 }
 
 /** The final response object of a terminal stream event, or null for any other event. */
-export function terminalResponse(event: string | null, data: string): Record<string, unknown> | null {
+function terminalResponse(event: string | null, data: string): Record<string, unknown> | null {
   if (event !== null && !TERMINAL_EVENTS.has(event)) return null;
   if (event === null && !data.includes('"usage"')) return null;
   const response = field(tryParse(data), 'response');

@@ -28,23 +28,10 @@ export {
   newResponsesId,
   REDACTED_THINKING_PREFIX,
   type ResponseFunctionCallItem,
-  type ResponseMessageItem,
   type ResponseOutputItem,
-  type ResponseOutputText,
-  type ResponseReasoningItem,
-  type ResponseStatus,
-  type ResponseSummaryText,
 } from './items';
 export { responsesRequestEcho, type ResponsesRequestEcho } from './request-echo';
-export {
-  responseError,
-  toResponsesUsage,
-  type ResponseErrorCode,
-  type ResponseErrorObject,
-  type ResponseObject,
-  type ResponseObjectStatus,
-  type ResponsesUsage,
-} from './response-object';
+export { responseError, type ResponseObject } from './response-object';
 
 /** Options of a Responses stream. */
 export interface ResponsesStreamOptions {

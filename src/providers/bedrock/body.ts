@@ -7,10 +7,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EndpointId } from '../../protocols/types';
 
-export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
+const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
 /** The InvokeModel body for an Anthropic body (client's or translated). */
-export function invokeModelBody(body: Readonly<Record<string, unknown>>, clientHeaders: IncomingHttpHeaders): Record<string, unknown> {
+function invokeModelBody(body: Readonly<Record<string, unknown>>, clientHeaders: IncomingHttpHeaders): Record<string, unknown> {
   const { model: _model, stream: _stream, ...rest } = body;
   const invoke: Record<string, unknown> = { anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...rest };
   const betas = clientHeaders['anthropic-beta'];

@@ -5,8 +5,8 @@
  * translators and the failover policy read them as they read Anthropic's.
  * https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_InvokeModelWithResponseStream.html
  */
+import { object, tryParse } from '../../json';
 import { anthropicErrorOfStatus, type AnthropicErrorKind } from '../../protocols/anthropic-messages/error-status';
-import { tryParse } from '../../protocols/usage-json';
 import type { ErrorReply } from '../../wire/types';
 
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
@@ -33,7 +33,7 @@ function exceptionName(raw: string): string {
 }
 
 /** The Anthropic error envelope for a Bedrock exception. */
-export function anthropicError(exception: string, message: string, status: number): { status: number; type: string; body: string } {
+function anthropicError(exception: string, message: string, status: number): { status: number; type: string; body: string } {
   const mapped = BY_EXCEPTION[exceptionName(exception)] ?? anthropicErrorOfStatus(status);
   return { ...mapped, body: JSON.stringify({ type: 'error', error: { type: mapped.type, message } }) };
 }
@@ -46,7 +46,7 @@ function messageOf(payload: Record<string, unknown>, fallback: string): string {
 /** A Bedrock error reply as the Anthropic error reply it stands for. */
 export function bedrockErrorReply(status: number, body: Buffer, headers: Headers): ErrorReply {
   const parsed = tryParse(body.toString('utf8'));
-  const payload = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  const payload = object(parsed);
   const header = headers['x-amzn-errortype'];
   const exception = typeof header === 'string' ? header : typeof payload.__type === 'string' ? payload.__type : '';
   const error = anthropicError(exception, messageOf(payload, `AWS Bedrock answered ${status}.`), status);
@@ -56,6 +56,6 @@ export function bedrockErrorReply(status: number, body: Buffer, headers: Headers
 /** An in-stream exception message (`:message-type: exception`) as an Anthropic `error` event's data. */
 export function streamExceptionData(exception: string, payload: string): string {
   const parsed = tryParse(payload);
-  const fields = parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  const fields = object(parsed);
   return anthropicError(exception, messageOf(fields, `AWS Bedrock reported ${exception} mid-stream.`), 500).body;
 }

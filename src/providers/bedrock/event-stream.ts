@@ -6,8 +6,8 @@
  */
 import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec';
 import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import { tryParse } from '../../json';
 import type { SseEvent } from '../../protocols/sse';
-import { tryParse } from '../../protocols/usage-json';
 import type { FrameParser } from '../../wire/types';
 import { streamExceptionData } from './errors';
 

@@ -16,6 +16,7 @@
  */
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../../config/types';
+import { isObject } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { errorBody } from '../../protocols/errors';
 import { ENDPOINTS, type EndpointId } from '../../protocols/types';
@@ -44,7 +45,7 @@ function invalidBody(endpoint: EndpointId, message: string): UpstreamResponse {
 function parseBody(body: Buffer): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(body.toString('utf8'));
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return isObject(value) ? value : null;
   } catch {
     return null;
   }

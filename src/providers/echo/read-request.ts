@@ -2,6 +2,7 @@
  * Reads what the echo provider needs out of a request body in any of the four client protocols. The
  * kernel has validated the body already, so anything of an unexpected shape is simply skipped.
  */
+import { isObject, type Json } from '../../json';
 import type { EndpointId } from '../../protocols/types';
 
 /** The protocol-neutral facts of a request that the echo reply depends on. */
@@ -16,12 +17,6 @@ export interface EchoRequest {
   readonly lastUserText: string;
   /** Every text of the prompt (system, instructions, messages, input), for counting input tokens. */
   readonly promptTexts: readonly string[];
-}
-
-type JsonObject = Readonly<Record<string, unknown>>;
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function list(value: unknown): readonly unknown[] {
@@ -67,7 +62,7 @@ function tokenLimit(...candidates: unknown[]): number | null {
 }
 
 /** Reads a parsed request body written in the protocol of `endpoint`. */
-export function readEchoRequest(endpoint: EndpointId, body: JsonObject): EchoRequest {
+export function readEchoRequest(endpoint: EndpointId, body: Readonly<Json>): EchoRequest {
   const model = typeof body.model === 'string' ? body.model : 'echo';
   // count_tokens has no reply, so never a stream.
   const stream = endpoint !== 'count_tokens' && body.stream === true;

@@ -11,20 +11,20 @@ import type { EchoRequest } from './read-request';
 import { countEchoTokens, cutToTokens, tokenPieces } from './tokenizer';
 
 /** How much of the user's text is echoed back, in echo tokens. */
-export const ECHO_MAX_TOKENS = 50;
+const ECHO_MAX_TOKENS = 50;
 
 /** What the demo says: `Echo: ` and the start of the last user message. */
-export function echoReplyText(lastUserText: string): string {
+function echoReplyText(lastUserText: string): string {
   return `Echo: ${cutToTokens(lastUserText, ECHO_MAX_TOKENS)}`;
 }
 
 /** Input tokens of a request: every prompt text counted, and never less than 1 (no prompt is free). */
-export function echoInputTokens(request: EchoRequest): number {
+function echoInputTokens(request: EchoRequest): number {
   return Math.max(1, request.promptTexts.reduce((sum, text) => sum + countEchoTokens(text), 0));
 }
 
 /** The echo's assistant turn, cut at the request's token limit when it has one. */
-export function echoTurn(request: EchoRequest): AssistantTurn {
+function echoTurn(request: EchoRequest): AssistantTurn {
   const full = echoReplyText(request.lastUserText);
   const limit = request.maxTokens;
   const cut = limit !== null && countEchoTokens(full) > limit;

@@ -5,7 +5,7 @@
  */
 
 /** What one echo token looks like. */
-export const ECHO_TOKEN_PATTERN = /[\p{L}\p{N}_]+|[^\p{L}\p{N}_\s]/gu;
+const ECHO_TOKEN_PATTERN = /[\p{L}\p{N}_]+|[^\p{L}\p{N}_\s]/gu;
 
 interface TokenSpan {
   readonly start: number;

@@ -17,7 +17,7 @@ const METADATA_TOKEN_URL = 'http://metadata.google.internal/computeMetadata/v1/i
 const ASSERTION_SECONDS = 3600;
 
 /** How to ask for a token: the URL, and the request's headers and body. */
-export interface TokenRequest {
+interface TokenRequest {
   readonly url: string;
   readonly method: 'GET' | 'POST';
   readonly headers: Record<string, string>;
@@ -45,7 +45,7 @@ interface AuthorizedUser {
 const base64url = (value: string | Buffer): string => Buffer.from(value).toString('base64url');
 
 /** A signed RS256 JWT asserting the service account, for the JWT bearer grant (RFC 7523). */
-export function serviceAccountAssertion(key: Pick<ServiceAccountKey, 'client_email' | 'private_key' | 'private_key_id'>, audience: string, nowSeconds: number): string {
+function serviceAccountAssertion(key: Pick<ServiceAccountKey, 'client_email' | 'private_key' | 'private_key_id'>, audience: string, nowSeconds: number): string {
   const header = { alg: 'RS256', typ: 'JWT', ...(key.private_key_id !== undefined && { kid: key.private_key_id }) };
   const claims = { iss: key.client_email, scope: SCOPE, aud: audience, iat: nowSeconds, exp: nowSeconds + ASSERTION_SECONDS };
   const unsigned = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
@@ -94,6 +94,7 @@ function fromFile(file: string): CredentialSource {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8')) as { type?: unknown };
   } catch (error) {
+    // eslint-disable-next-line preserve-caught-error -- no cause: a JSON parse error quotes the file, which holds a private key
     throw new Error(`${file}: not a readable JSON credentials file (${(error as NodeJS.ErrnoException).code ?? 'invalid JSON'})`);
   }
   if (parsed.type === 'service_account') return fromServiceAccount(parsed as ServiceAccountKey, file);

@@ -4,13 +4,9 @@
  * shape (`{"error":{"code","message","status"}}`, sometimes inside an array) and are rewritten so native
  * clients, the translators and the failover policy read them alike.
  */
+import { object, tryParse } from '../../json';
 import { anthropicErrorOfStatus, type AnthropicErrorKind } from '../../protocols/anthropic-messages/error-status';
-import { tryParse } from '../../protocols/usage-json';
 import type { ErrorReply } from '../../wire/types';
-
-type Json = Record<string, unknown>;
-
-const object = (value: unknown): Json => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {});
 
 /** Google's canonical statuses, as Anthropic statuses and types. */
 const BY_GOOGLE_STATUS: Readonly<Record<string, AnthropicErrorKind>> = {
@@ -25,7 +21,7 @@ const BY_GOOGLE_STATUS: Readonly<Record<string, AnthropicErrorKind>> = {
 
 export function vertexErrorReply(status: number, body: Buffer): ErrorReply {
   const parsed = tryParse(body.toString('utf8'));
-  const first = Array.isArray(parsed) ? parsed[0] : parsed;
+  const first: unknown = Array.isArray(parsed) ? parsed[0] : parsed;
   if (object(first).type === 'error') return { status, body };
   const error = object(object(first).error);
   const mapped = (typeof error.status === 'string' ? BY_GOOGLE_STATUS[error.status] : undefined) ?? anthropicErrorOfStatus(status);

@@ -64,11 +64,11 @@ export class GoogleTokenSource {
 /** Adds `Authorization: Bearer <token>` to Vertex requests; the key file is read once, at boot. */
 export function vertexAuthenticator(provider: ProviderConfig): RequestAuthenticator {
   let tokens: GoogleTokenSource | null = null;
-  let unusable: Error | null = null;
+  let unusable: unknown = null;
   try {
     tokens = new GoogleTokenSource(credentialSource(provider.credentials_file));
   } catch (error) {
-    unusable = error as Error;
+    unusable = error;
   }
   return {
     async authenticate(outgoing: OutgoingRequest) {

@@ -2,9 +2,10 @@
  * An assistant message as Messages blocks, in the order Messages requires: signed thinking first,
  * then text, then tool calls.
  */
+import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
 import { textBlock, toolUse, type Block } from '../to-messages/blocks';
-import { invalid, isSet, nonEmptyString, requireArray, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { invalid, isSet, requireNonEmptyString, requireArray, requireRecord, requireString } from '../to-messages/fields';
 import { textOnlyBlocks } from './content';
 
 export function assistantBlocks(message: Json, param: string, toolNames: ToolNameMap): Block[] {
@@ -53,8 +54,8 @@ function toolUseBlock(value: unknown, param: string, toolNames: ToolNameMap): Bl
   if (isSet(call.type) && call.type !== 'function') {
     throw invalid(`${param}.type`, "must be 'function'; custom tool calls cannot be sent to this model.");
   }
-  const id = nonEmptyString(call.id, `${param}.id`);
+  const id = requireNonEmptyString(call.id, `${param}.id`);
   const fn = requireRecord(call.function, `${param}.function`);
-  const name = nonEmptyString(fn.name, `${param}.function.name`);
+  const name = requireNonEmptyString(fn.name, `${param}.function.name`);
   return toolUse(id, name, fn.arguments, `${param}.function.arguments`, toolNames);
 }

@@ -3,9 +3,10 @@
  * attach, and a tool message's result. Empty text is dropped here because Messages rejects empty
  * text blocks (PROTOCOLS.md §4.1).
  */
+import type { Json } from '../../json';
 import { imageBlock } from '../images';
 import { nonEmptyText, pdfDataBlock, textBlock, toolResult, withCacheControl, type Block, type TurnContent } from '../to-messages/blocks';
-import { invalid, isSet, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { invalid, isSet, requireRecord, requireString } from '../to-messages/fields';
 
 /**
  * Blocks for content that may only hold text: system, developer and tool messages. `alsoRefusal`

@@ -1,12 +1,12 @@
 /** Chat Completions clients on Anthropic Messages upstreams: `claude-*` through /v1/chat/completions. */
+import { object, type Json } from '../../json';
 import { buildChatCompletion, ChatStreamWriter } from '../../protocols/openai-chat/writer';
 import { composeTranslator } from '../compose';
 import { MESSAGES_UPSTREAM } from '../to-messages/upstream';
 import { chatToMessagesRequest } from './request';
 
-function includeUsage(body: Readonly<Record<string, unknown>>): boolean {
-  const options = body.stream_options;
-  return options !== null && typeof options === 'object' && (options as Record<string, unknown>).include_usage === true;
+function includeUsage(body: Readonly<Json>): boolean {
+  return object(body.stream_options).include_usage === true;
 }
 
 export const chatToMessages = composeTranslator({

@@ -3,8 +3,9 @@
  * Completions spelling.
  */
 import type { ModelConfig } from '../../config/types';
+import type { Json } from '../../json';
 import type { ThinkingFields } from '../reasoning';
-import { isSet, requireRecord, type Json } from '../to-messages/fields';
+import { isSet, requireRecord } from '../to-messages/fields';
 import { outputFormatFor, outputLimitFor, thinkingForEffort } from '../to-messages/output';
 
 /** `max_completion_tokens`, else the deprecated `max_tokens`, else the model's configured limit. */

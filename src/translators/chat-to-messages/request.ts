@@ -3,7 +3,8 @@
  * Messages can express is mapped; what would change the answer and cannot be mapped is a 400 naming
  * the field; what only tunes OpenAI's own service (`seed`, `store`, `metadata`, …) is not sent.
  */
-import { invalid, isSet, type Json } from '../to-messages/fields';
+import type { Json } from '../../json';
+import { invalid, isSet } from '../to-messages/fields';
 import { messagesRequest, type MessagesDialect } from '../to-messages/request';
 import { stopSequencesFor } from '../to-messages/sampling';
 import type { TranslationContext } from '../types';

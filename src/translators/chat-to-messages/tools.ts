@@ -2,8 +2,9 @@
  * Chat `tools`, `tool_choice` and `parallel_tool_calls`, where each function sits under a `function`
  * key; the Messages side of the mapping is in `to-messages/tools`.
  */
+import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
-import { invalid, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { invalid, requireRecord, requireString } from '../to-messages/fields';
 import { explicitChoice, functionTool, parallelToolCalls, toolsFor as messagesTools, withParallelDisabled } from '../to-messages/tools';
 
 /** The tool list to send; undefined when the client declared none. */

@@ -3,7 +3,8 @@
  * client a different answer from the one it asked for, so each set to a meaningful value is a 400.
  * Fields that only tune delivery or bookkeeping (`seed`, `store`, `service_tier`, …) are simply not sent.
  */
-import { invalid, isRecord, isSet, type Json } from '../to-messages/fields';
+import { isObject, type Json } from '../../json';
+import { invalid, isSet } from '../to-messages/fields';
 
 interface UnmappableField {
   readonly field: string;
@@ -22,7 +23,7 @@ const UNMAPPABLE_FIELDS: readonly UnmappableField[] = [
   },
   {
     field: 'logit_bias',
-    asksTooMuch: (bias) => isSet(bias) && !(isRecord(bias) && Object.keys(bias).length === 0),
+    asksTooMuch: (bias) => isSet(bias) && !(isObject(bias) && Object.keys(bias).length === 0),
     reason: 'cannot be set: this model takes no token biases.',
   },
   { field: 'audio', asksTooMuch: isSet, reason: 'cannot be set: this model does not produce audio.' },

@@ -1,6 +1,7 @@
 /** Messages assistant turns as chat assistant messages, tool calls included. */
+import { stringField, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
-import { blockList, invalid, stringField, type Json } from './fields';
+import { blockList, invalid } from './fields';
 
 /**
  * An assistant turn. Text blocks of one turn are pieces of one answer (split by citations or tool

@@ -1,6 +1,7 @@
 /** The blocks a user turn (or a tool result) may carry, as chat content parts: text, images and documents. */
+import { object, stringField, type Json } from '../../json';
 import { imageUrl } from '../images';
-import { invalid, object, stringField, type Json } from './fields';
+import { invalid } from './fields';
 
 /** Chat needs a filename beside `file_data`; Anthropic documents have only an optional title. */
 const DEFAULT_PDF_FILENAME = 'document.pdf';

@@ -2,29 +2,17 @@
  * Readers for the client's Messages request: each check fails as a 400 that names the field, so a
  * client learns which part of its request could not be carried to a Chat Completions upstream.
  */
+import { object, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
-
-/** A JSON object, as parsed from the client or built for the upstream. */
-export type Json = Record<string, unknown>;
 
 /** The 400 for `param`, with `problem` after the field's path. */
 export function invalid(param: string, problem: string): GatewayError {
   return new GatewayError('TOLLGATE_ERR_REQUEST_INVALID', `${param}: ${problem}`, { param });
 }
 
-/** `value` if it is a JSON object, else an empty one. */
-export function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
-
 /** Whether a field was left out: absent or `null`. */
 export function isAbsent(value: unknown): boolean {
   return value === undefined || value === null;
-}
-
-/** `value` if it is a string, else ''. */
-export function stringField(value: unknown): string {
-  return typeof value === 'string' ? value : '';
 }
 
 /** The blocks of a content field given as a list; a string is not accepted here. */

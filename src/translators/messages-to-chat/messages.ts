@@ -1,8 +1,9 @@
 /** The Messages conversation (system prompt and turns) as the chat `messages` list. */
+import { object, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
 import { assistantMessages } from './assistant';
 import { userPart } from './content';
-import { blockList, invalid, object, type Json } from './fields';
+import { blockList, invalid } from './fields';
 import { systemMessage } from './system';
 import { toolResult } from './tool-results';
 

@@ -1,5 +1,6 @@
 /** Limits, sampling and structured output of a Messages request, as chat fields. */
-import { invalid, isAbsent, object, type Json } from './fields';
+import { object, type Json } from '../../json';
+import { invalid, isAbsent } from './fields';
 
 /** OpenAI accepts at most four stop strings (PROTOCOLS.md §1.1). */
 const MAX_STOP_SEQUENCES = 4;

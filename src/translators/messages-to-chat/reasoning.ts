@@ -1,6 +1,7 @@
 /** Messages `thinking` (and `output_config.effort`) as chat's `reasoning_effort`. */
 import type { ModelConfig } from '../../config/types';
-import { invalid, isAbsent, object, type Json } from './fields';
+import { object, type Json } from '../../json';
+import { invalid, isAbsent } from './fields';
 
 /** Anthropic `output_config.effort` levels; chat's `reasoning_effort` takes the same words. */
 const EFFORTS = new Set(['low', 'medium', 'high', 'xhigh', 'max']);

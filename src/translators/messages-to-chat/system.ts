@@ -1,5 +1,6 @@
 /** Messages system prompts, top-level or mid-conversation, as chat system messages. */
-import { blockList, invalid, isAbsent, stringField, type Json } from './fields';
+import { stringField, type Json } from '../../json';
+import { blockList, invalid, isAbsent } from './fields';
 
 /**
  * A system prompt as one chat system message; none for an empty one. Blocks are separate sections

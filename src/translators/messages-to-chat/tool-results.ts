@@ -1,6 +1,7 @@
 /** Messages `tool_result` blocks as chat `tool` messages. */
+import { stringField, type Json } from '../../json';
 import { userPart } from './content';
-import { blockList, invalid, isAbsent, stringField, type Json } from './fields';
+import { blockList, invalid, isAbsent } from './fields';
 
 /** The `tool` message for one tool result, and what it cannot carry. */
 export interface ToolResultMessages {

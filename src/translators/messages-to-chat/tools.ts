@@ -1,6 +1,7 @@
 /** Messages tool definitions and `tool_choice` as chat function tools. */
+import { object, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
-import { invalid, isAbsent, object, type Json } from './fields';
+import { invalid, isAbsent } from './fields';
 
 /** `tools`, `tool_choice` and `parallel_tool_calls` for the chat request. */
 export function toolFields(body: Json, toolNames: ToolNameMap): Json {

@@ -1,6 +1,7 @@
 /** Top-level Messages fields that have no Chat Completions counterpart and cannot be dropped. */
+import type { Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
-import { invalid, isAbsent, type Json } from './fields';
+import { invalid, isAbsent } from './fields';
 
 /**
  * Top-level fields whose work Anthropic's API does itself, with nothing on the chat side to do it:

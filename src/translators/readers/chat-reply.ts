@@ -3,13 +3,12 @@
  * the chat stream reader shares with it: finish reasons, usage and the reasoning-text field.
  */
 import { randomBytes } from 'node:crypto';
+import { nonEmptyStringOrNull, object, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { chatUsage } from '../../protocols/openai-chat/usage';
 import type { AssistantTurn, TurnPart, TurnStop } from '../../protocols/turn';
 import { NO_TOKENS, type Usage } from '../../protocols/types';
 import type { ToolNameMap } from '../tool-names';
-
-type Json = Record<string, unknown>;
 
 /** Chat `finish_reason` in neutral words (PROTOCOLS.md §4.3, reverse direction). */
 const STOPS: Readonly<Record<string, TurnStop>> = {
@@ -26,15 +25,6 @@ const STOPS: Readonly<Record<string, TurnStop>> = {
  */
 export const NO_USAGE: Usage = { ...NO_TOKENS, toolCalls: {}, source: 'partial' };
 
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
-
-/** A string field that says something; null for absent, non-string or empty values. */
-function nonEmptyString(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
-
 export function invalidResponse(message: string): GatewayError {
   return new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', message);
 }
@@ -49,7 +39,7 @@ export function stopFromChat(finishReason: unknown): TurnStop {
  * `reasoning_content`, vLLM and OpenRouter `reasoning`.
  */
 export function reasoningText(message: Json): string | null {
-  return nonEmptyString(message.reasoning_content) ?? nonEmptyString(message.reasoning);
+  return nonEmptyStringOrNull(message.reasoning_content) ?? nonEmptyStringOrNull(message.reasoning);
 }
 
 /** An id for a tool call the upstream sent without one; the client needs one to answer the call. */
@@ -84,7 +74,7 @@ export function readChatReply(body: unknown, toolNames: ToolNameMap, model: stri
   if (completion.choices.length === 0) throw invalidResponse('The upstream chat completion has no choices.');
   const choice = object(completion.choices[0]);
   const message = object(choice.message);
-  const refusal = nonEmptyString(message.refusal);
+  const refusal = nonEmptyStringOrNull(message.refusal);
   const parts: TurnPart[] = [...reasoningParts(message), ...textParts(message, refusal), ...toolCallParts(message, toolNames)];
   const created = completion.created;
   return {
@@ -106,8 +96,8 @@ function reasoningParts(message: Json): TurnPart[] {
 /** The answer text (a string, or text parts from some compatible upstreams) and any refusal text. */
 function textParts(message: Json, refusal: string | null): TurnPart[] {
   const content = Array.isArray(message.content)
-    ? message.content.map((part) => nonEmptyString(object(part).text) ?? '').join('')
-    : (nonEmptyString(message.content) ?? '');
+    ? message.content.map((part) => nonEmptyStringOrNull(object(part).text) ?? '').join('')
+    : (nonEmptyStringOrNull(message.content) ?? '');
   const texts = [content, refusal ?? ''].filter((piece) => piece !== '');
   return texts.map((piece) => ({ type: 'text', text: piece }));
 }
@@ -117,9 +107,9 @@ function toolCallParts(message: Json, toolNames: ToolNameMap): TurnPart[] {
   return message.tool_calls.map((entry) => {
     const call = object(entry);
     const fn = object(call.function);
-    const name = nonEmptyString(fn.name);
+    const name = nonEmptyStringOrNull(fn.name);
     if (name === null) throw invalidResponse('The upstream reply has a tool call without a function name.');
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
-    return { type: 'tool_call', id: nonEmptyString(call.id) ?? newToolCallId(), name: toolNames.client(name), arguments: args };
+    return { type: 'tool_call', id: nonEmptyStringOrNull(call.id) ?? newToolCallId(), name: toolNames.client(name), arguments: args };
   });
 }

@@ -4,27 +4,17 @@
  * the finish reason, and a Messages client reads usage in `message_delta`, so the turn is finished
  * at `[DONE]`, once both are known.
  */
+import { nonEmptyStringOrNull, object, tryParse, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import type { SseEvent } from '../../protocols/sse';
 import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
 import type { Usage } from '../../protocols/types';
-import { tryParse } from '../../protocols/usage-json';
 import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
 import { invalidResponse, newToolCallId, NO_USAGE, reasoningText, stopFromChat, usageFromChat } from './chat-reply';
 import type { ReplyStreamReader } from './types';
 
-type Json = Record<string, unknown>;
-
 const DONE = '[DONE]';
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
-
-function nonEmptyString(value: unknown): string | null {
-  return typeof value === 'string' && value !== '' ? value : null;
-}
 
 /** The tool call whose argument fragments are being relayed. */
 interface OpenCall {
@@ -95,9 +85,9 @@ export class ChatStreamReader implements ReplyStreamReader {
   private readDelta(delta: Json, writer: TurnStreamWriter, frames: string[]): void {
     const reasoning = reasoningText(delta);
     if (reasoning !== null) frames.push(this.closeCall(writer), writer.thinking(reasoning));
-    const content = nonEmptyString(delta.content);
+    const content = nonEmptyStringOrNull(delta.content);
     if (content !== null) frames.push(this.closeCall(writer), writer.text(content));
-    const refusal = nonEmptyString(delta.refusal);
+    const refusal = nonEmptyStringOrNull(delta.refusal);
     if (refusal !== null) {
       this.refused = true;
       frames.push(this.closeCall(writer), writer.text(refusal));
@@ -114,21 +104,21 @@ export class ChatStreamReader implements ReplyStreamReader {
   private readToolCall(entry: Json, writer: TurnStreamWriter, frames: string[]): void {
     const fn = object(entry.function);
     const index = typeof entry.index === 'number' ? entry.index : null;
-    const id = nonEmptyString(entry.id);
+    const id = nonEmptyStringOrNull(entry.id);
     const open = this.openCall;
     const startsCall = open === null || (index !== null && index !== open.index) || (id !== null && id !== open.id);
     if (startsCall) {
       if (id === null && index !== null && this.closedCalls.has(index)) {
         throw invalidResponse('The upstream stream sent arguments for a tool call that had already ended.');
       }
-      const name = nonEmptyString(fn.name);
+      const name = nonEmptyStringOrNull(fn.name);
       if (name === null) throw invalidResponse('The upstream stream started a tool call without a function name.');
       frames.push(this.closeCall(writer));
       this.openCall = { index: index ?? this.callCount, id: id ?? newToolCallId() };
       this.callCount++;
       frames.push(writer.toolCallStart(this.openCall.id, this.toolNames.client(name)));
     }
-    const fragment = nonEmptyString(fn.arguments);
+    const fragment = nonEmptyStringOrNull(fn.arguments);
     if (fragment !== null) frames.push(writer.toolCallArguments(fragment));
   }
 

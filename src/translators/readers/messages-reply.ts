@@ -1,4 +1,5 @@
 /** A whole Anthropic Messages reply read into the neutral turn. */
+import { isObject, stringField, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import { NO_TOKENS } from '../../protocols/types';
@@ -6,27 +7,21 @@ import type { AssistantTurn, TurnPart } from '../../protocols/turn';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
 
-type Json = Record<string, unknown>;
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 function partOf(block: Json, toolNames: ToolNameMap): TurnPart | null {
   switch (block.type) {
     case 'text':
-      return { type: 'text', text: String(block.text ?? '') };
+      return { type: 'text', text: stringField(block.text) };
     case 'tool_use':
       return {
         type: 'tool_call',
-        id: String(block.id ?? ''),
-        name: toolNames.client(String(block.name ?? '')),
+        id: stringField(block.id),
+        name: toolNames.client(stringField(block.name)),
         arguments: JSON.stringify(isObject(block.input) ? block.input : {}),
       };
     case 'thinking':
-      return { type: 'thinking', text: String(block.thinking ?? ''), signature: String(block.signature ?? '') };
+      return { type: 'thinking', text: stringField(block.thinking), signature: stringField(block.signature) };
     case 'redacted_thinking':
-      return { type: 'redacted_thinking', data: String(block.data ?? '') };
+      return { type: 'redacted_thinking', data: stringField(block.data) };
     default:
       // Server-tool blocks (web search results and the like) have no counterpart in OpenAI replies.
       return null;

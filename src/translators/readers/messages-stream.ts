@@ -3,23 +3,18 @@
  * client's writer, one upstream event at a time. Block indexes are the upstream's business: writers
  * number their own blocks, and chat counts tool calls apart from other blocks (§0 fact 8).
  */
+import { object, stringField, tryParse, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import type { SseEvent } from '../../protocols/sse';
 import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
 import { NO_TOKENS, type Usage, type UsageCounts } from '../../protocols/types';
-import { tryParse } from '../../protocols/usage-json';
 import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
 import type { ReplyStreamReader } from './types';
 
-type Json = Record<string, unknown>;
 type Counts = UsageCounts;
-
-function object(value: unknown): Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
-}
 
 export class MessagesStreamReader implements ReplyStreamReader {
   ended = false;
@@ -87,11 +82,11 @@ export class MessagesStreamReader implements ReplyStreamReader {
       case 'text':
         return writer.text(typeof block.text === 'string' ? block.text : '');
       case 'tool_use':
-        return writer.toolCallStart(String(block.id ?? ''), this.toolNames.client(String(block.name ?? '')));
+        return writer.toolCallStart(stringField(block.id), this.toolNames.client(stringField(block.name)));
       case 'thinking':
         return writer.thinking(typeof block.thinking === 'string' ? block.thinking : '');
       case 'redacted_thinking':
-        return writer.redactedThinking(String(block.data ?? ''));
+        return writer.redactedThinking(stringField(block.data));
       default:
         return '';
     }
@@ -100,13 +95,13 @@ export class MessagesStreamReader implements ReplyStreamReader {
   private blockDelta(delta: Json, writer: TurnStreamWriter): string {
     switch (delta.type) {
       case 'text_delta':
-        return writer.text(String(delta.text ?? ''));
+        return writer.text(stringField(delta.text));
       case 'input_json_delta':
-        return writer.toolCallArguments(String(delta.partial_json ?? ''));
+        return writer.toolCallArguments(stringField(delta.partial_json));
       case 'thinking_delta':
-        return writer.thinking(String(delta.thinking ?? ''));
+        return writer.thinking(stringField(delta.thinking));
       case 'signature_delta':
-        return writer.thinkingSignature(String(delta.signature ?? ''));
+        return writer.thinkingSignature(stringField(delta.signature));
       default:
         return ''; // citations have no counterpart in the OpenAI shapes
     }

@@ -2,9 +2,10 @@
  * Responses message content as Messages content blocks. Empty text is dropped because Messages
  * rejects empty text blocks (PROTOCOLS.md §4.1).
  */
+import type { Json } from '../../json';
 import { imageBlock } from '../images';
 import { nonEmptyText, pdfDataBlock, textBlock, type Block } from '../to-messages/blocks';
-import { invalid, isSet, requireArray, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { invalid, isSet, requireArray, requireRecord, requireString } from '../to-messages/fields';
 
 /** Who a message's content belongs to decides which parts it may hold. */
 export type ContentOwner = 'system' | 'user' | 'assistant';

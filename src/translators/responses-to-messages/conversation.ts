@@ -2,9 +2,10 @@
  * The Responses `instructions` and `input` list as a Messages `system` prompt and alternating
  * user/assistant turns (PROTOCOLS.md §4.8).
  */
+import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
 import { nonEmptyText, textBlock, type Block } from '../to-messages/blocks';
-import { invalid, isSet, requireArray, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { invalid, isSet, requireArray, requireRecord, requireString } from '../to-messages/fields';
 import { asBlocks, normalisedTurns, type Conversation, type Turn, type TurnRules } from '../to-messages/turns';
 import { contentBlocks } from './content';
 import { thinkingBlocks, toolResultBlock, toolUseBlock } from './items';

@@ -3,7 +3,8 @@
  * ended, then the request's own input, with every `item_reference` replaced by the item it names.
  * Only responses Tollgate minted recently can be referred to (see minted.ts).
  */
-import { invalid, isRecord, isSet, requireArray, requireString, type Json } from '../to-messages/fields';
+import { isObject, type Json } from '../../json';
+import { invalid, isSet, requireArray, requireString } from '../to-messages/fields';
 import { mintedResponses } from './minted';
 
 const SEND_IT_ALL = 'send the whole conversation in input instead';
@@ -27,7 +28,7 @@ export function ownInput(body: Readonly<Json>): Json[] {
 
 /** An `item_reference`; the SDKs may also leave the type out and send the id alone. */
 function isReference(entry: unknown): entry is Json {
-  if (!isRecord(entry)) return false;
+  if (!isObject(entry)) return false;
   return entry.type === 'item_reference' || (!isSet(entry.type) && !isSet(entry.role) && isSet(entry.id));
 }
 

@@ -1,8 +1,8 @@
 /** Responses API clients on Anthropic Messages upstreams: `claude-*` through /v1/responses. */
+import type { Json } from '../../json';
 import type { ResponseObject } from '../../protocols/openai-responses/response-object';
 import { buildResponse, responsesRequestEcho, ResponsesStreamWriter } from '../../protocols/openai-responses/writer';
 import { composeTranslator } from '../compose';
-import type { Json } from '../to-messages/fields';
 import { MESSAGES_UPSTREAM } from '../to-messages/upstream';
 import { ownInput } from './expanded-input';
 import { mintedResponses } from './minted';

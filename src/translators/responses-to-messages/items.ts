@@ -1,23 +1,24 @@
 /** Function calls, their outputs and reasoning items as the Messages blocks they stand for. */
+import type { Json } from '../../json';
 import { joinNamespace } from '../../protocols/openai-responses/namespaced-name';
 import { REDACTED_THINKING_PREFIX } from '../../protocols/openai-responses/writer';
 import type { ToolNameMap } from '../tool-names';
 import { toolResult, toolUse, type Block } from '../to-messages/blocks';
-import { isSet, nonEmptyString, requireArray, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { isSet, requireNonEmptyString, requireArray, requireRecord, requireString } from '../to-messages/fields';
 import { contentBlocks } from './content';
 
 /** A `function_call` item as a `tool_use` block. */
 export function toolUseBlock(item: Json, param: string, toolNames: ToolNameMap): Block {
-  const callId = nonEmptyString(item.call_id, `${param}.call_id`);
-  const name = nonEmptyString(item.name, `${param}.name`);
+  const callId = requireNonEmptyString(item.call_id, `${param}.call_id`);
+  const name = requireNonEmptyString(item.name, `${param}.name`);
   // A call to a function of a namespace tool goes by the flat name its declaration was given.
-  const flat = isSet(item.namespace) ? joinNamespace(nonEmptyString(item.namespace, `${param}.namespace`), name) : name;
+  const flat = isSet(item.namespace) ? joinNamespace(requireNonEmptyString(item.namespace, `${param}.namespace`), name) : name;
   return toolUse(callId, flat, item.arguments, `${param}.arguments`, toolNames);
 }
 
 /** A `function_call_output` item as a `tool_result` block. */
 export function toolResultBlock(item: Json, param: string): Block {
-  const toolUseId = nonEmptyString(item.call_id, `${param}.call_id`);
+  const toolUseId = requireNonEmptyString(item.call_id, `${param}.call_id`);
   const output = item.output;
   const content = typeof output === 'string' ? output : outputBlocks(output, `${param}.output`);
   return toolResult(toolUseId, content);

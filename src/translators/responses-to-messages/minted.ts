@@ -9,7 +9,7 @@
  * response it continued, so a conversation carried by previous_response_id costs its length once,
  * not once per turn.
  */
-import type { Json } from '../to-messages/fields';
+import type { Json } from '../../json';
 
 /** How long a minted response can be referred to. */
 export const MINTED_TTL_MS = 30 * 60 * 1000;

@@ -3,8 +3,9 @@
  * and who asked (`safety_identifier`).
  */
 import type { ModelConfig } from '../../config/types';
+import type { Json } from '../../json';
 import type { ThinkingFields } from '../reasoning';
-import { isSet, requireRecord, requireString, type Json } from '../to-messages/fields';
+import { isSet, requireRecord, requireString } from '../to-messages/fields';
 import { outputFormatFor, outputLimitFor, thinkingForEffort } from '../to-messages/output';
 
 /** `max_output_tokens` (which counts reasoning, as Messages' max_tokens does), else the model's limit. */

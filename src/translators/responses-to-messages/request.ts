@@ -5,7 +5,8 @@
  * tunes OpenAI's own service (`store`, `include`, `service_tier`, …) is not sent.
  */
 import type { ModelConfig } from '../../config/types';
-import { invalid, isSet, type Json } from '../to-messages/fields';
+import type { Json } from '../../json';
+import { invalid, isSet } from '../to-messages/fields';
 import { messagesRequest, type MessagesDialect } from '../to-messages/request';
 import type { TranslationContext } from '../types';
 import { conversationFor } from './conversation';

@@ -2,8 +2,9 @@
  * Messages content blocks both OpenAI request shapes produce: text, inline PDFs, tool calls and
  * their results. Empty text is dropped because Messages rejects empty text blocks (PROTOCOLS.md §4.1).
  */
+import { isObject, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
-import { invalid, isRecord, isSet, requireString, type Json } from './fields';
+import { invalid, isSet, requireString } from './fields';
 
 /** A Messages content block. */
 export type Block = Json;
@@ -50,7 +51,7 @@ function toolInput(value: unknown, param: string): Json {
   } catch {
     throw invalid(param, 'is not valid JSON.');
   }
-  if (!isRecord(input)) throw invalid(param, 'must be a JSON object.');
+  if (!isObject(input)) throw invalid(param, 'must be a JSON object.');
   return input;
 }
 

@@ -3,14 +3,8 @@
  * as a 400 that names the field, so a client learns which part of its request Tollgate could not
  * carry to a Messages upstream.
  */
+import { isObject, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
-
-/** A JSON object, as parsed from the client or built for the upstream. */
-export type Json = Record<string, unknown>;
-
-export function isRecord(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** Whether the client set a field: OpenAI clients send `null` to mean "not set". */
 export function isSet(value: unknown): boolean {
@@ -23,7 +17,7 @@ export function invalid(param: string, problem: string): GatewayError {
 }
 
 export function requireRecord(value: unknown, param: string): Json {
-  if (!isRecord(value)) throw invalid(param, 'must be an object.');
+  if (!isObject(value)) throw invalid(param, 'must be an object.');
   return value;
 }
 
@@ -37,7 +31,7 @@ export function requireString(value: unknown, param: string): string {
   return value;
 }
 
-export function nonEmptyString(value: unknown, param: string): string {
+export function requireNonEmptyString(value: unknown, param: string): string {
   if (typeof value !== 'string' || value === '') throw invalid(param, 'must be a non-empty string.');
   return value;
 }

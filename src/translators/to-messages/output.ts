@@ -3,8 +3,9 @@
  * carries the last two together in `output_config`, beside `thinking`.
  */
 import type { ModelConfig } from '../../config/types';
+import type { Json } from '../../json';
 import { isReasoningEffort, thinkingFor, type ThinkingFields } from '../reasoning';
-import { invalid, isSet, type Json } from './fields';
+import { invalid, isSet } from './fields';
 
 /** The output limit the client set in `param`, else the model's configured limit. */
 export function outputLimitFor(value: unknown, param: string, model: ModelConfig): number {

@@ -4,10 +4,11 @@
  * client hears about is the same for every request) and the order of the keys sent.
  */
 import type { ModelConfig } from '../../config/types';
+import type { Json } from '../../json';
 import type { ThinkingFields } from '../reasoning';
 import type { ToolNameMap } from '../tool-names';
 import type { TranslationContext } from '../types';
-import { withoutUndefined, type Json } from './fields';
+import { withoutUndefined } from './fields';
 import { samplingFor } from './sampling';
 import { rejectForcedTool } from './tools';
 import type { Conversation, Turn } from './turns';

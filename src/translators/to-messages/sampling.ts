@@ -3,7 +3,8 @@
  * a Messages upstream is most likely to refuse, so it is sent only where the upstream accepts it.
  */
 import type { ProviderConfig } from '../../config/types';
-import { invalid, isSet, requireString, withoutUndefined, type Json } from './fields';
+import type { Json } from '../../json';
+import { invalid, isSet, requireString, withoutUndefined } from './fields';
 
 /** The only API version that still takes sampling parameters (PROTOCOLS.md §0 fact 1). */
 const SAMPLING_API_VERSION = '2023-06-01';

@@ -3,8 +3,9 @@
  * Every name goes through the ToolNameMap, so a name Messages would refuse is rewritten here and
  * mapped back in the reply.
  */
+import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
-import { invalid, isSet, requireArray, requireRecord, requireString, type Json } from './fields';
+import { invalid, isSet, requireArray, requireRecord, requireString } from './fields';
 
 /** Reads one entry of the client's `tools` as a Messages tool. */
 export type ToolReader = (value: unknown, param: string, toolNames: ToolNameMap) => Json;

@@ -18,7 +18,7 @@ export interface Conversation {
 }
 
 /** For each role, the block types Messages wants at the start of its turn, in no particular order. */
-export type FirstKinds = Readonly<Record<Turn['role'], readonly string[]>>;
+type FirstKinds = Readonly<Record<Turn['role'], readonly string[]>>;
 
 /** How one client protocol normalises its turns. */
 export interface TurnRules {
