@@ -5,7 +5,7 @@
  * rounding half up. A request never pays a rounding per token kind.
  */
 import type { GatewayConfig, ModelConfig, ModelPrice } from '../config/types';
-import { TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
+import { INPUT_TOKEN_KINDS, TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
 import type { ChargePrices } from '../store/store';
 import { divideHalfUp, unitsToNano } from './money';
 
@@ -62,8 +62,9 @@ export function costOf(usage: TokenCounts & { readonly toolCalls?: ToolCalls }, 
 
 /** The dearest price per 1M input-side tokens: a prompt may turn out to be all cache writes. */
 export function dearestInputPrice(price: NanoPrice): bigint {
-  const { inputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens } = price.tokens;
-  return [inputTokens, cacheWriteTokens, cacheWrite1hTokens, cacheReadTokens].reduce((a, b) => (b > a ? b : a));
+  let dearest = 0n;
+  for (const kind of INPUT_TOKEN_KINDS) if (price.tokens[kind] > dearest) dearest = price.tokens[kind];
+  return dearest;
 }
 
 export function isFree(price: NanoPrice): boolean {

@@ -49,9 +49,27 @@ export function cacheWriteTotal(counts: TokenCounts): number {
   return counts.cacheWriteTokens + counts.cacheWrite1hTokens;
 }
 
+/**
+ * Which side of the exchange each kind counts: the prompt (uncached input, cache writes of every
+ * lifetime, cache reads) or the reply. A new kind does not compile until it is placed here, and the
+ * hold's dearest input price and the tokens-per-minute input count then take it in by themselves.
+ */
+const TOKEN_SIDE = {
+  inputTokens: 'input',
+  cacheWriteTokens: 'input',
+  cacheWrite1hTokens: 'input',
+  cacheReadTokens: 'input',
+  outputTokens: 'output',
+} as const satisfies Record<TokenKind, 'input' | 'output'>;
+
+/** The kinds that count prompt tokens. */
+export const INPUT_TOKEN_KINDS: readonly TokenKind[] = TOKEN_KINDS.filter((kind) => TOKEN_SIDE[kind] === 'input');
+
 /** Every input-side token: uncached input, cache writes of every lifetime, cache reads. */
 export function inputTotal(counts: TokenCounts): number {
-  return counts.inputTokens + cacheWriteTotal(counts) + counts.cacheReadTokens;
+  let total = 0;
+  for (const kind of INPUT_TOKEN_KINDS) total += counts[kind];
+  return total;
 }
 
 /** Calls of server-side tools the provider bills per call (`web_search`: 3), by tool name. */

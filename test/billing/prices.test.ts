@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import path from 'node:path';
 import { divideHalfUp, formatUnits, unitsToNano } from '../../src/billing/money';
-import { costOf, priceTable, type NanoPrice } from '../../src/billing/prices';
+import { costOf, dearestInputPrice, priceTable, type NanoPrice } from '../../src/billing/prices';
+import { inputTotal } from '../../src/protocols/types';
 import { loadConfigFile } from '../../src/config/load';
 import { PACKAGE_ROOT } from '../../src/paths';
 
@@ -63,6 +64,17 @@ describe('billing/prices', () => {
       expect(costOf({ ...MILLION, inputTokens: 0, outputTokens: 1_000_000 }, price), 'output').to.equal(unitsToNano(output));
     });
   }
+
+  it('holds input at the dearest input-side price, whichever kind it is, and never at the output price', () => {
+    const tokens = { inputTokens: 3n, cacheWriteTokens: 4n, cacheWrite1hTokens: 6n, cacheReadTokens: 1n, outputTokens: 15n };
+    expect(dearestInputPrice({ tokens, toolCalls: {} })).to.equal(6n);
+    expect(dearestInputPrice({ tokens: { ...tokens, cacheReadTokens: 9n }, toolCalls: {} })).to.equal(9n);
+    expect(dearestInputPrice({ tokens: { ...tokens, inputTokens: 10n }, toolCalls: {} })).to.equal(10n);
+  });
+
+  it('counts every input-side kind as input tokens, and output apart', () => {
+    expect(inputTotal({ inputTokens: 1, cacheWriteTokens: 20, cacheWrite1hTokens: 300, cacheReadTokens: 4000, outputTokens: 50_000 })).to.equal(4321);
+  });
 
   it('sums the kinds before rounding once, half up', () => {
     // 1,000 nano-units per 1M tokens: a token costs a thousandth of a nano-unit.
