@@ -49,16 +49,25 @@ function sendError(ctx: BaseContext, err: GatewayError, shape: ErrorShape): void
 const OPS = new Set<string>(OPS_PATHS);
 
 /**
+ * The logger of the request log lines: the main logger without its redaction, which costs a third of
+ * a line (about 3 µs). The line is built field by field from the summary (requestLogLine) and holds
+ * no header, key or prompt, so there is nothing to redact; every other line keeps the redaction.
+ */
+function requestLineLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: [] });
+}
+
+/**
  * Writes the request's log line once its answer is over (a stream's last byte) and its charge is
  * settled; never awaited on the request's path. Scrapes and probes log at debug, the rest at info.
  */
-function logRequest(ctx: BaseContext, logger: Logger, startedAt: number, error: GatewayError | null): void {
+function logRequest(ctx: BaseContext, logger: Logger, lines: Logger, startedAt: number, error: GatewayError | null): void {
   if (isManagementPath(ctx.path)) return logManagementRequest(ctx, logger, startedAt);
   const level = OPS.has(ctx.path) ? 'debug' : 'info';
-  if (!logger.isLevelEnabled(level)) return;
+  if (!lines.isLevelEnabled(level)) return;
   const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
   void summarize(ctx.state as Partial<GatewayState>, observed).then(
-    (summary) => logger[level](requestLogLine(summary), 'request'),
+    (summary) => lines[level](requestLogLine(summary), 'request'),
     (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'writing the request log line failed'),
   );
 }
@@ -116,6 +125,7 @@ export function createApp(
 ): Koa<BaseState> {
   const app = new Koa<BaseState>();
   app.silent = true;
+  const requestLines = requestLineLogger(logger);
   applyProxySettings(app, runtime.current.config.server);
 
   app.use(async function requestBoundary(ctx, next) {
@@ -137,7 +147,7 @@ export function createApp(
       if (err.status >= 500 && err.code !== 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED') logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
       if (!ctx.headerSent && ctx.writable) sendError(ctx, err, ctx.state.errorShape ?? 'openai');
     } finally {
-      logRequest(ctx, logger, startedAt, error);
+      logRequest(ctx, logger, requestLines, startedAt, error);
     }
   });
 

@@ -20,7 +20,7 @@ export const metricsPlugin: PluginDefinition<'metrics'> = {
       service: undefined,
       handle: async function metricsPlugin(ctx: GatewayContext, next: Next) {
         const startedAt = performance.now();
-        const inFlight = metrics.inFlight.labels({ endpoint: ctx.state.endpoint.id });
+        const inFlight = metrics.inFlightCell(ctx.state.endpoint.id);
         inFlight.inc();
         let error: GatewayError | null = null;
         try {

@@ -6,13 +6,23 @@
  *
  *   available = stored balance − charges queued for the ledger − holds
  *
- * Holds need no sweeper: they die with the process, and the ledger never saw them. Credits written
- * by another process (the CLI) are read from the store at the next hold, since the balance is read
- * there every time. Each account's check-and-hold runs alone (a promise chain per account), because
- * reading the store yields to other requests in between.
+ * Holds need no sweeper: they die with the process, and the ledger never saw them. The stored
+ * balance is read once and kept while the store's funds revision (any other connection's commit,
+ * this one's credits and redemptions) stays put and no charge of ours is written; so a credit written
+ * by another process (the CLI) is read at the next hold. Each account's check-and-hold runs
+ * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
 import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
 import type { BalanceBook } from './book';
+
+/** How many times a read overtaken by a written charge or a credit is done again before it is used unkept. */
+const STALE_READS_RETRIED = 2;
+
+/** A stored balance as read, and the store revision it was read at. */
+interface StoredBalance {
+  readonly balance: bigint;
+  readonly revision: number;
+}
 
 function add(map: Map<string, bigint>, id: string, amount: bigint): void {
   const next = (map.get(id) ?? 0n) + amount;
@@ -28,6 +38,10 @@ export class LocalBook implements BalanceBook {
   private readonly queuedByAccount = new Map<string, bigint>();
   private readonly queuedByKey = new Map<string, bigint>();
   private readonly turns = new Map<string, Promise<unknown>>();
+  /** The store's balance per account, kept between holds (see storedBalance). */
+  private readonly stored = new Map<string, StoredBalance>();
+  /** Moved whenever a kept balance may have gone stale, so a read under way when it moves is not kept. */
+  private generation = 0;
 
   constructor(private readonly store: Store) {}
 
@@ -54,19 +68,27 @@ export class LocalBook implements BalanceBook {
 
   /** The ledger writer wrote these charges: the store's balance now includes them. */
   written(charges: readonly ChargeRecord[]): void {
+    this.generation += 1;
     for (const charge of charges) {
       if (charge.cost === 0n) continue;
+      // The stored balance now includes this charge: read it again rather than reckon it here.
+      this.stored.delete(charge.accountId);
       add(this.queuedByAccount, charge.accountId, -charge.cost);
       add(this.queuedByKey, charge.keyId, -charge.cost);
     }
   }
 
-  credit(input: NewCredit): Promise<CreditRecord> {
-    return this.store.credit(input);
+  async credit(input: NewCredit): Promise<CreditRecord> {
+    // The store's funds revision moves too; dropping the kept balance here does not depend on it.
+    const credit = await this.store.credit(input);
+    this.forget(input.accountId);
+    return credit;
   }
 
-  redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
-    return this.store.redeemCode(codeHash, accountId, actor);
+  async redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
+    const result = await this.store.redeemCode(codeHash, accountId, actor);
+    this.forget(accountId);
+    return result;
   }
 
   async balance(accountId: string): Promise<AccountBalance> {
@@ -87,7 +109,7 @@ export class LocalBook implements BalanceBook {
 
   private async holdNow(hold: Hold): Promise<HoldResult> {
     if (this.holds.has(hold.requestId)) throw new Error(`request ${hold.requestId} already holds funds`);
-    const { balance } = await this.store.balance(hold.accountId);
+    const balance = await this.storedBalance(hold.accountId);
     const available = balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n);
     if (available < hold.amount) return { ok: false, reason: 'balance', available: available < 0n ? 0n : available };
     const spend = hold.keyLimited === false ? null : await this.store.keySpend(hold.keyId);
@@ -99,6 +121,32 @@ export class LocalBook implements BalanceBook {
     add(this.heldByAccount, hold.accountId, hold.amount);
     add(this.heldByKey, hold.keyId, hold.amount);
     return { ok: true };
+  }
+
+  /**
+   * The account's balance in the store: the kept one while the store's revision has not moved, else
+   * read (again when a charge was written or funds added while reading, so a stale read is never kept).
+   */
+  private async storedBalance(accountId: string): Promise<bigint> {
+    const revision = this.store.fundsRevision?.();
+    if (revision === undefined) return (await this.store.balance(accountId)).balance;
+    const kept = this.stored.get(accountId);
+    if (kept !== undefined && kept.revision === revision) return kept.balance;
+    let balance = 0n;
+    for (let read = 0; read < STALE_READS_RETRIED + 1; read++) {
+      const generation = this.generation;
+      ({ balance } = await this.store.balance(accountId));
+      if (generation !== this.generation) continue;
+      this.stored.set(accountId, { balance, revision });
+      return balance;
+    }
+    // Charges kept landing while reading: this read is as good as one without the kept balance; not kept.
+    return balance;
+  }
+
+  private forget(accountId: string): void {
+    this.generation += 1;
+    this.stored.delete(accountId);
   }
 
   private release(hold: Hold): void {

@@ -7,12 +7,14 @@
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { LedgerMetrics } from './ledger-metrics';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { CellCounter, CellGauge, CellHistogram, type ValueCell } from './cells';
+import { RequestCellsCache, TOKEN_KIND_LABELS, type RequestCells } from './request-cells';
 import { NANO_PER_UNIT } from '../billing/money';
 import { CLIENT_CLOSED_REQUEST } from '../upstream/exchange';
 import type { BreakerState } from '../upstream/breakers';
 import type { CreditKind } from '../store/store';
-import { inputTotal, TOKEN_KINDS, type TokenCounts, type TokenKind } from '../protocols/types';
+import { inputTotal, TOKEN_KINDS, type TokenCounts } from '../protocols/types';
 import { genAiOperation, genAiProviderName } from '../telemetry/gen-ai';
 import type { RequestSummary } from './summary';
 
@@ -25,14 +27,6 @@ export interface LiveView {
 }
 
 const BREAKER_VALUE: Readonly<Record<BreakerState, number>> = { closed: 0, half_open: 1, open: 2 };
-/** The `kind` label of each token kind. */
-const TOKEN_KIND_LABELS = {
-  inputTokens: 'input',
-  cacheWriteTokens: 'cache_write',
-  cacheWrite1hTokens: 'cache_write_1h',
-  cacheReadTokens: 'cache_read',
-  outputTokens: 'output',
-} as const satisfies Record<TokenKind, string>;
 const RATE_LIMIT_KIND = { requests: 'rpm', tokens: 'tpm', concurrency: 'concurrency' } as const;
 const BALANCE_REASON: Readonly<Record<string, string>> = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'insufficient_balance',
@@ -99,40 +93,40 @@ export class GatewayMetrics {
   /** By `model provider`; bounded by the configured models and providers. */
   private readonly cacheCounts = new Map<string, CacheCounts>();
 
-  private readonly requests = new Counter({
+  private readonly requests = new CellCounter({
     name: 'tollgate_requests_total',
     help: 'Requests to the API endpoints, by endpoint, model, provider that answered, status class and error code (a TOLLGATE_ERR_* code, upstream_error, client_closed, or "" for none).',
     labelNames: ['endpoint', 'model', 'provider', 'status_class', 'error_code'] as const,
     registers: [this.registry],
   });
-  private readonly duration = new Histogram({
+  private readonly duration = new CellHistogram({
     name: 'tollgate_request_duration_seconds',
     help: 'From the request reaching the gateway to the end of its answer (the last byte of a stream).',
     labelNames: ['endpoint', 'model', 'status_class'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  private readonly ttfb = new Histogram({
+  private readonly ttfb = new CellHistogram({
     name: 'tollgate_time_to_first_byte_seconds',
     help: 'From the request reaching the gateway to the commit of an upstream answer (its first byte to the client).',
     labelNames: ['endpoint', 'model', 'provider'] as const,
     buckets: LATENCY_BUCKETS,
     registers: [this.registry],
   });
-  private readonly overhead = new Histogram({
+  private readonly overhead = new CellHistogram({
     name: 'tollgate_gateway_overhead_seconds',
     help: "Time spent in Tollgate itself on a committed answer: the duration (plain) or time to first byte (stream) less the upstream attempts' time.",
     labelNames: ['endpoint', 'stream'] as const,
     buckets: OVERHEAD_BUCKETS,
     registers: [this.registry],
   });
-  private readonly tokens = new Counter({
+  private readonly tokens = new CellCounter({
     name: 'tollgate_tokens_total',
     help: 'Tokens billed (or reported, billing off), by model and kind: input, cache_write, cache_write_1h, cache_read, output.',
     labelNames: ['model', 'kind'] as const,
     registers: [this.registry],
   });
-  private readonly cost = new Counter({
+  private readonly cost = new CellCounter({
     name: 'tollgate_cost_units_total',
     help: 'Amount charged, in currency units, by model.',
     labelNames: ['model'] as const,
@@ -162,13 +156,13 @@ export class GatewayMetrics {
     labelNames: ['model'] as const,
     registers: [this.registry],
   });
-  private readonly attempts = new Counter({
+  private readonly attempts = new CellCounter({
     name: 'tollgate_upstream_attempts_total',
     help: 'Upstream attempts by provider and outcome: ok, connect_error, reset, timeout, invalid, aborted, status_<code>, breaker_open (skipped).',
     labelNames: ['provider', 'outcome'] as const,
     registers: [this.registry],
   });
-  private readonly failovers = new Counter({
+  private readonly failovers = new CellCounter({
     name: 'tollgate_failovers_total',
     help: 'Attempts after the first of a request, by the provider that failed and the one tried next (the same one for a retry).',
     labelNames: ['from_provider', 'to_provider'] as const,
@@ -186,7 +180,7 @@ export class GatewayMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
-  private readonly usageSource = new Counter({
+  private readonly usageSource = new CellCounter({
     name: 'tollgate_usage_source_total',
     help: 'Billed requests by where their token counts came from: upstream, estimated, partial, none.',
     labelNames: ['source'] as const,
@@ -204,21 +198,21 @@ export class GatewayMetrics {
     labelNames: ['kind'] as const,
     registers: [this.registry],
   });
-  private readonly genAiTokens = new Histogram({
+  private readonly genAiTokens = new CellHistogram({
     name: 'gen_ai_client_token_usage',
     help: 'GenAI semantic conventions: tokens per request by type (input includes cache reads and writes; output). Unit {token}.',
     labelNames: [...GEN_AI_LABELS, 'gen_ai_token_type'] as const,
     buckets: TOKEN_BUCKETS,
     registers: [this.registry],
   });
-  private readonly genAiTimeToFirstToken = new Histogram({
+  private readonly genAiTimeToFirstToken = new CellHistogram({
     name: 'gen_ai_server_time_to_first_token',
     help: 'GenAI semantic conventions: seconds from the request reaching the gateway to its first streamed event, for successful streams.',
     labelNames: GEN_AI_LABELS,
     buckets: TTFT_BUCKETS,
     registers: [this.registry],
   });
-  private readonly genAiTimePerOutputToken = new Histogram({
+  private readonly genAiTimePerOutputToken = new CellHistogram({
     name: 'gen_ai_server_time_per_output_token',
     help: 'GenAI semantic conventions: seconds per output token after the first, for successful streams of more than one output token.',
     labelNames: GEN_AI_LABELS,
@@ -238,8 +232,8 @@ export class GatewayMetrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
-  /** Moved by the metrics plugin as requests start and end. */
-  readonly inFlight = new Gauge({
+  /** Moved by the metrics plugin as requests start and end, through inFlightCell(). */
+  private readonly inFlight = new CellGauge({
     name: 'tollgate_inflight_requests',
     help: 'Requests under way on the API endpoints, streams included until their last byte.',
     labelNames: ['endpoint'] as const,
@@ -262,6 +256,19 @@ export class GatewayMetrics {
     help: 'Amount charged, in currency units, by account id (only with plugins.metrics.label_accounts: true).',
     labelNames: ['account'] as const,
     registers: [this.registry],
+  });
+
+  /** The per-request cells by kind of request; declared after the families it reads. */
+  private readonly requestCells = new RequestCellsCache({
+    requests: this.requests,
+    duration: this.duration,
+    ttfb: this.ttfb,
+    overhead: this.overhead,
+    tokens: this.tokens,
+    cost: this.cost,
+    genAiTokens: this.genAiTokens,
+    genAiTimeToFirstToken: this.genAiTimeToFirstToken,
+    genAiTimePerOutputToken: this.genAiTimePerOutputToken,
   });
 
   constructor(version = 'unknown') {
@@ -377,35 +384,49 @@ export class GatewayMetrics {
     this.reloads.inc({ result });
   }
 
+  /** The in-flight gauge cell of an endpoint, moved by the metrics plugin as requests start and end. */
+  inFlightCell(endpoint: string): ValueCell {
+    return this.inFlight.cell(endpoint, { endpoint });
+  }
+
   /** Counts one finished request. */
   record(summary: RequestSummary, options: { readonly labelAccounts: boolean }): void {
     const { endpoint, model } = summary;
     const provider = summary.provider ?? '';
-    const statusLabel = statusClass(summary.status);
-    this.requests.inc({ endpoint, model, provider, status_class: statusLabel, error_code: errorCodeLabel(summary) });
-    this.duration.observe({ endpoint, model, status_class: statusLabel }, summary.durationMs / 1000);
-    if (summary.ttfbMs !== null) this.ttfb.observe({ endpoint, model, provider }, summary.ttfbMs / 1000);
-    if (summary.overheadMs !== null) this.overhead.observe({ endpoint, stream: String(summary.stream === true) }, summary.overheadMs / 1000);
+    const cells = this.requestCells.get({
+      endpoint,
+      model,
+      provider,
+      statusClass: statusClass(summary.status),
+      errorCode: errorCodeLabel(summary),
+      stream: String(summary.stream === true),
+      genAi: endpoint === '' || summary.providerProtocol === null ? null : { operation: genAiOperation(endpoint), providerName: genAiProviderName(summary.providerProtocol) },
+    });
+    cells.requests().inc();
+    cells.duration().observe(summary.durationMs / 1000);
+    if (summary.ttfbMs !== null) cells.ttfb().observe(summary.ttfbMs / 1000);
+    if (summary.overheadMs !== null) cells.overhead().observe(summary.overheadMs / 1000);
 
     let previous: string | null = null;
     for (const attempt of summary.attemptLog) {
-      this.attempts.inc({ provider: attempt.provider, outcome: attempt.outcome });
+      this.attempts.cell(`${attempt.provider}\u0001${attempt.outcome}`, { provider: attempt.provider, outcome: attempt.outcome }).inc();
       if (attempt.outcome === 'breaker_open') continue;
-      if (previous !== null) this.failovers.inc({ from_provider: previous, to_provider: attempt.provider });
+      if (previous !== null) this.failovers.cell(`${previous}\u0001${attempt.provider}`, { from_provider: previous, to_provider: attempt.provider }).inc();
       previous = attempt.provider;
     }
 
     if (summary.tokens !== null) {
-      for (const kind of TOKEN_KINDS) this.tokens.inc({ model, kind: TOKEN_KIND_LABELS[kind] }, summary.tokens[kind]);
+      const tokenCells = cells.tokens();
+      for (let i = 0; i < TOKEN_KINDS.length; i++) tokenCells[i].inc(summary.tokens[TOKEN_KINDS[i]]);
       if (provider !== '') this.countCache(model, provider, summary.tokens);
     }
-    if (summary.cost !== null) this.cost.inc({ model }, units(summary.cost));
+    if (summary.cost !== null) cells.cost().inc(units(summary.cost));
     for (const [tool, calls] of Object.entries(summary.toolCalls)) this.toolCalls.inc({ model, tool }, calls);
     for (const tool of summary.unpricedTools) this.unpricedToolCalls.inc({ model, tool }, summary.toolCalls[tool] ?? 0);
     if (summary.overage > 0n) this.overage.inc({ model }, units(summary.overage));
     if (summary.unbilled > 0n) this.unbilled.inc({ model }, units(summary.unbilled));
-    this.recordGenAi(summary);
-    if (summary.usageSource !== null) this.usageSource.inc({ source: summary.usageSource });
+    this.recordGenAi(summary, cells);
+    if (summary.usageSource !== null) this.usageSource.cell(summary.usageSource, { source: summary.usageSource }).inc();
     if (summary.status === 429 && summary.rateLimited !== null) this.rateLimited.inc({ kind: RATE_LIMIT_KIND[summary.rateLimited] });
     const reason = summary.errorCode === null ? undefined : BALANCE_REASON[summary.errorCode];
     if (reason !== undefined) this.balanceRejected.inc({ reason });
@@ -421,22 +442,18 @@ export class GatewayMetrics {
   }
 
   /** The GenAI conventions' histograms, for requests that reached a provider. */
-  private recordGenAi(summary: RequestSummary): void {
+  private recordGenAi(summary: RequestSummary, cells: RequestCells): void {
     if (summary.endpoint === '' || summary.providerProtocol === null) return;
-    const labels = {
-      gen_ai_operation_name: genAiOperation(summary.endpoint),
-      gen_ai_provider_name: genAiProviderName(summary.providerProtocol),
-      gen_ai_request_model: summary.model,
-    };
     const tokens = summary.tokens;
     if (tokens !== null && summary.endpoint !== 'count_tokens') {
-      this.genAiTokens.observe({ ...labels, gen_ai_token_type: 'input' }, inputTotal(tokens));
-      this.genAiTokens.observe({ ...labels, gen_ai_token_type: 'output' }, tokens.outputTokens);
+      const [input, output] = cells.genAiTokens();
+      input.observe(inputTotal(tokens));
+      output.observe(tokens.outputTokens);
     }
     if (summary.stream !== true || summary.ttfbMs === null || summary.outcome !== 'delivered' || summary.status >= 400) return;
-    this.genAiTimeToFirstToken.observe(labels, summary.ttfbMs / 1000);
+    cells.timeToFirstToken().observe(summary.ttfbMs / 1000);
     if (tokens !== null && tokens.outputTokens > 1) {
-      this.genAiTimePerOutputToken.observe(labels, (summary.durationMs - summary.ttfbMs) / 1000 / (tokens.outputTokens - 1));
+      cells.timePerOutputToken().observe((summary.durationMs - summary.ttfbMs) / 1000 / (tokens.outputTokens - 1));
     }
   }
 }

@@ -134,6 +134,8 @@ export class SqliteStore implements Store {
   private seenDataVersion: number | null = null;
   /** The keys_revision row: every process's key and account changes. */
   private sharedRevision = 0;
+  /** Bumped by this connection's own credits and redemptions, which `data_version` does not count either. */
+  private localFundsRevision = 0;
 
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
@@ -285,7 +287,9 @@ export class SqliteStore implements Store {
   }
 
   async credit(input: NewCredit): Promise<CreditRecord> {
-    return this.ledger.credit(input);
+    const credit = this.ledger.credit(input);
+    this.localFundsRevision += 1;
+    return credit;
   }
 
   async balance(accountId: string): Promise<AccountBalance> {
@@ -309,7 +313,9 @@ export class SqliteStore implements Store {
   }
 
   async redeemCode(hash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
-    return this.ledger.redeemCode(hash, accountId, actor);
+    const result = this.ledger.redeemCode(hash, accountId, actor);
+    this.localFundsRevision += 1;
+    return result;
   }
 
   async listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]> {
@@ -398,6 +404,10 @@ export class SqliteStore implements Store {
     }
     // Both parts only grow, so their sum changes whenever either does.
     return this.sharedRevision + this.localRevision;
+  }
+
+  fundsRevision(): number {
+    return (this.dataVersion.get() ?? 0) + this.localFundsRevision;
   }
 
   async ping(): Promise<boolean> {

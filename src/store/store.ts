@@ -305,6 +305,13 @@ export interface Store {
    * sharing the store. Synchronous and cheap: the auth cache compares it on every request.
    */
   keysRevision(): number;
+  /**
+   * Only in a store that is not shared (the embedded one): a number that changes whenever a stored
+   * balance may have moved other than by this process's own charges (recordCharges): a credit, a
+   * redemption, any other connection's commit (the CLI). The in-process balance book keeps a balance
+   * it read while this stays put; without it, the book reads the balance at every hold.
+   */
+  fundsRevision?(): number;
 
   findAccountById(id: string): Promise<Account | null>;
   /** A key's spend limit and settled spend; null when no such key exists. */

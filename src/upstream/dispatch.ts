@@ -19,7 +19,8 @@ import { AttemptFailure, type ReportEnd } from './attempt';
 import { BreakerOpenError, type ProviderBreakers } from './breakers';
 import type { RetryBudget } from './retry-budget';
 import { CLIENT_CLOSED_REQUEST, openExchange, type ExchangeRecorder } from './exchange';
-import { ABORTED_BY_CLIENT, ABORTED_BY_DEADLINE } from './failures';
+import { ClientWatch } from './client-watch';
+import { ABORTED_BY_DEADLINE } from './failures';
 import { attemptNative } from './native-attempt';
 import { attemptTranslated } from './translated-attempt';
 import type { UpstreamClient } from './types';
@@ -42,17 +43,20 @@ function outcomeOf(failure: AttemptFailure): Outcome {
   return failure.kind === 'status' ? { kind: 'status', status: failure.status ?? 502 } : { kind: failure.kind };
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
+/** Resolves after `ms`, or at once when the client leaves. */
+function sleep(ms: number, client: ClientWatch): Promise<void> {
+  if (ms <= 0 || client.left) return Promise.resolve();
+  const wake = new AbortController();
+  const unwatch = client.watch(wake);
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      signal.removeEventListener('abort', done);
+      wake.signal.removeEventListener('abort', done);
+      unwatch();
       resolve();
     }
-    signal.addEventListener('abort', done, { once: true });
+    wake.signal.addEventListener('abort', done, { once: true });
   });
 }
 
@@ -62,13 +66,13 @@ export async function dispatch(ctx: GatewayContext, deps: DispatchDeps): Promise
   const routes = attemptOrder(request.model, ctx.state.config).filter((target) => providerHasCredentials(target.provider));
   const { order, onCommitted } = await sessionOrder(ctx, deps, routes);
   const recorder = openExchange(ctx, order[0]);
-  const clientGone = new AbortController();
+  const clientGone = new ClientWatch();
   const onClose = () => {
-    if (!ctx.res.writableFinished) clientGone.abort(ABORTED_BY_CLIENT);
+    if (!ctx.res.writableFinished) clientGone.leave();
   };
   ctx.res.once('close', onClose);
   try {
-    await deps.retryBudget.around(() => attemptAll(ctx, deps, policy, order, recorder, clientGone.signal, onCommitted));
+    await deps.retryBudget.around(() => attemptAll(ctx, deps, policy, order, recorder, clientGone, onCommitted));
   } finally {
     ctx.res.off('close', onClose);
   }
@@ -107,7 +111,7 @@ async function attemptAll(
   policy: FailoverPolicy,
   order: Target[],
   recorder: ExchangeRecorder,
-  clientGone: AbortSignal,
+  clientGone: ClientWatch,
   onCommitted: OnCommitted,
 ): Promise<void> {
   const deadlineAt = Date.now() + policy.deadline_ms;
@@ -130,16 +134,15 @@ async function attemptAll(
       const sameRoute = lastTarget === target;
       await sleep(Math.min(backoffMs(attempts + 1, policy, last?.retryAfterMs ?? null, sameRoute), deadlineAt - Date.now()), clientGone);
     }
-    if (clientGone.aborted || Date.now() >= deadlineAt) {
+    if (clientGone.left || Date.now() >= deadlineAt) {
       if (retrying) deps.retryBudget.release();
-      if (clientGone.aborted) return clientLeft(ctx, recorder);
+      if (clientGone.left) return clientLeft(ctx, recorder);
       break;
     }
 
     const client = deps.clients.get(target.provider.id)!;
     const attempt = new AbortController();
-    const onClientGone = () => attempt.abort(ABORTED_BY_CLIENT);
-    clientGone.addEventListener('abort', onClientGone, { once: true });
+    const unwatch = clientGone.watch(attempt);
     // One deadline covers every attempt until the answer is committed, never the stream after it.
     const deadline = setTimeout(() => attempt.abort(ABORTED_BY_DEADLINE), Math.max(0, deadlineAt - Date.now()));
     const startedAt = performance.now();
@@ -188,7 +191,7 @@ async function attemptAll(
       if (!isRetryable(outcomeOf(error), policy)) break;
     } finally {
       clearTimeout(deadline);
-      clientGone.removeEventListener('abort', onClientGone);
+      unwatch();
       if (retrying) deps.retryBudget.release();
       retrying = false;
     }

@@ -1,11 +1,16 @@
 /**
  * The in-process balance book of the embedded store: holds in memory, exact under concurrency, with
- * charges counted from settlement until the ledger has them, and credits made elsewhere seen at once.
+ * charges counted from settlement until the ledger has them, credits made elsewhere seen at once, and
+ * the stored balance read once while nothing moves it.
  */
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { LocalBook } from '../../src/billing/local-book';
 import type { ChargeRecord, Hold } from '../../src/store/store';
+import { SqliteStore } from '../../src/store/sqlite';
 import { useMemoryStore } from '../helpers/memory-store';
 import { PLAIN_CHARGE } from '../helpers/charges';
 
@@ -70,6 +75,69 @@ describe('billing/LocalBook', () => {
     expect((await book.hold(hold(who, 'r1', 10n))).ok).to.equal(false);
     await store().credit({ accountId: who.accountId, amount: 10n, kind: 'admin', actor: 'cli', note: 'top-up' });
     expect((await book.hold(hold(who, 'r2', 10n))).ok).to.equal(true);
+  });
+
+  it('sees a credit written through another connection to the file at the next hold', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'local-book-'));
+    const served = new SqliteStore(path.join(dir, 'ledger.db'));
+    const cli = new SqliteStore(path.join(dir, 'ledger.db'));
+    try {
+      await served.migrate();
+      const account = await served.createAccount({ name: 'cli-credit', role: 'user' });
+      const key = await served.createKey({ accountId: account.id, name: null, hash: randomBytes(32), prefix: 'sk-t', last4: 'abcd', spendLimit: null });
+      const who = { accountId: account.id, keyId: key.id };
+      const book = new LocalBook(served);
+      expect(await book.hold(hold(who, 'r1', 10n))).to.deep.include({ ok: false, available: 0n });
+      await cli.credit({ accountId: account.id, amount: 25n, kind: 'admin', actor: 'cli', note: null });
+      expect((await book.hold(hold(who, 'r2', 10n))).ok).to.equal(true);
+      expect(await book.hold(hold(who, 'r3', 16n))).to.deep.include({ ok: false, available: 15n });
+    } finally {
+      await cli.close();
+      await served.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads the stored balance once for holds in a row, and again once a charge is written', async () => {
+    const who = await funded(1000n);
+    const reads: string[] = [];
+    const read = store().balance.bind(store());
+    store().balance = async (accountId: string) => {
+      reads.push(accountId);
+      return read(accountId);
+    };
+    const book = new LocalBook(store());
+    for (const id of ['r1', 'r2', 'r3']) expect((await book.hold(hold(who, id, 100n))).ok).to.equal(true);
+    expect(reads).to.have.length(1);
+    const settled = charge(who, 'r1', 100n);
+    await book.settle(settled);
+    await store().recordCharges([settled]);
+    book.written([settled]);
+    // 1,000 − 100 written − 200 held: exactly 700 left, read from the store again.
+    expect(await book.hold(hold(who, 'r4', 701n))).to.deep.include({ ok: false, available: 700n });
+    expect(reads).to.have.length(2);
+    expect((await book.hold(hold(who, 'r5', 700n))).ok).to.equal(true);
+  });
+
+  it('reads the balance again when a charge is written while it is read', async () => {
+    const who = await funded(1000n);
+    const book = new LocalBook(store());
+    const settled = charge(who, 'r1', 100n);
+    await book.settle(settled);
+    const read = store().balance.bind(store());
+    let overtaken = false;
+    store().balance = async (accountId: string) => {
+      const before = await read(accountId);
+      if (!overtaken) {
+        // The ledger writes the charge after this read and before the book uses it: 1,000 is stale.
+        overtaken = true;
+        await store().recordCharges([settled]);
+        book.written([settled]);
+      }
+      return before;
+    };
+    expect(await book.hold(hold(who, 'r2', 901n))).to.deep.include({ ok: false, available: 900n });
+    expect((await book.hold(hold(who, 'r3', 900n))).ok).to.equal(true);
   });
 
   it('refuses a second hold under the same request id', async () => {
