@@ -15,6 +15,7 @@ import { openStore } from './store/open';
 import type { Store } from './store/store';
 import type { Logger } from 'pino';
 import { migrateWhenReachable } from './store-wait';
+import { stopAndExit } from './stop-and-exit';
 
 export interface ServeOptions {
   readonly configFile: string;
@@ -102,17 +103,7 @@ export async function serve(options: ServeOptions): Promise<void> {
 /** `server.workers: 1`: this process serves, and handles the signals itself. */
 async function serveAlone(options: ServeOptions, config: GatewayConfig, store: Store, logger: Logger): Promise<Listening> {
   const gateway = await startGateway({ config, configFile: options.configFile, store, logger, port: options.port });
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    gateway
-      .stop()
-      .then(() => store.close())
-      .then(() => process.exit(0))
-      .catch((err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      });
-  };
+  const shutdown = (signal: string) => stopAndExit(gateway, store, logger, signal);
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
   // The handler goes in before the pid file exists: SIGHUP's default action would end the process.

@@ -8,8 +8,7 @@ import type { GatewayConfig } from '../config/types';
 import { createLogger, startGateway, type Gateway } from '../gateway';
 import { logDestination } from '../log-destination';
 import { openStore } from '../store/open';
-import type { Store } from '../store/store';
-import type { Logger } from 'pino';
+import { stopAndExit } from '../stop-and-exit';
 import { primaryChannel } from './primary-channel';
 import { workerSlot } from './role';
 
@@ -52,7 +51,7 @@ async function startWorker(options: WorkerOptions, config: GatewayConfig): Promi
     if (stopSignal !== null) return;
     stopSignal = signal;
     // Still starting: it stops as soon as it is up (below), having served nothing.
-    if (gateway !== null) drain(gateway, store, logger, signal);
+    if (gateway !== null) stopAndExit(gateway, store, logger, signal);
   };
   // Ctrl-C reaches every process of the group: a worker starts draining without waiting for the primary's word.
   process.once('SIGTERM', () => stop('SIGTERM'));
@@ -80,19 +79,6 @@ async function startWorker(options: WorkerOptions, config: GatewayConfig): Promi
     return { body: answer.body, contentType: answer.contentType };
   });
   gateway = started;
-  if (stopSignal !== null) return drain(started, store, logger, stopSignal);
+  if (stopSignal !== null) return stopAndExit(started, store, logger, stopSignal);
   channel.tell({ tollgate: 'listening', port: started.port, url: started.url });
-}
-
-/** Runs the gateway's graceful stop (its own grace period), closes the store, exits. */
-function drain(gateway: Gateway, store: Store, logger: Logger, signal: string): void {
-  logger.info({ signal }, 'shutting down: finishing in-flight requests');
-  gateway
-    .stop()
-    .then(() => store.close())
-    .then(() => process.exit(0))
-    .catch((err: unknown) => {
-      logger.error({ err }, 'shutdown failed');
-      process.exit(1);
-    });
 }
