@@ -93,11 +93,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   // reload the server at once.
   const listening = listenDescription(config.server.host, served.port);
   logger.info({ url: served.url, listen: listening, config: options.configFile, ...(workers > 1 && { workers }) }, 'tollgate is listening');
-  if (firstAdmin !== null) {
-    // Log lines are written asynchronously: let them out first so the banner is not split by one.
-    await new Promise<void>((resolve) => logger.flush(() => resolve()));
-    process.stdout.write(`${firstRunBanner(served.url, listening, firstAdmin)}\n`);
-  }
+  if (firstAdmin !== null) destination.print(`${firstRunBanner(served.url, listening, firstAdmin)}\n`);
 }
 
 /** `server.workers: 1`: this process serves, and handles the signals itself. */
