@@ -73,7 +73,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
     function knownIdentity(ctx: GatewayContext, now: number): KeyIdentity | null {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const identity = cache.get(key, store.keysRevision(), now);
+      const identity = cache.get(key, store.keysRevision('turn'), now);
       return identity !== null && usable(identity, now) ? identity : null;
     }
 
@@ -81,7 +81,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
     async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {
       const key = presentedKey(ctx);
       if (key === null) return null;
-      const revision = store.keysRevision();
+      const revision = store.keysRevision('turn');
       let identity = cache.get(key, revision, now);
       if (identity === null) {
         // Hashed only on a miss: a cached key was hashed and compared when it was found.

@@ -38,6 +38,7 @@ import {
   type NewSession,
   type RedeemResult,
   type RedemptionCodeRecord,
+  type RevisionFreshness,
   type SessionKind,
   type SessionRecord,
   type SetAsideCharge,
@@ -136,6 +137,11 @@ export class SqliteStore implements Store {
   private sharedRevision = 0;
   /** Bumped by this connection's own credits and redemptions, which `data_version` does not count either. */
   private localFundsRevision = 0;
+  /** `data_version` as read in the current event-loop turn (asOf 'turn'); null until read in it. */
+  private turnDataVersion: number | null = null;
+  private readonly endTurn = (): void => {
+    this.turnDataVersion = null;
+  };
 
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
@@ -394,10 +400,10 @@ export class SqliteStore implements Store {
     return toKeyIdentity(row);
   }
 
-  keysRevision(): number {
+  keysRevision(asOf: RevisionFreshness = 'now'): number {
     // Another process committed: the revision row says whether it touched keys or accounts (most
     // commits are other workers' holds and charges, which must not empty the key cache).
-    const dataVersion = this.dataVersion.get() ?? 0;
+    const dataVersion = this.readDataVersion(asOf);
     if (dataVersion !== this.seenDataVersion) {
       this.seenDataVersion = dataVersion;
       this.sharedRevision = this.sql.keysRevision.get() ?? 0;
@@ -406,8 +412,22 @@ export class SqliteStore implements Store {
     return this.sharedRevision + this.localRevision;
   }
 
-  fundsRevision(): number {
-    return (this.dataVersion.get() ?? 0) + this.localFundsRevision;
+  fundsRevision(asOf: RevisionFreshness = 'now'): number {
+    return this.readDataVersion(asOf) + this.localFundsRevision;
+  }
+
+  /**
+   * `PRAGMA data_version`: each read is a read transaction, with its WAL lock calls (two `fcntl`). The
+   * request path asks for it twice per request (auth, the hold); 'turn' reads it once per event-loop
+   * turn for every request the turn serves.
+   */
+  private readDataVersion(asOf: RevisionFreshness): number {
+    if (asOf === 'now') return this.dataVersion.get() ?? 0;
+    if (this.turnDataVersion === null) {
+      this.turnDataVersion = this.dataVersion.get() ?? 0;
+      setImmediate(this.endTurn);
+    }
+    return this.turnDataVersion;
   }
 
   async ping(): Promise<boolean> {

@@ -272,6 +272,14 @@ export interface KeySpend {
   readonly spent: bigint;
 }
 
+/**
+ * How fresh a revision must be. `now` (the default): exact at the moment of the call. `turn`: as read
+ * once in the current event-loop turn, which is what the request path asks, so a busy turn asks the
+ * database once for all its requests: a change committed by another process is then seen from the next
+ * turn, this process's own changes at once. Stores whose revision costs nothing to read ignore it.
+ */
+export type RevisionFreshness = 'now' | 'turn';
+
 export interface Store {
   /**
    * Whether several gateway instances may share this store (PostgreSQL). An embedded store serves one
@@ -304,14 +312,14 @@ export interface Store {
    * A number that changes whenever keys or accounts may have changed, in this process or any other
    * sharing the store. Synchronous and cheap: the auth cache compares it on every request.
    */
-  keysRevision(): number;
+  keysRevision(asOf?: RevisionFreshness): number;
   /**
    * Only in a store that is not shared (the embedded one): a number that changes whenever a stored
    * balance may have moved other than by this process's own charges (recordCharges): a credit, a
    * redemption, any other connection's commit (the CLI). The in-process balance book keeps a balance
    * it read while this stays put; without it, the book reads the balance at every hold.
    */
-  fundsRevision?(): number;
+  fundsRevision?(asOf?: RevisionFreshness): number;
 
   findAccountById(id: string): Promise<Account | null>;
   /** A key's spend limit and settled spend; null when no such key exists. */

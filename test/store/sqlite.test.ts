@@ -152,6 +152,76 @@ describe('store/sqlite', () => {
     });
   });
 
+  describe("revisions as of this event-loop turn ('turn')", () => {
+    let dir: string;
+
+    beforeEach(() => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
+    });
+
+    afterEach(() => {
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+    it("sees another connection's revocation from the next turn, its own at once, and 'now' always", async () => {
+      const file = path.join(dir, 'tollgate.db');
+      const server = new SqliteStore(file);
+      const cli = new SqliteStore(file);
+      try {
+        await server.migrate();
+        await cli.migrate();
+        const account = await server.createAccount({ name: 'alice', role: 'user' });
+        const first = await server.createKey(newKey(account));
+        const second = await server.createKey(newKey(account));
+        await nextTurn();
+
+        const before = server.keysRevision('turn');
+        expect(await cli.revokeKey(first.id)).to.equal(true);
+        // The file's version was read once this turn: the other connection's commit waits for the next.
+        expect(server.keysRevision('turn')).to.equal(before);
+        await nextTurn();
+        const seen = server.keysRevision('turn');
+        expect(seen).not.to.equal(before);
+
+        // This connection's own change moves it at once, whatever the turn.
+        expect(await server.revokeKey(second.id)).to.equal(true);
+        expect(server.keysRevision('turn')).not.to.equal(seen);
+
+        // An exact read never waits for a turn.
+        const exact = server.keysRevision();
+        expect(await cli.setAccountDisabled(account.id, true)).to.equal(true);
+        expect(server.keysRevision()).not.to.equal(exact);
+      } finally {
+        await cli.close();
+        await server.close();
+      }
+    });
+
+    it("sees another connection's credit in the funds revision from the next turn, and at once with 'now'", async () => {
+      const file = path.join(dir, 'tollgate.db');
+      const server = new SqliteStore(file);
+      const cli = new SqliteStore(file);
+      try {
+        await server.migrate();
+        await cli.migrate();
+        const account = await server.createAccount({ name: 'bob', role: 'user' });
+        await nextTurn();
+        const before = server.fundsRevision('turn');
+        const exactBefore = server.fundsRevision();
+        await cli.credit({ accountId: account.id, amount: 5n, kind: 'admin', actor: 'cli', note: null });
+        expect(server.fundsRevision('turn')).to.equal(before);
+        expect(server.fundsRevision()).not.to.equal(exactBefore);
+        await nextTurn();
+        expect(server.fundsRevision('turn')).not.to.equal(before);
+      } finally {
+        await cli.close();
+        await server.close();
+      }
+    });
+  });
+
   describe('keysRevision on a file that workers share', () => {
     let dir: string;
 
