@@ -15,6 +15,26 @@ function newKey(account: Account, extra: Partial<NewKey> = {}): NewKey {
   return { accountId: account.id, name: 'test', hash, prefix, last4, ...extra };
 }
 
+/**
+ * Two migrated connections to one fresh file, as the server and another process (the CLI, a worker)
+ * hold it; both closed and the file removed after `use`.
+ */
+async function withTwoConnections(use: (served: SqliteStore, other: SqliteStore) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
+  const file = path.join(dir, 'tollgate.db');
+  const served = new SqliteStore(file);
+  const other = new SqliteStore(file);
+  try {
+    await served.migrate();
+    await other.migrate();
+    await use(served, other);
+  } finally {
+    await other.close();
+    await served.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('store/sqlite', () => {
   const memoryStore = useMemoryStore();
   let store: SqliteStore;
@@ -128,13 +148,8 @@ describe('store/sqlite', () => {
       }
     });
 
-    it('changes keysRevision when the other connection revokes a key', async () => {
-      const file = path.join(dir, 'tollgate.db');
-      const server = new SqliteStore(file);
-      const cli = new SqliteStore(file);
-      try {
-        await server.migrate();
-        await cli.migrate();
+    it('changes keysRevision when the other connection revokes a key', () =>
+      withTwoConnections(async (server, cli) => {
         const account = await server.createAccount({ name: 'alice', role: 'user' });
         const input = newKey(account);
         const key = await server.createKey(input);
@@ -145,33 +160,14 @@ describe('store/sqlite', () => {
 
         expect(server.keysRevision()).not.to.equal(before);
         expect((await server.findKeyByHash(input.hash))!.key.revokedAt).to.be.instanceOf(Date);
-      } finally {
-        await cli.close();
-        await server.close();
-      }
-    });
+      }));
   });
 
   describe("revisions as of this event-loop turn ('turn')", () => {
-    let dir: string;
-
-    beforeEach(() => {
-      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
-    });
-
-    afterEach(() => {
-      rmSync(dir, { recursive: true, force: true });
-    });
-
     const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-    it("sees another connection's revocation from the next turn, its own at once, and 'now' always", async () => {
-      const file = path.join(dir, 'tollgate.db');
-      const server = new SqliteStore(file);
-      const cli = new SqliteStore(file);
-      try {
-        await server.migrate();
-        await cli.migrate();
+    it("sees another connection's revocation from the next turn, its own at once, and 'now' always", () =>
+      withTwoConnections(async (server, cli) => {
         const account = await server.createAccount({ name: 'alice', role: 'user' });
         const first = await server.createKey(newKey(account));
         const second = await server.createKey(newKey(account));
@@ -193,19 +189,10 @@ describe('store/sqlite', () => {
         const exact = server.keysRevision();
         expect(await cli.setAccountDisabled(account.id, true)).to.equal(true);
         expect(server.keysRevision()).not.to.equal(exact);
-      } finally {
-        await cli.close();
-        await server.close();
-      }
-    });
+      }));
 
-    it("sees another connection's credit in the funds revision from the next turn, and at once with 'now'", async () => {
-      const file = path.join(dir, 'tollgate.db');
-      const server = new SqliteStore(file);
-      const cli = new SqliteStore(file);
-      try {
-        await server.migrate();
-        await cli.migrate();
+    it("sees another connection's credit in the funds revision from the next turn, and at once with 'now'", () =>
+      withTwoConnections(async (server, cli) => {
         const account = await server.createAccount({ name: 'bob', role: 'user' });
         await nextTurn();
         const before = server.fundsRevision('turn');
@@ -215,31 +202,12 @@ describe('store/sqlite', () => {
         expect(server.fundsRevision()).not.to.equal(exactBefore);
         await nextTurn();
         expect(server.fundsRevision('turn')).not.to.equal(before);
-      } finally {
-        await cli.close();
-        await server.close();
-      }
-    });
+      }));
   });
 
   describe('keysRevision on a file that workers share', () => {
-    let dir: string;
-
-    beforeEach(() => {
-      dir = mkdtempSync(path.join(os.tmpdir(), 'tollgate-sqlite-'));
-    });
-
-    afterEach(() => {
-      rmSync(dir, { recursive: true, force: true });
-    });
-
-    it('stays put while another connection holds and charges, and moves when it changes a key or an account', async () => {
-      const file = path.join(dir, 'tollgate.db');
-      const worker = new SqliteStore(file);
-      const other = new SqliteStore(file);
-      try {
-        await worker.migrate();
-        await other.migrate();
+    it('stays put while another connection holds and charges, and moves when it changes a key or an account', () =>
+      withTwoConnections(async (worker, other) => {
         const account = await worker.createAccount({ name: 'alice', role: 'user' });
         const key = await worker.createKey(newKey(account));
         await worker.credit({ accountId: account.id, amount: 1_000_000n, kind: 'admin', actor: null, note: null });
@@ -256,11 +224,7 @@ describe('store/sqlite', () => {
         expect(afterLimits).not.to.equal(before);
         expect(await other.setAccountDisabled(account.id, true)).to.equal(true);
         expect(worker.keysRevision()).not.to.equal(afterLimits);
-      } finally {
-        await other.close();
-        await worker.close();
-      }
-    });
+      }));
   });
 
   describe('ping and close', () => {
