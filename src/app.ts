@@ -1,9 +1,11 @@
 /**
- * The Koa application: request ids, the error boundary, the request log line, the endpoint routes,
- * the operator's routes (/metrics, /healthz, /readyz) and the answers for everything else. No
- * provider or business logic lives here; the plugin chain does the work.
+ * The server's request listener: the model endpoints' POSTs on a context of their own, everything else
+ * (the operator's routes /metrics, /healthz, /readyz, the console and its API, refusals) on Koa. Both
+ * give a request id, an error boundary and the request log line. No provider or business logic lives
+ * here; the plugin chain does the work.
  */
 import Router from '@koa/router';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { CONSOLE_PREFIX, consolePages } from './admin/console-pages';
@@ -12,12 +14,13 @@ import { API_PREFIX, managementApi } from './admin/index';
 import type { GatewayConfig } from './config/types';
 import { requestLogLine } from './metrics/request-log';
 import { OPS_PATHS, opsRouter, type OpsDeps } from './metrics/routes';
-import { summarize } from './metrics/summary';
+import { summarize, type Observed } from './metrics/summary';
 import { passThroughTracing, type Tracing } from './telemetry/tracing';
 import { errorBody, errorHeaders } from './protocols/errors';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from './protocols/types';
 import type { ActiveStreams } from './kernel/active-streams';
-import type { GatewayContext, GatewayState } from './kernel/context';
+import type { GatewayState } from './kernel/context';
+import { EndpointContext } from './kernel/endpoint-context';
 import { GatewayError, toGatewayError } from './kernel/errors';
 import { newRequestId } from './kernel/request-id';
 import type { RuntimeRef } from './kernel/runtime';
@@ -63,12 +66,15 @@ function requestLineLogger(logger: Logger): Logger {
  */
 function logRequest(ctx: BaseContext, logger: Logger, lines: Logger, startedAt: number, error: GatewayError | null): void {
   if (isManagementPath(ctx.path)) return logManagementRequest(ctx, logger, startedAt);
-  const level = OPS.has(ctx.path) ? 'debug' : 'info';
-  if (!lines.isLevelEnabled(level)) return;
   const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
-  void summarize(ctx.state as Partial<GatewayState>, observed).then(
+  writeRequestLine(OPS.has(ctx.path) ? 'debug' : 'info', ctx.state, observed, logger, lines);
+}
+
+function writeRequestLine(level: 'debug' | 'info', state: Partial<GatewayState>, observed: Observed, logger: Logger, lines: Logger): void {
+  if (!lines.isLevelEnabled(level)) return;
+  void summarize(state, observed).then(
     (summary) => lines[level](requestLogLine(summary), 'request'),
-    (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'writing the request log line failed'),
+    (err: unknown) => logger.error({ err, requestId: state.requestId }, 'writing the request log line failed'),
   );
 }
 
@@ -122,7 +128,7 @@ export function createApp(
   ops: KernelDeps,
   admin?: AdminDeps,
   tracing: Tracing = passThroughTracing,
-): Koa<BaseState> {
+): GatewayHttp {
   const app = new Koa<BaseState>();
   app.silent = true;
   const requestLines = requestLineLogger(logger);
@@ -130,22 +136,15 @@ export function createApp(
 
   app.use(async function requestBoundary(ctx, next) {
     const startedAt = performance.now();
-    const offered = ctx.get('x-request-id');
-    // The billing id is always ours: a client that picked it could make thirty requests one charge.
-    // Its own well-formed id is kept beside ours, for its logs and the provider's.
     ctx.state.requestId = newRequestId();
-    ctx.state.clientRequestId = CLIENT_REQUEST_ID.test(offered) ? offered : null;
+    ctx.state.clientRequestId = clientRequestIdOf(ctx.req);
     ctx.set('x-request-id', ctx.state.requestId);
     let error: GatewayError | null = null;
     try {
       await next();
-      ops.streams?.track(ctx.body, ctx.res);
     } catch (thrown) {
-      const err = (error = toGatewayError(thrown));
-      // A provider without a key is the operator's known setting (warned about at start), not a fault:
-      // the request's own log line records it.
-      if (err.status >= 500 && err.code !== 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED') logger.error({ err: thrown, requestId: ctx.state.requestId }, err.message);
-      if (!ctx.headerSent && ctx.writable) sendError(ctx, err, ctx.state.errorShape ?? 'openai');
+      error = failed(thrown, ctx.state.requestId, logger);
+      if (!ctx.headerSent && ctx.writable) sendError(ctx, error, ctx.state.errorShape ?? 'openai');
     } finally {
       logRequest(ctx, logger, requestLines, startedAt, error);
     }
@@ -157,9 +156,9 @@ export function createApp(
     app.use(consolePages({ enabled: () => runtime.current.config.console.enabled }));
   }
 
+  // POSTs to the endpoints never reach Koa (see `listener` below): what is left for them is the 405.
   const router = new Router<BaseState>();
   for (const endpoint of Object.values(ENDPOINTS)) {
-    router.post(endpoint.path, endpointHandler(endpoint, runtime, tracing, logger));
     router.all(endpoint.path, function methodNotAllowed(ctx) {
       ctx.state.errorShape = endpoint.errorShape;
       ctx.set('allow', 'POST');
@@ -174,44 +173,109 @@ export function createApp(
     throw answer.error;
   });
 
-  app.on('error', (err: unknown) => {
-    // A client hanging up mid-response is routine, not a gateway fault.
-    if (isClientHangUp(err)) logger.debug({ err }, 'client closed the connection');
-    else logger.error({ err }, 'error while sending a response');
-  });
-  return app;
+  app.on('error', (err: unknown) => reportSendError(err, logger));
+
+  const koa = app.callback();
+  const serveEndpoint = endpointServer(runtime, logger, requestLines, ops, tracing);
+  return {
+    app,
+    // The model endpoints' POSTs, nearly all of the traffic, skip Koa: its context, router and
+    // composer cost about a tenth of a request's CPU, for features those routes do not use.
+    listener(req, res) {
+      const endpoint = req.method === 'POST' ? endpointAt(req.url ?? '') : undefined;
+      if (endpoint === undefined) void koa(req, res);
+      else void serveEndpoint(req, res, endpoint);
+    },
+  };
+}
+
+/** The Koa application (console, API, operator routes, refusals) and the server's request listener. */
+export interface GatewayHttp {
+  readonly app: Koa<BaseState>;
+  readonly listener: (req: IncomingMessage, res: ServerResponse) => void;
+}
+
+const ENDPOINT_BY_PATH = new Map(Object.values(ENDPOINTS).map((endpoint) => [endpoint.path, endpoint]));
+
+/**
+ * The endpoint a request target names, matched as the router matched it: case aside, and with one
+ * trailing slash allowed. The query plays no part.
+ */
+function endpointAt(url: string): Endpoint | undefined {
+  const mark = url.indexOf('?');
+  const path = mark === -1 ? url : url.slice(0, mark);
+  const exact = ENDPOINT_BY_PATH.get(path);
+  if (exact !== undefined) return exact;
+  const lower = path.toLowerCase();
+  return ENDPOINT_BY_PATH.get(lower.endsWith('/') ? lower.slice(0, -1) : lower);
+}
+
+/** The client's own well-formed `x-request-id`, kept for correlation; null when absent or ill-formed. */
+function clientRequestIdOf(req: IncomingMessage): string | null {
+  const offered = req.headers['x-request-id'];
+  return typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : null;
+}
+
+/** The error a request failed with, logged when it is the gateway's fault. */
+function failed(thrown: unknown, requestId: string, logger: Logger): GatewayError {
+  const err = toGatewayError(thrown);
+  // A provider without a key is the operator's known setting (warned about at start), not a fault:
+  // the request's own log line records it.
+  if (err.status >= 500 && err.code !== 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED') logger.error({ err: thrown, requestId }, err.message);
+  return err;
+}
+
+function reportSendError(err: unknown, logger: Logger): void {
+  // A client hanging up mid-response is routine, not a gateway fault.
+  if (isClientHangUp(err)) logger.debug({ err }, 'client closed the connection');
+  else logger.error({ err }, 'error while sending a response');
+}
+
+/**
+ * Serves one POST to a model endpoint: the request id, the chain, the answer (or the error in the
+ * endpoint's shape), the log line and the request's span. What Koa's boundary does for the other routes.
+ */
+function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logger, ops: KernelDeps, tracing: Tracing) {
+  return async function serveEndpoint(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<void> {
+    const startedAt = performance.now();
+    // The billing id is always ours: a client that picked it could make thirty requests one charge.
+    // Its own well-formed id is kept beside ours, for its logs and the provider's.
+    const requestId = newRequestId();
+    res.setHeader('x-request-id', requestId);
+    const { config, chain } = runtime.current;
+    const trace = tracing.startRequest(req.headers, endpoint, startedAt);
+    const state: GatewayState = { requestId, clientRequestId: clientRequestIdOf(req), config, endpoint, trace };
+    const ctx = new EndpointContext(req, res, state, config.server);
+    let error: GatewayError | null = null;
+    try {
+      await chain.run(ctx);
+      ops.streams?.track(ctx.body, res);
+    } catch (thrown) {
+      error = failed(thrown, requestId, logger);
+      if (!res.headersSent && ctx.writable) {
+        ctx.status = error.status;
+        ctx.set(errorHeaders(error));
+        ctx.body = errorBody(error, endpoint.errorShape, requestId);
+        // A body we refused to read may still be arriving: close the connection rather than drain it.
+        if (error.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') ctx.set('connection', 'close');
+      }
+    }
+    const observed: Observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
+    ctx.respond((err) => reportSendError(err, logger));
+    writeRequestLine('info', state, observed, logger, requestLines);
+    if (tracing.enabled) {
+      // The server span ends with the answer's last byte and carries the settled charge: summed up
+      // off the request's path, like the metrics and the log line (they share one summary).
+      void summarize(state, observed).then(
+        (summary) => trace.finish(state, summary),
+        (err: unknown) => logger.error({ err, requestId }, 'tracing: ending a request span failed'),
+      );
+    }
+  };
 }
 
 const HANG_UP_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
 
 function isClientHangUp(err: unknown): boolean {
   return err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '');
-}
-
-function endpointHandler(endpoint: Endpoint, runtime: RuntimeRef, tracing: Tracing, logger: Logger) {
-  return async function handleEndpoint(ctx: BaseContext): Promise<void> {
-    const startedAt = performance.now();
-    ctx.state.errorShape = endpoint.errorShape;
-    const { config, chain } = runtime.current;
-    const trace = tracing.startRequest(ctx.req.headers, endpoint, startedAt);
-    const extra: Omit<GatewayState, 'requestId' | 'clientRequestId'> = { config, endpoint, trace };
-    Object.assign(ctx.state, extra);
-    if (!tracing.enabled) return chain.run(ctx as unknown as GatewayContext);
-    let error: GatewayError | null = null;
-    try {
-      await chain.run(ctx as unknown as GatewayContext);
-    } catch (thrown) {
-      error = toGatewayError(thrown);
-      throw thrown;
-    } finally {
-      // The server span ends with the answer's last byte and carries the settled charge: summed up
-      // off the request's path, like the metrics and the log line (they share one summary).
-      const state = ctx.state as Partial<GatewayState>;
-      const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
-      void summarize(state, observed).then(
-        (summary) => trace.finish(state, summary),
-        (err: unknown) => logger.error({ err, requestId: ctx.state.requestId }, 'tracing: ending a request span failed'),
-      );
-    }
-  };
 }

@@ -148,7 +148,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | null = null;
   let draining = false;
   const streams = new ActiveStreams();
-  const app = createApp(
+  const { app, listener } = createApp(
     reloader.runtime,
     logger,
     { metrics, streams, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
@@ -171,7 +171,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       keepAliveTimeout: config.server.keep_alive_timeout_ms,
       connectionsCheckingInterval: connectionsCheckingInterval(config.server),
     },
-    app.callback(),
+    listener,
   );
   const address = await listen(server, options.port ?? config.server.port, config.server.host);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;

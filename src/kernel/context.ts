@@ -2,7 +2,8 @@
  * The typed request state. Each stage owns one slot: the kernel fills `endpoint` and `request`, the
  * auth plugin `auth`, the upstream plugin `exchange`. No untyped bags: a new plugin adds its slot here.
  */
-import type { ParameterizedContext } from 'koa';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { ParsedUrlQuery } from 'node:querystring';
 import type { GatewayConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
@@ -127,5 +128,25 @@ export interface GatewayState {
   trace?: TraceState;
 }
 
-export type GatewayContext = ParameterizedContext<GatewayState>;
+/**
+ * What the chain sees of a request and its response: the members of Koa's context it uses, no more,
+ * so that the model endpoints can run on a context of their own (`EndpointContext`) and tests or the
+ * Koa routes on Koa's.
+ */
+export interface GatewayContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly state: GatewayState;
+  readonly headers: IncomingHttpHeaders;
+  readonly query: ParsedUrlQuery;
+  /** The client's address (X-Forwarded-For as far as the trusted proxies go). */
+  readonly ip: string;
+  status: number;
+  body: unknown;
+  /** A request header, '' when absent. */
+  get(field: string): string;
+  /** Sets response headers; ignored once they are sent. */
+  set(field: string, value: string): void;
+  set(fields: Readonly<Record<string, string>>): void;
+}
 export type Next = () => Promise<void>;
