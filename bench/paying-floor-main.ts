@@ -103,6 +103,10 @@ async function main(
         (BigInt(Math.ceil(raw.length / 3)) * INPUT_PRICE +
           BigInt(body.max_tokens ?? 4096) * OUTPUT_PRICE) /
         1_000_000n;
+      if (balance < held) {
+        res.writeHead(402).end();
+        return;
+      }
       balance -= held;
       const requestId = `req_${randomUUID().replaceAll("-", "")}`;
       pool
