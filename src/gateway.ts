@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
-import { loadTokenizer } from './billing/tokenizer';
+import { stopTokenizer } from './billing/tokenizer';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
@@ -130,8 +130,6 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
 
-  // Loaded before listening: loading it on first use would block the event loop for about a second.
-  loadTokenizer();
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics(PACKAGE_VERSION);
   const reloader = new Reloader({
@@ -205,6 +203,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // The last requests' spans go out before the process does (bounded by the export timeout).
     await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, 'tracing: the last spans could not be exported'));
     if (ownsStore) await store.close();
+    // After the plugins closed: billing's last settlements may have needed a count.
+    await stopTokenizer();
   }
 
   async function reload(actor?: string): Promise<ReloadResult> {

@@ -1,16 +1,19 @@
 /**
  * Counts the output tokens of a stream as its events pass, for billing when the upstream reports no
  * usage or the stream is cut short. Memory stays bounded however long the stream runs: the events'
- * data are held in a window of at most `WINDOW_CHARS`, and each time it fills, their text is counted
- * and let go (the last unfinished word is kept, so a word split over two events is counted once).
- * Each fill costs time linear in the window, so the count over a stream is linear in its size.
+ * data are held in a window of at most `WINDOW_CHARS`, and each time it fills, its text goes to the
+ * tokenizer's worker thread and is let go here (the last unfinished word is kept, so a word split over
+ * two events is counted once). At most `WINDOWS_IN_FLIGHT` windows wait for their count: a stream that
+ * outruns the tokenizer is paced by its relay through `behind()`, so nothing piles up in the worker either.
  */
-import { countTokens, countTokensAsync } from '../billing/tokenizer';
+import { countTokensAsync } from '../billing/tokenizer';
 import { eventText } from './output-text';
 import type { EndpointId } from './types';
 
-/** What is held before counting: a few ms of tokenizing at worst, and nothing at all for short replies. */
+/** What is held before counting: a few ms of tokenizing, and nothing at all for short replies. */
 const WINDOW_CHARS = 64 * 1024;
+/** Windows sent and not counted yet, beyond which the stream should wait: one counting, one queued. */
+const WINDOWS_IN_FLIGHT = 2;
 
 /** Index just before the last whitespace of `text` (0 when there is none): where a word may start. */
 function lastWordStart(text: string): number {
@@ -28,8 +31,10 @@ export class OutputTokenCount {
   /** Text read but not counted: the tail that may continue in the next event. */
   private text = '';
   private counted = 0;
-  /** Counting of texts too long to count at once (one huge event), running in yielding slices. */
-  private background: Promise<void> = Promise.resolve();
+  /** Counts of windows sent to the tokenizer and not answered yet; none of them rejects. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Why a window could not be counted: `total()` then fails rather than bill less than was relayed. */
+  private failure: { readonly error: unknown } | null = null;
 
   constructor(private readonly endpoint: EndpointId) {}
 
@@ -40,13 +45,21 @@ export class OutputTokenCount {
     if (this.eventChars > WINDOW_CHARS) this.countWindow();
   }
 
-  /** The tokens of everything added so far; counting what is still held yields to the event loop. */
+  /**
+   * Null while the tokenizer keeps up with this stream; otherwise a promise (never rejected) that
+   * resolves once it has room again. The relay stops reading the upstream until then.
+   */
+  behind(): Promise<void> | null {
+    return this.inFlight.size < WINDOWS_IN_FLIGHT ? null : Promise.race(this.inFlight);
+  }
+
+  /** The tokens of everything added so far. */
   async total(): Promise<number> {
     this.read();
-    const rest = this.text;
+    this.send(this.text);
     this.text = '';
-    this.counted += await countTokensAsync(rest);
-    await this.background;
+    await Promise.all(this.inFlight);
+    if (this.failure !== null) throw this.failure.error;
     return this.counted;
   }
 
@@ -61,13 +74,18 @@ export class OutputTokenCount {
     // A tail with no space in a full window is one long word: counted now rather than held on.
     const cut = this.text.length > WINDOW_CHARS ? this.text.length : lastWordStart(this.text);
     if (cut === 0) return;
-    const text = this.text.slice(0, cut);
+    this.send(this.text.slice(0, cut));
     this.text = this.text.slice(cut);
-    if (text.length <= 2 * WINDOW_CHARS) {
-      this.counted += countTokens(text);
-      return;
-    }
-    // Only one event larger than the window gets here; its text is held until counted.
-    this.background = this.background.then(async () => void (this.counted += await countTokensAsync(text)));
+  }
+
+  private send(text: string): void {
+    if (text === '') return;
+    const counting: Promise<void> = countTokensAsync(text)
+      .then(
+        (tokens) => void (this.counted += tokens),
+        (error: unknown) => void (this.failure ??= { error }),
+      )
+      .finally(() => this.inFlight.delete(counting));
+    this.inFlight.add(counting);
   }
 }

@@ -94,6 +94,8 @@ export interface UsageTap {
   result(): Usage | null;
   /** The output tokens relayed so far, counted as they passed (for billing when usage is missing). */
   outputTokens(): Promise<number>;
+  /** Null while counting keeps up; else a promise (never rejected) the relay waits for before reading on. */
+  behind(): Promise<void> | null;
   /** The id of the reply the client received (a Responses `resp_…`), when the stream named one. */
   replyId?(): string | null;
 }

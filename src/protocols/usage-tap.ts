@@ -55,6 +55,10 @@ class StreamUsageTap implements UsageTap {
     return this.output.total();
   }
 
+  behind(): Promise<void> | null {
+    return this.output.behind();
+  }
+
   result(): Usage | null {
     return this.unreadable || this.counts === null ? null : { ...this.counts, source: 'upstream' };
   }
@@ -70,7 +74,7 @@ function mentionsUsage(data: string): boolean {
 }
 
 /** A tap that never finds usage, for exchanges that are not billed (count_tokens). */
-const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputTokens: () => Promise.resolve(0) };
+const NO_USAGE: UsageTap = { observe: () => undefined, result: () => null, outputTokens: () => Promise.resolve(0), behind: () => null };
 
 /** The tap for a native stream on `endpoint` (whole replies are read once: see `reply-usage.ts`). */
 export function usageTapFor(endpoint: EndpointId): UsageTap {

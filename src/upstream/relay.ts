@@ -10,6 +10,7 @@ import { GatewayError } from '../kernel/errors';
 import { sseFrame } from '../protocols/sse';
 import type { UsageTap } from '../protocols/types';
 import type { FrameParser } from '../wire/types';
+import { SourceGate } from './source-gate';
 
 export interface RelayOptions {
   /** Chunks already read from `source` (to judge its first event), relayed before the rest. */
@@ -42,12 +43,14 @@ export function shutdownError(): GatewayError {
 
 export class Relay extends Readable implements Interruptible {
   private ended = false;
+  private readonly gate: SourceGate;
 
   constructor(
     private readonly source: Readable,
     private readonly options: RelayOptions,
   ) {
     super();
+    this.gate = new SourceGate(source);
     for (const chunk of options.head ?? []) this.relay(chunk);
     // A reply whole in one read has already ended while its first event was judged: its 'end' fired
     // before anyone here listened, so there is nothing to wait for.
@@ -60,7 +63,8 @@ export class Relay extends Readable implements Interruptible {
       return;
     }
     source.on('data', (chunk: Buffer) => {
-      if (!this.relay(chunk)) source.pause();
+      if (!this.relay(chunk)) this.gate.full();
+      this.gate.waitFor(options.tap.behind());
     });
     source.once('end', () => this.end());
     source.once('error', (error: Error) => this.fail(error));
@@ -94,7 +98,7 @@ export class Relay extends Readable implements Interruptible {
   }
 
   override _read(): void {
-    this.source.resume();
+    this.gate.wanted();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {

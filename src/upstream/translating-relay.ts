@@ -13,6 +13,7 @@ import type { EndpointId, Usage } from '../protocols/types';
 import type { StreamTranslation } from '../translators/types';
 import type { FrameParser } from '../wire/types';
 import { shutdownError } from './relay';
+import { SourceGate } from './source-gate';
 
 export interface TranslatingRelayOptions {
   readonly providerId: string;
@@ -29,6 +30,7 @@ export interface TranslatingRelayOptions {
 export class TranslatingRelay extends Readable implements Interruptible {
   /** The output counted as it passes, in a bounded window: nothing read is kept. */
   private readonly output: OutputTokenCount;
+  private readonly gate: SourceGate;
   private reported = false;
   /** Set once the source is left to drain on its own: it must not be destroyed then. */
   private released = false;
@@ -40,6 +42,7 @@ export class TranslatingRelay extends Readable implements Interruptible {
   ) {
     super();
     this.output = new OutputTokenCount(options.upstreamEndpoint);
+    this.gate = new SourceGate(source);
     for (const chunk of options.head ?? []) this.translate(chunk);
     // A reply whole in its first chunks has already ended and left the source to drain.
     if (this.released) return;
@@ -63,7 +66,7 @@ export class TranslatingRelay extends Readable implements Interruptible {
   }
 
   override _read(): void {
-    this.source.resume();
+    this.gate.wanted();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
@@ -87,8 +90,9 @@ export class TranslatingRelay extends Readable implements Interruptible {
       frames += this.translation.event(event);
       if (this.translation.ended) break;
     }
-    if (frames !== '' && !this.push(frames)) this.source.pause();
-    if (this.translation.ended) this.close();
+    if (frames !== '' && !this.push(frames)) this.gate.full();
+    if (this.translation.ended) return this.close();
+    this.gate.waitFor(this.output.behind());
   }
 
   /**
