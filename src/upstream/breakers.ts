@@ -1,7 +1,7 @@
 /**
  * One circuit breaker per provider (opossum), judging attempts up to their commit point: an attempt
- * is timed to its first byte, never for a whole stream, and each attempt keeps its own
- * AbortController (opossum's breaker-wide one would abort every call at once: opossum #780). Client
+ * is timed to its first byte, never for a whole stream, and each attempt keeps its own abort
+ * (`AttemptAbort`; opossum's breaker-wide AbortController would abort every call at once: opossum #780). Client
  * errors and client aborts do not count against a provider. Breaker state is per instance.
  */
 import CircuitBreaker from 'opossum';

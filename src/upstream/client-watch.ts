@@ -1,14 +1,14 @@
 /**
- * Whether the client of a request has left, and the one abort controller to trip when it does (the
- * attempt under way, or the backoff between two). A plain object rather than an AbortController per
- * request: making an AbortController and its signal costs about 2.5 µs, and a request has one for its
- * attempt already; the client rarely leaves.
+ * Whether the client of a request has left, and the one abort to trip when it does (the attempt under
+ * way, or the backoff between two). A plain object rather than an AbortController per request: the
+ * client rarely leaves.
  */
+import type { Abortable } from './attempt-abort';
 import { ABORTED_BY_CLIENT } from './failures';
 
 export class ClientWatch {
   private gone = false;
-  private watched: AbortController | null = null;
+  private watched: Abortable | null = null;
 
   get left(): boolean {
     return this.gone;
@@ -22,7 +22,7 @@ export class ClientWatch {
   }
 
   /** Aborts `controller` when the client leaves (at once if it has); one at a time. Returns the unwatch. */
-  watch(controller: AbortController): () => void {
+  watch(controller: Abortable): () => void {
     this.watched = controller;
     if (this.gone) controller.abort(ABORTED_BY_CLIENT);
     return () => {

@@ -16,6 +16,7 @@ import { attemptOrder } from '../routing/plan';
 import { providerHasCredentials, speaksNatively, type Target } from '../routing/resolve';
 import type { Translator } from '../translators/types';
 import { AttemptFailure, type ReportEnd } from './attempt';
+import { AttemptAbort } from './attempt-abort';
 import { BreakerOpenError, type ProviderBreakers } from './breakers';
 import type { RetryBudget } from './retry-budget';
 import { CLIENT_CLOSED_REQUEST, openExchange, type ExchangeRecorder } from './exchange';
@@ -46,17 +47,17 @@ function outcomeOf(failure: AttemptFailure): Outcome {
 /** Resolves after `ms`, or at once when the client leaves. */
 function sleep(ms: number, client: ClientWatch): Promise<void> {
   if (ms <= 0 || client.left) return Promise.resolve();
-  const wake = new AbortController();
+  const wake = new AttemptAbort();
   const unwatch = client.watch(wake);
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
-      wake.signal.removeEventListener('abort', done);
+      wake.removeEventListener('abort', done);
       unwatch();
       resolve();
     }
-    wake.signal.addEventListener('abort', done, { once: true });
+    wake.addEventListener('abort', done);
   });
 }
 
@@ -141,7 +142,7 @@ async function attemptAll(
     }
 
     const client = deps.clients.get(target.provider.id)!;
-    const attempt = new AbortController();
+    const attempt = new AttemptAbort();
     const unwatch = clientGone.watch(attempt);
     // One deadline covers every attempt until the answer is committed, never the stream after it.
     const deadline = setTimeout(() => attempt.abort(ABORTED_BY_DEADLINE), Math.max(0, deadlineAt - Date.now()));

@@ -5,6 +5,7 @@
  */
 import { GatewayError } from '../kernel/errors';
 import { AttemptFailure } from './attempt';
+import type { AttemptSignal } from './attempt-abort';
 
 /** Why an attempt's controller was aborted; `signal.reason` carries one of these. */
 export const ABORTED_BY_CLIENT = 'client-closed';
@@ -25,7 +26,7 @@ function timedOut(provider: string, cause: unknown): AttemptFailure {
 }
 
 /** The AttemptFailure for anything an attempt threw; `signal` is the attempt's own. */
-export function attemptFailure(err: unknown, provider: string, signal: AbortSignal): AttemptFailure {
+export function attemptFailure(err: unknown, provider: string, signal: AttemptSignal): AttemptFailure {
   if (err instanceof AttemptFailure) return err;
   if (signal.aborted) {
     if (signal.reason === ABORTED_BY_DEADLINE) return timedOut(provider, err);

@@ -18,6 +18,7 @@ import { usageTapFor } from '../protocols/usage-tap';
 import type { Target } from '../routing/resolve';
 import { wireOf } from '../wire';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
+import type { AttemptSignal } from './attempt-abort';
 import { attemptFailure } from './failures';
 import { readFirstEvent } from './first-event';
 import { relayedResponseHeaders, upstreamRequestHeaders, upstreamRequestIdOf } from './headers';
@@ -65,7 +66,7 @@ export function invalidReply(target: Target, why: string): AttemptFailure {
   );
 }
 
-export async function attemptNative(ctx: GatewayContext, target: Target, client: UpstreamClient, signal: AbortSignal): Promise<Commit> {
+export async function attemptNative(ctx: GatewayContext, target: Target, client: UpstreamClient, signal: AttemptSignal): Promise<Commit> {
   const { endpoint, requestId } = ctx.state;
   const request = need(ctx, 'request');
   const { provider, route } = target;

@@ -13,6 +13,7 @@ import type { Target } from '../routing/resolve';
 import { translationContext, type TranslationContext, type Translator } from '../translators';
 import { wireOf, type UpstreamCall } from '../wire';
 import { AttemptFailure, discard, retryAfterMs, type Commit } from './attempt';
+import type { AttemptSignal } from './attempt-abort';
 import { attemptFailure } from './failures';
 import { readFirstEvent } from './first-event';
 import { translatedRequestHeaders, upstreamRequestIdOf } from './headers';
@@ -38,7 +39,7 @@ export async function attemptTranslated(
   target: Target,
   client: UpstreamClient,
   translator: Translator,
-  signal: AbortSignal,
+  signal: AttemptSignal,
 ): Promise<Commit> {
   const request = need(ctx, 'request');
   const { provider } = target;

@@ -2,6 +2,7 @@
 import type { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types';
 import type { EndpointId } from '../protocols/types';
+import type { AttemptSignal } from './attempt-abort';
 
 export interface UpstreamRequest {
   /** The endpoint whose protocol the body is written in. */
@@ -12,7 +13,7 @@ export interface UpstreamRequest {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: Buffer;
   /** One controller per attempt: aborting it cancels this attempt's socket and nothing else. */
-  readonly signal: AbortSignal;
+  readonly signal: AttemptSignal;
 }
 
 export interface UpstreamResponse {

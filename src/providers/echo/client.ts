@@ -20,6 +20,7 @@ import { isObject } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { errorBody } from '../../protocols/errors';
 import { ENDPOINTS, type EndpointId } from '../../protocols/types';
+import type { AttemptSignal } from '../../upstream/attempt-abort';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../upstream/types';
 import { readEchoRequest } from './read-request';
 import { echoFrames, echoJson } from './reply';
@@ -57,7 +58,7 @@ function* frameBytes(frames: Iterable<string>): Generator<Buffer> {
 }
 
 /** As with a socket, aborting the attempt tears the body down, with the abort reason as its error. */
-function destroyOnAbort(body: Readable, signal: AbortSignal): Readable {
+function destroyOnAbort(body: Readable, signal: AttemptSignal): Readable {
   const onAbort = (): void => {
     body.destroy(signal.reason instanceof Error ? signal.reason : new Error('The request was aborted.'));
   };
