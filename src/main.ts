@@ -10,6 +10,7 @@ import { runWorker } from './cluster/worker';
 import { inClusterWorker, workerCount } from './cluster/role';
 import type { GatewayConfig } from './config/types';
 import { createLogger, startGateway } from './gateway';
+import { applyHeapSettings } from './heap-settings';
 import { logDestination } from './log-destination';
 import { openStore } from './store/open';
 import type { Store } from './store/store';
@@ -59,6 +60,7 @@ function firstRunBanner(url: string, listening: string, { key, generatedPassword
 /** Runs until SIGTERM or SIGINT, then drains in-flight requests and exits 0. SIGHUP reloads the config file. */
 export async function serve(options: ServeOptions): Promise<void> {
   const config = loadConfigFile(options.configFile);
+  applyHeapSettings(config.server);
   if (inClusterWorker()) return runWorker(options, config);
   const destination = logDestination();
   process.once('exit', () => destination.flush());
