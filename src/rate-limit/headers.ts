@@ -30,7 +30,10 @@ export function openaiDuration(ms: number): string {
   const whole = Math.ceil(ms);
   if (whole < 1000) return `${whole}ms`;
   const minutes = Math.floor(whole / 60_000);
-  const seconds = `${Number(((whole % 60_000) / 1000).toFixed(3))}s`;
+  // Whole milliseconds as seconds, trailing zeros dropped (`59.952s`, `12.5s`, `1m0s`), without toFixed.
+  const millis = whole % 60_000;
+  const fraction = millis % 1000;
+  const seconds = fraction === 0 ? `${millis / 1000}s` : `${(millis - fraction) / 1000}.${String(fraction).padStart(3, '0').replace(/0+$/, '')}s`;
   return minutes > 0 ? `${minutes}m${seconds}` : seconds;
 }
 
@@ -39,24 +42,35 @@ export function rfc3339(ms: number): string {
   return new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 }
 
+type Dimension = 'requests' | 'tokens';
+
+/** Each family's header names per dimension, made once: names built per response cost a few µs in setHeader. */
+const HEADER_NAMES = {
+  openai: {
+    requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],
+    tokens: ['x-ratelimit-limit-tokens', 'x-ratelimit-remaining-tokens', 'x-ratelimit-reset-tokens'],
+  },
+  anthropic: {
+    requests: ['anthropic-ratelimit-requests-limit', 'anthropic-ratelimit-requests-remaining', 'anthropic-ratelimit-requests-reset'],
+    tokens: ['anthropic-ratelimit-tokens-limit', 'anthropic-ratelimit-tokens-remaining', 'anthropic-ratelimit-tokens-reset'],
+  },
+} as const satisfies Record<'openai' | 'anthropic', Record<Dimension, readonly [limit: string, remaining: string, reset: string]>>;
+
+const DIMENSIONS: readonly Dimension[] = ['requests', 'tokens'];
+
 export function rateLimitHeaders(
   family: 'openai' | 'anthropic',
   views: { readonly requests: LimitView | null; readonly tokens: LimitView | null },
   now: number = Date.now(),
 ): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const dimension of ['requests', 'tokens'] as const) {
+  for (const dimension of DIMENSIONS) {
     const view = views[dimension];
     if (view === null) continue;
-    if (family === 'openai') {
-      headers[`x-ratelimit-limit-${dimension}`] = String(view.limit);
-      headers[`x-ratelimit-remaining-${dimension}`] = String(view.remaining);
-      headers[`x-ratelimit-reset-${dimension}`] = openaiDuration(view.resetMs);
-    } else {
-      headers[`anthropic-ratelimit-${dimension}-limit`] = String(view.limit);
-      headers[`anthropic-ratelimit-${dimension}-remaining`] = String(view.remaining);
-      headers[`anthropic-ratelimit-${dimension}-reset`] = rfc3339(now + view.resetMs);
-    }
+    const [limit, remaining, reset] = HEADER_NAMES[family][dimension];
+    headers[limit] = String(view.limit);
+    headers[remaining] = String(view.remaining);
+    headers[reset] = family === 'openai' ? openaiDuration(view.resetMs) : rfc3339(now + view.resetMs);
   }
   return headers;
 }
