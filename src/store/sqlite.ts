@@ -419,15 +419,16 @@ export class SqliteStore implements Store {
   /**
    * `PRAGMA data_version`: each read is a read transaction, with its WAL lock calls (two `fcntl`). The
    * request path asks for it twice per request (auth, the hold); 'turn' reads it once per event-loop
-   * turn for every request the turn serves.
+   * turn for every request the turn serves, or takes what an exact read of the same turn found.
    */
   private readDataVersion(asOf: RevisionFreshness): number {
-    if (asOf === 'now') return this.dataVersion.get() ?? 0;
-    if (this.turnDataVersion === null) {
-      this.turnDataVersion = this.dataVersion.get() ?? 0;
-      setImmediate(this.endTurn);
-    }
-    return this.turnDataVersion;
+    if (asOf === 'turn' && this.turnDataVersion !== null) return this.turnDataVersion;
+    const version = this.dataVersion.get() ?? 0;
+    // An exact read serves the rest of the turn too: 'turn' asks for at least the turn's start, and a
+    // hold's exact read often comes before the next request's auth in the same turn.
+    if (this.turnDataVersion === null) setImmediate(this.endTurn);
+    this.turnDataVersion = version;
+    return version;
   }
 
   async ping(): Promise<boolean> {

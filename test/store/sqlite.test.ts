@@ -203,6 +203,20 @@ describe('store/sqlite', () => {
         await nextTurn();
         expect(server.fundsRevision('turn')).not.to.equal(before);
       }));
+    it("takes an exact read's newer version for the rest of the turn", () =>
+      withTwoConnections(async (server, cli) => {
+        const account = await server.createAccount({ name: 'carol', role: 'user' });
+        await nextTurn();
+        const before = server.fundsRevision('turn');
+        await cli.credit({ accountId: account.id, amount: 5n, kind: 'admin', actor: 'cli', note: null });
+        expect(server.fundsRevision('turn')).to.equal(before);
+        // The hold's exact read sees the credit, and so does every 'turn' read after it in this turn.
+        const exact = server.fundsRevision();
+        expect(exact).not.to.equal(before);
+        expect(server.fundsRevision('turn')).to.equal(exact);
+        await nextTurn();
+        expect(server.fundsRevision('turn')).to.equal(exact);
+      }));
   });
 
   describe('keysRevision on a file that workers share', () => {
