@@ -8,19 +8,19 @@
  *
  *   npm run bench:floor        BENCH_ROUNDS (6) rounds of BENCH_ROUND (3) s each, after 3 s of warm-up
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
-import { plainRound, quantile, Tally, type Target } from "./load";
-import { cpuMillis, startServerProcess, type ServerProcess } from "./processes";
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { plainRound, quantile, Tally, type Target } from './load';
+import { cpuMillis, startServerProcess, type ServerProcess } from './processes';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND ?? 3);
 const CONNECTIONS = 32;
 const BODY = JSON.stringify({
-  model: "gpt-bench",
+  model: 'gpt-bench',
   max_tokens: 256,
-  messages: [{ role: "user", content: "Say hello." }],
+  messages: [{ role: 'user', content: 'Say hello.' }],
 });
 
 interface Path {
@@ -31,24 +31,20 @@ interface Path {
   cpuMs: number;
 }
 
-function pathOf(
-  name: string,
-  server: ServerProcess<{ url: string; key?: string }>,
-): Path {
+function pathOf(name: string, server: ServerProcess<{ url: string; key?: string }>): Path {
   const headers: Record<string, string> = {
-    "content-type": "application/json",
+    'content-type': 'application/json',
   };
-  if (server.info.key !== undefined)
-    headers.authorization = `Bearer ${server.info.key}`;
+  if (server.info.key !== undefined) headers.authorization = `Bearer ${server.info.key}`;
   return {
     name,
     server,
     target: {
       url: server.info.url,
-      path: "/v1/chat/completions",
+      path: '/v1/chat/completions',
       headers,
       body: BODY,
-      protocol: "chat",
+      protocol: 'chat',
     },
     tally: new Tally(),
     cpuMs: 0,
@@ -56,55 +52,26 @@ function pathOf(
 }
 
 async function main(): Promise<void> {
-  const dir = mkdtempSync(path.join(tmpdir(), "tollgate-floor-"));
-  const upstream = await startServerProcess<{ url: string }>(
-    "upstream-main.js",
-  );
+  const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-floor-'));
+  const upstream = await startServerProcess<{ url: string }>('upstream-main.js');
   // Each server inherits BENCH_LOG as it is when it starts: both log lines go to files, as in production.
-  process.env.BENCH_LOG = path.join(dir, "floor.log");
+  process.env.BENCH_LOG = path.join(dir, 'floor.log');
   const paths = [
+    pathOf('bare Node proxy', await startServerProcess('bare-proxy-main.js', [upstream.info.url])),
+    pathOf('paying floor', await startServerProcess('paying-floor-main.js', [upstream.info.url, path.join(dir, 'floor.db')])),
     pathOf(
-      "bare Node proxy",
-      await startServerProcess("bare-proxy-main.js", [upstream.info.url]),
+      'paying floor without the ledger row',
+      await startServerProcess('paying-floor-main.js', [upstream.info.url, path.join(dir, 'floor2.db'), '--without=ledger']),
     ),
     pathOf(
-      "paying floor",
-      await startServerProcess("paying-floor-main.js", [
-        upstream.info.url,
-        path.join(dir, "floor.db"),
-      ]),
-    ),
-    pathOf(
-      "paying floor without the ledger row",
-      await startServerProcess("paying-floor-main.js", [
-        upstream.info.url,
-        path.join(dir, "floor2.db"),
-        "--without=ledger",
-      ]),
-    ),
-    pathOf(
-      "paying floor without ledger row and log line",
-      await startServerProcess("paying-floor-main.js", [
-        upstream.info.url,
-        path.join(dir, "floor3.db"),
-        "--without=ledger,log",
-      ]),
+      'paying floor without ledger row and log line',
+      await startServerProcess('paying-floor-main.js', [upstream.info.url, path.join(dir, 'floor3.db'), '--without=ledger,log']),
     ),
   ];
-  process.env.BENCH_LOG = path.join(dir, "tollgate.log");
-  paths.push(
-    pathOf(
-      "Tollgate",
-      await startServerProcess("gateway-main.js", [
-        upstream.info.url,
-        "--billed",
-        `sqlite:${path.join(dir, "tollgate.db")}`,
-      ]),
-    ),
-  );
+  process.env.BENCH_LOG = path.join(dir, 'tollgate.log');
+  paths.push(pathOf('Tollgate', await startServerProcess('gateway-main.js', [upstream.info.url, '--billed', `sqlite:${path.join(dir, 'tollgate.db')}`])));
   try {
-    for (const p of paths)
-      await plainRound(p.target, CONNECTIONS, 3, new Tally());
+    for (const p of paths) await plainRound(p.target, CONNECTIONS, 3, new Tally());
     for (let round = 0; round < ROUNDS; round++) {
       // Each round starts with the next path, so a slow moment of the machine does not always hit the same one.
       for (let i = 0; i < paths.length; i++) {
@@ -116,18 +83,14 @@ async function main(): Promise<void> {
     }
     const floor = paths[0];
     const cpuPerRequest = (p: Path) => (p.cpuMs * 1000) / p.tally.ok;
-    console.log(
-      `plain chat, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${ROUND_SECONDS} s per path, taking turns\n`,
-    );
-    console.log(
-      "| path | req/s | CPU µs/req | × bare proxy CPU | p50 ms | errors |",
-    );
-    console.log("|---|---:|---:|---:|---:|---:|");
+    console.log(`plain chat, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${ROUND_SECONDS} s per path, taking turns\n`);
+    console.log('| path | req/s | CPU µs/req | × bare proxy CPU | p50 ms | errors |');
+    console.log('|---|---:|---:|---:|---:|---:|');
     for (const p of paths) {
       const latency = [...p.tally.latency].sort((a, b) => a - b);
       const ratio = (cpuPerRequest(p) / cpuPerRequest(floor)).toFixed(2);
       console.log(
-        `| ${p.name} | ${Math.round(p.tally.ok / p.tally.seconds).toLocaleString("en-US")} | ${Math.round(cpuPerRequest(p))} | ${ratio} | ${quantile(latency, 0.5).toFixed(2)} | ${p.tally.errorCount} |`,
+        `| ${p.name} | ${Math.round(p.tally.ok / p.tally.seconds).toLocaleString('en-US')} | ${Math.round(cpuPerRequest(p))} | ${ratio} | ${quantile(latency, 0.5).toFixed(2)} | ${p.tally.errorCount} |`,
       );
     }
   } finally {
