@@ -124,6 +124,19 @@ describe('protocol writers', function () {
       expect(writer.usageChunk(USAGE)).to.equal('');
     });
 
+    it('writes each chunk byte for byte as JSON.stringify writes the chunk object, keys in order', () => {
+      for (const includeUsage of [true, false]) {
+        const writer = new ChatStreamWriter({ id: 'chatcmpl-"q"\u2028', model: 'm/"é"', created: 1700000000, includeUsage });
+        const events = parse(writer.start() + writer.text('a "b"\n') + writer.finish('end', USAGE)).slice(0, -1);
+        for (const event of events) {
+          const chunk = JSON.parse(event.data) as Record<string, unknown>;
+          const ordered = { id: chunk.id, object: chunk.object, created: chunk.created, model: chunk.model, choices: chunk.choices, ...(includeUsage && { usage: chunk.usage }) };
+          expect(event.data).to.equal(JSON.stringify(ordered));
+          expect(chunk).to.include({ id: 'chatcmpl-"q"\u2028', model: 'm/"é"' });
+        }
+      }
+    });
+
     it('counts tool calls on their own index and gives an argument-less call {}', () => {
       const writer = new ChatStreamWriter({ model: 'm-1', includeUsage: false });
       const text =

@@ -189,6 +189,8 @@ export class ChatStreamWriter implements TurnStreamWriter {
   private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
   /** The reasoning text of the block under way, repeated with its signature when the block is signed. */
   private thinkingText = '';
+  /** The start of every chunk's JSON, up to its choices. */
+  private chunkHead: string | null = null;
 
   constructor(options: ChatStreamOptions) {
     this.id = options.id ?? newChatCompletionId();
@@ -279,15 +281,14 @@ export class ChatStreamWriter implements TurnStreamWriter {
     return this.frame([{ index: 0, delta, logprobs: null, finish_reason: null }], null);
   }
 
+  /**
+   * One chunk, as `JSON.stringify` would write a `ChatCompletionChunk` (the same keys in the same
+   * order): the fields every chunk of the stream shares are serialised once, only `choices` and
+   * `usage` per chunk. A translated stream writes one per upstream event.
+   */
   private frame(choices: ChatCompletionChunk['choices'], usage: ChatUsage | null): string {
-    const chunk: ChatCompletionChunk = {
-      id: this.id,
-      object: 'chat.completion.chunk',
-      created: this.created,
-      model: this.model,
-      choices,
-    };
-    if (this.includeUsage) chunk.usage = usage;
-    return sseFrame(null, JSON.stringify(chunk));
+    this.chunkHead ??= `{"id":${JSON.stringify(this.id)},"object":"chat.completion.chunk","created":${JSON.stringify(this.created)},"model":${JSON.stringify(this.model)},"choices":`;
+    const tail = this.includeUsage ? `,"usage":${JSON.stringify(usage)}}` : '}';
+    return sseFrame(null, `${this.chunkHead}${JSON.stringify(choices)}${tail}`);
   }
 }
