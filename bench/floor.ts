@@ -6,7 +6,7 @@
  * requests/s of each, and their ratios to the bare proxy; asserts nothing. Two more rows leave the
  * ledger row, then the log line too, out of the paying floor, to show what each costs.
  *
- *   npm run bench:floor        BENCH_ROUNDS (6) rounds of BENCH_ROUND (3) s each, after 3 s of warm-up
+ *   npm run bench:floor        BENCH_ROUNDS (6) rounds of BENCH_ROUND (3) s each, after 3 s of warm-up; BENCH_CONNECTIONS (32)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +16,7 @@ import { cpuMillis, startServerProcess, type ServerProcess } from './processes';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 6);
 const ROUND_SECONDS = Number(process.env.BENCH_ROUND ?? 3);
-const CONNECTIONS = 32;
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const BODY = JSON.stringify({
   model: 'gpt-bench',
   max_tokens: 256,
