@@ -33,6 +33,17 @@ function presentedKey(ctx: GatewayContext): string | null {
   return value === '' ? null : parsePresentedKey(value);
 }
 
+/**
+ * The key store did not answer (a failover, a restart): the key could be valid, so neither a 401 nor
+ * the gateway's own fault (500), but a 503 the SDKs retry, as billing answers when its book is away.
+ */
+function storeUnavailable(cause: unknown): GatewayError {
+  return new GatewayError('TOLLGATE_ERR_AUTH_UNAVAILABLE', 'The key store is unavailable right now, so the API key could not be checked; retry shortly.', {
+    cause,
+    headers: { 'retry-after': '1' },
+  });
+}
+
 function tooManyFailures(retryAfterSeconds: number): GatewayError {
   return new GatewayError('TOLLGATE_ERR_AUTH_TOO_MANY_FAILURES', `Too many invalid API keys from this address; retry in ${retryAfterSeconds} s.`, {
     headers: { 'retry-after': String(retryAfterSeconds) },
@@ -86,7 +97,9 @@ export const authPlugin: PluginDefinition<'auth'> = {
       if (identity === null) {
         // Hashed only on a miss: a cached key was hashed and compared when it was found.
         const hash = hashApiKey(key);
-        identity = await store.findKeyByHash(hash);
+        identity = await store.findKeyByHash(hash).catch((error: unknown) => {
+          throw storeUnavailable(error);
+        });
         if (identity === null || !keysEqual(identity.hash, hash)) return null;
         cache.set(key, identity, revision, now);
       }

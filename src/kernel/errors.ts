@@ -38,6 +38,7 @@ const ERRORS = {
   TOLLGATE_ERR_RATE_LIMIT_TOKENS: { status: 429, type: 'tokens', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
   TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY: { status: 429, type: 'requests', code: 'concurrency_limit_exceeded', anthropicType: 'rate_limit_error' },
   TOLLGATE_ERR_BILLING_UNAVAILABLE: { status: 503, type: 'service_unavailable_error', code: 'billing_unavailable', anthropicType: 'api_error' },
+  TOLLGATE_ERR_AUTH_UNAVAILABLE: { status: 503, type: 'service_unavailable_error', code: 'auth_unavailable', anthropicType: 'api_error' },
   TOLLGATE_ERR_AUTH_TOO_MANY_FAILURES: { status: 429, type: 'rate_limit_error', code: 'too_many_invalid_keys', anthropicType: 'rate_limit_error', retry: false },
   TOLLGATE_ERR_PATH_UNKNOWN: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_PATH_PLANNED: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
