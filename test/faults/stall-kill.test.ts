@@ -41,6 +41,9 @@ function sleep(ms: number): Promise<void> {
 async function lockAccount(target: string, accountId: string): Promise<() => Promise<void>> {
   if (!target.startsWith('postgres')) {
     const locker = openSqlite(target);
+    // The gateway's ledger writer may hold the write lock this instant; wait for it as the store does
+    // (node:sqlite, under Node 24, waits 0 ms by default and fails at once with "database is locked").
+    locker.exec('PRAGMA busy_timeout = 5000');
     locker.exec('BEGIN IMMEDIATE');
     return async () => {
       locker.exec('ROLLBACK');
