@@ -35,8 +35,13 @@ plugins:
 `;
 }
 
-/** Ends every connection the gateway has open to `database`, every `everyMs`, until `stop` resolves. */
-async function terminateRepeatedly(database: string, everyMs: number, stop: Promise<void>): Promise<number> {
+/**
+ * Ends every connection the gateway has open to `database`, again and again until `stop` resolves,
+ * each round as soon as the gateway has served a request since the last. Paced by the gateway's
+ * progress rather than a clock, so a slow or loaded machine meets the same fault (every round hits a
+ * gateway that has just recovered: reconnecting, retrying, its ledger behind) and not a denser one.
+ */
+async function terminateRepeatedly(database: string, servedSoFar: () => number, stop: Promise<void>): Promise<number> {
   const admin = new Client({ connectionString: PG_ADMIN_URL });
   admin.on('error', () => undefined);
   await admin.connect();
@@ -51,12 +56,17 @@ async function terminateRepeatedly(database: string, everyMs: number, stop: Prom
         [database],
       );
       terminated += rows.filter((row) => row.ended).length;
-      await new Promise((resolve) => setTimeout(resolve, everyMs));
+      const servedAtTermination = servedSoFar();
+      while (!stopped && servedSoFar() === servedAtTermination) await sleep(5);
     }
   } finally {
     await admin.end();
   }
   return terminated;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 for (const book of ['store', 'redis'] as const) {
@@ -103,8 +113,8 @@ for (const book of ['store', 'redis'] as const) {
 
       let finishLoad!: () => void;
       const loadDone = new Promise<void>((resolve) => (finishLoad = resolve));
-      const killer = terminateRepeatedly(new URL(database.url).pathname.slice(1), 100, loadDone);
       const served: string[] = [];
+      const killer = terminateRepeatedly(new URL(database.url).pathname.slice(1), () => served.length, loadDone);
       const statuses: number[] = [];
       let next = 0;
       async function worker(): Promise<void> {
@@ -115,7 +125,8 @@ for (const book of ['store', 'redis'] as const) {
             headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
             body,
           });
-          await res.arrayBuffer();
+          const text = await res.text();
+          if (res.status !== 200 && res.status !== 503) console.log(`      unexpected ${res.status}: ${text.slice(0, 300)}`);
           statuses.push(res.status);
           if (res.status === 200) served.push(res.headers.get('x-request-id')!);
         }
