@@ -143,7 +143,7 @@ for (const book of ['store', 'redis'] as const) {
       const deadline = Date.now() + 20_000;
       let charges = await store.listCharges({ accountId: account.id, limit: 10_000 });
       while (charges.length < served.length && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(100);
         charges = await store.listCharges({ accountId: account.id, limit: 10_000 });
       }
       const charged = charges.map((charge) => charge.requestId);
