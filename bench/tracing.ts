@@ -21,7 +21,8 @@ import type { RequestSummary } from '../src/metrics/summary';
 import { ENDPOINTS } from '../src/protocols/types';
 import type { Target as RouteTarget } from '../src/routing/resolve';
 import { tracesSettings } from '../src/telemetry/settings';
-import { exportingTracing, passThroughTracing, type Tracing } from '../src/telemetry/tracing';
+import { exportingTracing } from '../src/telemetry/exporting-tracing';
+import { passThroughTracing, type Tracing } from '../src/telemetry/tracing';
 import { startBenchUpstream } from './fake-upstream';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 1000);

@@ -20,7 +20,8 @@ import { Reloader, type ReloadResult } from './reload';
 import { PACKAGE_VERSION } from './paths';
 import { openStore } from './store/open';
 import { tracesSettings } from './telemetry/settings';
-import { exportingTracing, passThroughTracing, type Tracing } from './telemetry/tracing';
+import type * as ExportingTracing from './telemetry/exporting-tracing';
+import { passThroughTracing, type Tracing } from './telemetry/tracing';
 import type { Store } from './store/store';
 
 export interface GatewayOptions {
@@ -232,6 +233,8 @@ function startTracing(config: GatewayConfig, env: Readonly<Record<string, string
   if (settings === null) return passThroughTracing;
   // The URL without its user and password, and never the headers: either may carry a tracing service's key.
   logger.info({ endpoint: withoutCredentials(settings.url), sampleRatio: settings.sampleRatio }, 'tracing: exporting spans over OTLP/HTTP');
+  // The OpenTelemetry SDK is loaded only now, by a gateway that exports spans.
+  const { exportingTracing } = require('./telemetry/exporting-tracing') as typeof ExportingTracing;
   return exportingTracing(settings, PACKAGE_VERSION, (reason, count) => metrics.spansDropped.inc({ reason }, count));
 }
 

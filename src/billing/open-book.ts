@@ -8,8 +8,8 @@ import type { GatewayConfig } from '../config/types';
 import type { Store } from '../store/store';
 import { inClusterWorker } from '../cluster/role';
 import type { BalanceBook } from './book';
-import type * as RedisBooks from './redis-book';
 import { LocalBook } from './local-book';
+import { openRedisBook } from './redis-book';
 import { StoreBook } from './store-book';
 
 export async function openBook(config: GatewayConfig, store: Store, logger?: Logger): Promise<BalanceBook> {
@@ -17,7 +17,5 @@ export async function openBook(config: GatewayConfig, store: Store, logger?: Log
     // Workers of one server share an embedded store too: each holds through its rows, never its own memory.
     return store.shared || inClusterWorker() ? new StoreBook(store) : new LocalBook(store);
   }
-  // ioredis is loaded only when Redis is configured.
-  const { openRedisBook } = require('./redis-book') as typeof RedisBooks;
   return openRedisBook(config.redis, store, { onError: (error) => logger?.warn({ err: error }, 'billing: Redis book') });
 }

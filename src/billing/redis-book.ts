@@ -23,7 +23,7 @@ import { BookUnavailableError, type AccountDrift, type BalanceBook } from './boo
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
-export const MAX_BOOK_AMOUNT = 2n ** 63n - 1n;
+const MAX_BOOK_AMOUNT = 2n ** 63n - 1n;
 
 /** How long a settled request id is remembered, so a repeated settlement changes nothing. */
 const SETTLED_TTL_S = 24 * 60 * 60;

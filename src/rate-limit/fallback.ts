@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { RedisConfig } from '../config/types';
-import type * as RedisClients from '../shared-state/redis';
+import { closeRedis, connectRedis } from '../shared-state/redis';
 import type { Admission, Decision, LimitRequest, Limiter } from './limiter';
 import { clusterSize, inClusterWorker } from '../cluster/role';
 import { primaryChannel } from '../cluster/primary-channel';
@@ -16,11 +16,6 @@ import { RedisLimiter } from './redis';
 
 /** After a failure, requests skip Redis this long, so a blackholed Redis costs one timeout per period, not per request. */
 const RETRY_AFTER_FAILURE_MS = 1000;
-
-/** ioredis, loaded only by a gateway that configures Redis (it costs ~15 MiB of memory otherwise spent for nothing). */
-function redisClients(): typeof RedisClients {
-  return require('../shared-state/redis') as typeof RedisClients;
-}
 
 export class FallbackLimiter implements Limiter {
   private down = false;
@@ -66,7 +61,7 @@ export class FallbackLimiter implements Limiter {
 
   async close(): Promise<void> {
     await this.fallback.close();
-    await redisClients().closeRedis(this.primary.redis);
+    await closeRedis(this.primary.redis);
   }
 
   private markDown(error: unknown): void {
@@ -95,7 +90,7 @@ export async function openLimiter(
     // Workers of one server share the primary's counters; a lone process keeps its own.
     return inClusterWorker() ? new ClusterLimiter(primaryChannel(), clusterSize(), logger) : new LocalLimiter();
   }
-  const client = await redisClients().connectRedis(redis, {
+  const client = await connectRedis(redis, {
     connectionName: 'tollgate-rate-limit',
     onError: (error) => logger.debug({ err: error }, 'rate-limit: Redis connection'),
   });

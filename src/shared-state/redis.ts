@@ -4,7 +4,8 @@
  * Redis makes every request wait for seconds (RELIABILITY.md §1). Every bound here is explicit, so a
  * caller sees a prompt error it can turn into a 503 or a fallback.
  */
-import { Redis } from 'ioredis';
+import type * as IORedis from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 
 export interface RedisClientOptions {
@@ -28,6 +29,8 @@ const RECONNECT_CAP_MS = 2000;
  * not it succeeded, so a gateway starts (and reports itself unready) while Redis is down.
  */
 export async function connectRedis(config: RedisConfig, options: RedisClientOptions = {}): Promise<Redis> {
+  // Loaded here, by the first connection: a gateway without Redis never pays ioredis's memory (~6 MiB).
+  const { Redis } = require('ioredis') as typeof IORedis;
   const redis = new Redis(config.url, {
     lazyConnect: true,
     connectionName: options.connectionName,

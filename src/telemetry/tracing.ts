@@ -2,20 +2,14 @@
  * Tracing for one gateway: off (the default) it only carries a client's `traceparent`/`tracestate`
  * on to the provider unchanged; on, it continues the client's trace (or starts one, sampled by
  * ratio), records the request's spans and exports them as OTLP/HTTP JSON through a bounded queue.
- * Context is passed explicitly per request (no async-hooks context manager on the hot path).
+ * Context is passed explicitly per request (no async-hooks context manager on the hot path). The
+ * exporting side is in exporting-tracing.ts, loaded only when tracing is on: the OpenTelemetry SDK
+ * is memory a gateway that does not trace never spends.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { ROOT_CONTEXT, defaultTextMapGetter } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, ParentBasedSampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
 import type { Endpoint } from '../protocols/types';
 import type { AttemptTrace } from '../kernel/context';
-import { openRequestTrace, type RequestTrace } from './request-trace';
-import type { TracesSettings } from './settings';
-import { BoundedSpanQueue, type DropReason } from './span-queue';
-
+import type { RequestTrace } from './request-trace';
 
 export interface Tracing {
   /** Whether spans are recorded and exported (false: context is only passed through). */
@@ -50,25 +44,3 @@ export const passThroughTracing: Tracing = {
   },
   shutdown: async () => undefined,
 };
-
-/** Tracing on, exporting to `settings.url`; `onDrop` hears of every span not exported. */
-export function exportingTracing(settings: TracesSettings, version: string, onDrop: (reason: DropReason, count: number) => void): Tracing {
-  const exporter = new OTLPTraceExporter({ url: settings.url, headers: { ...settings.headers }, timeoutMillis: settings.exportTimeoutMs });
-  const queue = new BoundedSpanQueue(exporter, { ...settings, onDrop });
-  const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': version }),
-    // A client's sampling decision is followed; a new trace is sampled by ratio.
-    sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.sampleRatio) }),
-    spanProcessors: [queue],
-  });
-  const tracer = provider.getTracer('tollgate', version);
-  const propagator = new W3CTraceContextPropagator();
-  return {
-    enabled: true,
-    startRequest(headers, endpoint, startedAt) {
-      const parent = propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
-      return openRequestTrace(tracer, propagator, parent, endpoint, startedAt);
-    },
-    shutdown: () => provider.shutdown(),
-  };
-}

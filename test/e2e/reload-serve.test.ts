@@ -3,16 +3,14 @@
  * that adds a model, an invalid file refused before any signal, SIGHUP with an invalid file, and
  * the errors for a missing or stale pid file.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { request } from 'undici';
-import { PACKAGE_ROOT } from '../../src/paths';
 import { waitUntil } from '../helpers/fake-upstream';
-
-const CLI = path.join(PACKAGE_ROOT, 'bin', 'tollgate.js');
+import { CLI, exitCode, serveChild, type ServedChild } from '../helpers/serve-child';
 
 function gatewayYaml(models: readonly string[]): string {
   const entries = models.map((id) => `  ${id}:\n    family: openai\n    routes:\n      - provider: echo\n    free: true\n`).join('');
@@ -32,44 +30,13 @@ ${entries}plugins:
 `;
 }
 
-interface Served {
-  readonly child: ChildProcess;
-  readonly url: string;
-  readonly key: string;
-  readonly stdout: () => string;
-}
-
-/**
- * Starts `tollgate serve` in `dir`; resolves once it listens and (on the store's first run) has printed
- * the first-run key.
- */
-function serve(dir: string, firstRun = true): Promise<Served> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-  return waitUntil(
-    () => {
-      const url = /"url":"(http:\/\/[^"]+)".*"msg":"tollgate is listening"/.exec(out)?.[1];
-      const key = /^\s+(sk-[A-Za-z0-9]{48})$/m.exec(out)?.[1];
-      if (url === undefined || (firstRun && key === undefined)) return undefined;
-      return { child, url, key: key ?? '', stdout: () => out };
-    },
-    8000,
-    'tollgate serve to listen',
-  );
-}
-
 /** Runs `tollgate reload` in `dir` and returns its exit code and output. */
 function reload(dir: string, ...args: string[]): { status: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, [CLI, 'reload', ...args], { cwd: dir, env: { PATH: process.env.PATH }, encoding: 'utf8' });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-async function chat(served: Served, model: string): Promise<number> {
+async function chat(served: ServedChild, model: string): Promise<number> {
   const response = await request(`${served.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${served.key}` },
@@ -79,22 +46,18 @@ async function chat(served: Served, model: string): Promise<number> {
   return response.statusCode;
 }
 
-function exitCode(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-}
-
 describe('e2e: `tollgate reload` and SIGHUP against `tollgate serve`', function () {
   this.timeout(30000);
   let dir: string;
   let config: string;
   let pidFile: string;
-  let served: Served;
+  let served: ServedChild;
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'tollgate-reload-serve-'));
     config = path.join(dir, 'gateway.yaml');
     writeFileSync(config, gatewayYaml(['tollgate-echo']));
-    served = await serve(dir);
+    served = await serveChild(dir);
     pidFile = path.join(dir, 'data', `tollgate-${new URL(served.url).port}.pid`);
   });
 
@@ -108,7 +71,7 @@ describe('e2e: `tollgate reload` and SIGHUP against `tollgate serve`', function 
   });
 
   it('keeps one pid file per instance: a second server in the same folder leaves the first one\'s alone, and reload picks by --port', async () => {
-    const second = await serve(dir, false);
+    const second = await serveChild(dir, { firstRun: false });
     try {
       const secondPort = new URL(second.url).port;
       expect(readFileSync(pidFile, 'utf8')).to.equal(`${served.child.pid}\n${config}\n`);

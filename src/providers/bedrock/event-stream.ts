@@ -4,14 +4,21 @@
  * hold `{"bytes": "<base64 of one Anthropic event JSON>"}`; exceptions arrive as messages of type
  * `exception`. The codec is the official one (`@smithy/eventstream-codec`), which also checks the CRCs.
  */
-import { EventStreamCodec, type MessageHeaders } from '@smithy/eventstream-codec';
-import { fromUtf8, toUtf8 } from '@smithy/util-utf8';
+import type * as EventStreamSdk from '@smithy/eventstream-codec';
+import type { EventStreamCodec, MessageHeaders } from '@smithy/eventstream-codec';
+import type * as Utf8 from '@smithy/util-utf8';
 import { tryParse } from '../../json';
+import { onFirstUse } from '../../on-first-use';
 import type { SseEvent } from '../../protocols/sse';
 import type { FrameParser } from '../../wire/types';
 import { streamExceptionData } from './errors';
 
-const codec = new EventStreamCodec(toUtf8, fromUtf8);
+/** The AWS codec, loaded by the first Bedrock stream: a gateway without Bedrock never loads the AWS SDK. */
+const codec = onFirstUse((): EventStreamCodec => {
+  const { EventStreamCodec } = require('@smithy/eventstream-codec') as typeof EventStreamSdk;
+  const { fromUtf8, toUtf8 } = require('@smithy/util-utf8') as typeof Utf8;
+  return new EventStreamCodec(toUtf8, fromUtf8);
+});
 /** Total length (4 bytes) + headers length (4) + prelude CRC (4). */
 const PRELUDE_BYTES = 12;
 
@@ -51,9 +58,10 @@ export class BedrockEventStreamParser implements FrameParser {
         const total = this.pending.readUInt32BE(0);
         if (total < PRELUDE_BYTES + 4) throw new Error(`an event-stream message of ${total} bytes`);
         if (this.pending.length < total) break;
-        const message = codec.decode(this.pending.subarray(0, total));
+        const message = codec().decode(this.pending.subarray(0, total));
         this.pending = this.pending.subarray(total);
-        const event = this.event(message.headers, toUtf8(message.body));
+        const { buffer, byteOffset, byteLength } = message.body;
+        const event = this.event(message.headers, Buffer.from(buffer, byteOffset, byteLength).toString('utf8'));
         if (event !== null) events.push(event);
       }
     } catch {

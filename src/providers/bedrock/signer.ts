@@ -3,9 +3,9 @@
  * static keys from gateway.yaml or the default credential chain (environment, shared config and SSO,
  * web identity, container and instance roles), which caches and refreshes what it finds.
  */
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
-import { Hash } from '@smithy/hash-node';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type * as CredentialProviders from '@aws-sdk/credential-providers';
+import type * as HashNode from '@smithy/hash-node';
+import type * as SigV4 from '@smithy/signature-v4';
 import type { ProviderConfig } from '../../config/types';
 import { GatewayError } from '../../kernel/errors';
 import type { OutgoingRequest, RequestAuthenticator } from '../../wire/types';
@@ -13,9 +13,12 @@ import type { OutgoingRequest, RequestAuthenticator } from '../../wire/types';
 /** The signing name of the Bedrock runtime endpoints. */
 const SERVICE = 'bedrock';
 
-const sha256 = Hash.bind(null, 'sha256');
-
 export function bedrockSigner(provider: ProviderConfig): RequestAuthenticator {
+  // The AWS SDK is loaded by the first Bedrock provider, never by a gateway without one.
+  const { fromNodeProviderChain } = require('@aws-sdk/credential-providers') as typeof CredentialProviders;
+  const { Hash } = require('@smithy/hash-node') as typeof HashNode;
+  const { SignatureV4 } = require('@smithy/signature-v4') as typeof SigV4;
+  const sha256 = Hash.bind(null, 'sha256');
   const credentials =
     provider.access_key_id !== ''
       ? {

@@ -1,0 +1,56 @@
+/** `tollgate serve` as a child process, for tests of the real command: started in a folder, read from its log. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { PACKAGE_ROOT } from '../../src/paths';
+import { waitUntil } from './fake-upstream';
+
+export const CLI = path.join(PACKAGE_ROOT, 'bin', 'tollgate.js');
+
+export interface ServedChild {
+  readonly child: ChildProcess;
+  readonly url: string;
+  /** The first-run key, or '' when the store already had an admin. */
+  readonly key: string;
+  readonly stdout: () => string;
+}
+
+export interface ServeChildOptions {
+  /** Wait for the first-run key as well (the store is new); true by default. */
+  readonly firstRun?: boolean;
+  /** Added to a bare environment (PATH and LOG_LEVEL=info). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Node's own options, before the script (`--require …`). */
+  readonly nodeArgs?: readonly string[];
+}
+
+/** Starts `tollgate serve --port 0` in `dir`; resolves once it listens and, on a first run, has printed its key. */
+export function serveChild(dir: string, options: ServeChildOptions = {}): Promise<ServedChild> {
+  const firstRun = options.firstRun ?? true;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'serve', '--port', '0'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'info', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+  const listening = waitUntil(
+    () => {
+      const url = /"url":"(http:\/\/[^"]+)".*"msg":"tollgate is listening"/.exec(out)?.[1];
+      const key = /^\s+(sk-[A-Za-z0-9]{48})$/m.exec(out)?.[1];
+      if (url === undefined || (firstRun && key === undefined)) return undefined;
+      return { child, url, key: key ?? '', stdout: () => out };
+    },
+    8000,
+    'tollgate serve to listen',
+  );
+  return listening.catch((error: Error) => {
+    child.kill('SIGKILL');
+    throw new Error(`${error.message}; its output:\n${out}`);
+  });
+}
+
+/** Resolves with the child's exit code once it has exited. */
+export function exitCode(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+}
