@@ -17,6 +17,7 @@
  */
 import { parseConfig } from '../src/config/load';
 import { startGateway } from '../src/gateway';
+import { applyHeapSettings } from '../src/heap-settings';
 import { openStore } from '../src/store/open';
 import { benchConfigText, benchLogger, createBenchAccount } from './gateway-setup';
 
@@ -25,6 +26,8 @@ async function main(upstreamUrl: string, args: readonly string[]): Promise<void>
   const flags = args.filter((arg) => arg !== '--silent-log');
   const billed = flags[0] === '--billed';
   const config = parseConfig(benchConfigText(upstreamUrl, billed, (billed && flags[1]) || 'sqlite::memory:'), 'bench.yaml', {});
+  // As `tollgate serve` does: the heap settings are part of how the gateway runs.
+  applyHeapSettings(config.server);
   const store = openStore(config.store);
   await store.migrate();
   const key = await createBenchAccount(store, billed);

@@ -17,15 +17,24 @@ describe('server.heap_growing_percent', () => {
     expect(set).to.deep.equal(['--heap-growing-percent=25']);
   });
 
-  it('leaves V8 alone when it is not set', () => {
+  it('holds the heap to 50% growth when gateway.yaml says nothing', () => {
     const config = parseConfig(MINIMAL, 'gateway.yaml', {});
+    const set: string[] = [];
+    expect(applyHeapSettings(config.server, (flags) => set.push(flags))).to.equal('--heap-growing-percent=50');
+    expect(set).to.deep.equal(['--heap-growing-percent=50']);
+  });
+
+  it('leaves V8 its own growth with 0', () => {
+    const config = parseConfig(`server: { heap_growing_percent: 0 }\n${MINIMAL}`, 'gateway.yaml', {});
     const set: string[] = [];
     expect(applyHeapSettings(config.server, (flags) => set.push(flags))).to.equal(null);
     expect(set).to.deep.equal([]);
   });
 
   it('refuses a value out of range, naming the file, line and field', () => {
-    expect(() => parseConfig(`server:\n  heap_growing_percent: 1\n${MINIMAL}`, 'gateway.yaml', {}))
-      .to.throw(/gateway\.yaml.*2.*heap_growing_percent/s);
+    for (const value of [1, 401, -5]) {
+      expect(() => parseConfig(`server:\n  heap_growing_percent: ${value}\n${MINIMAL}`, 'gateway.yaml', {}), String(value))
+        .to.throw(/gateway\.yaml.*2.*heap_growing_percent/s);
+    }
   });
 });

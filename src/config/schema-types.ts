@@ -79,11 +79,11 @@ export interface GatewayData {
     /**
      * How far V8 lets the heap grow past what survived its last full garbage collection, in percent (its
      * --heap-growing-percent): lower keeps memory close to what is really held when many streams are open,
-     * for more frequent collections. Unset, V8 decides, and grows small heaps by up to four times. Measured
-     * with 128 concurrent streams: 221 MiB at most unset, 154 MiB with 25 (docs/benchmarks.md). Needs a
-     * restart to change.
+     * for more frequent collections. 0 lets V8 decide, which grows small heaps by up to four times. Measured
+     * with 128 concurrent streams: 145-147 MiB at most with 50, 181-202 MiB with 0, for about 6% more CPU per
+     * stream (docs/benchmarks.md). Needs a restart to change.
      */
-    readonly heap_growing_percent?: number;
+    readonly heap_growing_percent: 0 | number;
   };
   /** The web console under /console and the management API under /api it is a client of. */
   readonly console: {
