@@ -78,7 +78,7 @@ class Generator {
     if (Array.isArray(schema.enum)) return schema.enum.map(literal).join(' | ');
     // Either is a union to the type system; oneOf's "exactly one" only constrains values.
     const options: unknown = schema.anyOf ?? schema.oneOf;
-    if (Array.isArray(options)) return options.map((option: AnySchemaObject) => this.type(option, document, indent)).join(' | ');
+    if (Array.isArray(options)) return union(options.map((option: AnySchemaObject) => this.type(option, document, indent)));
     switch (schema.type) {
       case 'string':
         return 'string';
@@ -123,6 +123,12 @@ class Generator {
 }
 
 /** A JSON value as a TypeScript literal type, strings in the project's single quotes. */
+/** A union of the members, without the literals a wider member covers: `0 | number` says no more than `number`. */
+function union(members: readonly string[]): string {
+  const covered = (member: string) => (members.includes('number') && /^-?\d/.test(member)) || (members.includes('string') && member.startsWith("'"));
+  return members.filter((member) => !covered(member)).join(' | ');
+}
+
 function literal(value: unknown): string {
   if (typeof value === 'string') return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);

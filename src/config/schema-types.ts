@@ -83,7 +83,7 @@ export interface GatewayData {
      * with 128 concurrent streams: 145-147 MiB at most with 50, 181-202 MiB with 0, for about 6% more CPU per
      * stream (docs/benchmarks.md). Needs a restart to change.
      */
-    readonly heap_growing_percent: 0 | number;
+    readonly heap_growing_percent: number;
   };
   /** The web console under /console and the management API under /api it is a client of. */
   readonly console: {

@@ -24,4 +24,10 @@ describe('config/schema-types', () => {
     expect(generated).to.match(/export interface RateLimitPluginConfig \{/);
     expect(generated).to.match(/readonly overage: 'charge' \| 'cap';/);
   });
+
+  it('writes a union without the literals a wider member covers', () => {
+    // { const: 0 } or an integer of 5 to 400: `0 | number` would say no more than `number`.
+    expect(generated).to.include('  readonly heap_growing_percent: number;\n');
+    expect(generated).to.include("  readonly workers: number | 'auto';\n");
+  });
 });
