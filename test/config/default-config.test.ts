@@ -34,6 +34,7 @@ describe('the default gateway.yaml', () => {
       shutdown_grace_ms: 10000,
       shutdown_unready_ms: 500,
       workers: 1,
+      heap_growing_percent: 50,
     });
     expect(config.console).to.deep.equal({ enabled: true, signup: false, session_ttl_hours: 168, login_failures_per_window: 10 });
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
