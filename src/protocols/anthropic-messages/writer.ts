@@ -3,7 +3,7 @@
  * stream. Every frame carries an `event:` line equal to the payload's `type`, because the Anthropic
  * SDK drops frames without one (§0 fact 3).
  */
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../random-hex';
 import { object } from '../../json';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
@@ -67,7 +67,7 @@ function toMessagesUsage(usage: Usage): MessagesUsage {
 
 /** A fresh `msg_…` id. */
 function newMessageId(): string {
-  return `msg_${randomBytes(12).toString('hex')}`;
+  return `msg_${randomHex(12)}`;
 }
 
 /**

@@ -3,7 +3,7 @@
  * `chat.completion.chunk` stream. The echo provider and every translator that answers a chat client
  * go through here, so all of them emit the same shapes.
  */
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../random-hex';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
@@ -120,7 +120,7 @@ function toChatUsage(usage: Usage): ChatUsage {
 
 /** A fresh `chatcmpl-…` id. */
 function newChatCompletionId(): string {
-  return `chatcmpl-${randomBytes(12).toString('hex')}`;
+  return `chatcmpl-${randomHex(12)}`;
 }
 
 function nowSeconds(): number {

@@ -2,7 +2,7 @@
  * The items of a Responses `output` (PROTOCOLS.md §2.2): assistant messages, function calls and
  * reasoning items, with the ids and builders the object and the stream share.
  */
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../random-hex';
 import type { ThinkingPart } from '../turn';
 import { splitNamespace } from './namespaced-name';
 
@@ -60,7 +60,7 @@ export const REDACTED_THINKING_PREFIX = 'redacted:';
 
 /** A fresh id with an OpenAI prefix: `resp`, `msg`, `fc` or `rs` (reasoning). */
 export function newResponsesId(prefix: 'resp' | 'msg' | 'fc' | 'rs'): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
+  return `${prefix}_${randomHex(12)}`;
 }
 
 /** An `output_text` part holding `text`. */

@@ -2,7 +2,7 @@
  * Reads a whole OpenAI `chat.completion` (PROTOCOLS.md §1.3) into the neutral turn, and holds what
  * the chat stream reader shares with it: finish reasons, usage and the reasoning-text field.
  */
-import { randomBytes } from 'node:crypto';
+import { randomHex } from '../../random-hex';
 import { nonEmptyStringOrNull, object, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { chatUsage } from '../../protocols/openai-chat/usage';
@@ -44,7 +44,7 @@ export function reasoningText(message: Json): string | null {
 
 /** An id for a tool call the upstream sent without one; the client needs one to answer the call. */
 export function newToolCallId(): string {
-  return `call_${randomBytes(12).toString('hex')}`;
+  return `call_${randomHex(12)}`;
 }
 
 /** Neutral usage from a chat `usage` object (cached tokens split out of the prompt); null when absent. */
