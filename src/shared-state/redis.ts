@@ -29,9 +29,9 @@ const RECONNECT_CAP_MS = 2000;
  * not it succeeded, so a gateway starts (and reports itself unready) while Redis is down.
  */
 export async function connectRedis(config: RedisConfig, options: RedisClientOptions = {}): Promise<Redis> {
-  // Loaded here, by the first connection: a gateway without Redis never pays ioredis's memory (~6 MiB).
-  const { Redis } = require('ioredis') as typeof IORedis;
-  const redis = new Redis(config.url, {
+  // Loaded here, by the first connection: a gateway without Redis never spends ioredis's memory.
+  const { Redis: RedisClient } = require('ioredis') as typeof IORedis;
+  const redis = new RedisClient(config.url, {
     lazyConnect: true,
     connectionName: options.connectionName,
     connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
