@@ -18,7 +18,7 @@ import type { ChargeRecord, Store } from '../src/store/store';
 import { LedgerWriter } from '../src/billing/ledger-writer';
 import { holdAmount } from '../src/billing/hold-amount';
 import { nanoPrice } from '../src/billing/prices';
-import { requestReach } from '../src/billing/request-reach';
+import { requestReach } from '../src/protocols/request-reach';
 import type { ModelConfig } from '../src/config/types';
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5000);

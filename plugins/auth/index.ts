@@ -1,13 +1,15 @@
 /**
  * Authenticates the Tollgate key (`sk-…`) of every request and fills `ctx.state.auth`. Both endpoint
  * families accept both headers (DECISIONS.md 7): the Anthropic SDK 1.x sends Bearer, Claude Code and
- * SDK 0.x send `x-api-key`.
+ * SDK 0.x send `x-api-key`. Then authorizes what the key asks for (`RULES`), once the request is read
+ * and before any limit or hold is taken.
  */
 import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
-import type { GatewayContext, Next } from '../../src/kernel/context';
+import type { AuthState, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../kit';
 import type { KeyIdentity } from '../../src/store/store';
@@ -50,6 +52,22 @@ function tooManyFailures(retryAfterSeconds: number): GatewayError {
   });
 }
 
+/**
+ * A rule of what an authenticated key may do with the request it sent: the error that refuses it, or
+ * null. Rules run in order once the request is read and its model resolved, on every endpoint
+ * (`count_tokens` included) and whichever plugins are enabled, before any rate-limit slot or hold is
+ * taken; the first refusal is the answer.
+ */
+type Rule = (auth: AuthState, request: ParsedRequest, ctx: GatewayContext) => GatewayError | null;
+
+/** A key given a list of models may use those and no other (the resolved id, so an alias cannot get around it). */
+function modelAllowed({ key }: AuthState, { model }: ParsedRequest): GatewayError | null {
+  if (key.models === null || key.models.includes(model.id)) return null;
+  return new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', `This API key may not use the model '${model.id}'.`, { param: 'model' });
+}
+
+const RULES: readonly Rule[] = [modelAllowed];
+
 function usable({ key, account }: KeyIdentity, now: number): boolean {
   return keyStatus(key, now) === 'active' && !account.disabled;
 }
@@ -77,6 +95,14 @@ export const authPlugin: PluginDefinition<'auth'> = {
         }
         ctx.state.auth = { account: identity.account, key: identity.key };
         await next();
+      },
+      authorize: function authorize(ctx: GatewayContext) {
+        const auth = need(ctx, 'auth');
+        const request = need(ctx, 'request');
+        for (const rule of RULES) {
+          const refusal = rule(auth, request, ctx);
+          if (refusal !== null) throw refusal;
+        }
       },
     };
 

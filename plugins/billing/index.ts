@@ -12,13 +12,13 @@ import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
 import { costOf, FREE, isFree, priceTable, snapshotOf, type NanoPrice } from '../../src/billing/prices';
 import { openReplySizes } from '../../src/billing/reply-sizes';
-import { requestReach, type RequestReach } from '../../src/billing/request-reach';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
+import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 
@@ -29,12 +29,6 @@ function priceFor(config: GatewayConfig, modelId: string): NanoPrice {
   let table = pricesByConfig.get(config);
   if (table === undefined) pricesByConfig.set(config, (table = priceTable(config)));
   return table.get(modelId) ?? FREE;
-}
-
-function checkModelAllowed({ key }: AuthState, modelId: string): void {
-  if (key.models !== null && !key.models.includes(modelId)) {
-    throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', `This API key may not use the model '${modelId}'.`, { param: 'model' });
-  }
 }
 
 function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
@@ -241,10 +235,9 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         if (!endpoint.generates) return next();
         const request = need(ctx, 'request');
         const auth = need(ctx, 'auth');
-        checkModelAllowed(auth, request.model.id);
 
         const price = priceFor(ctx.state.config, request.model.id);
-        const reach = requestReach(endpoint.id, request.body, request.raw);
+        const { reach } = request;
         let held: bigint | null = null;
         if (!isFree(price)) {
           const referenced = [...reach.responseIds, ...reach.conversationIds];

@@ -6,7 +6,6 @@
  * is told.
  */
 import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
-import { requestReach } from '../../src/billing/request-reach';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
 import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
@@ -69,9 +68,8 @@ function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState):
 function reservation(ctx: GatewayContext): number {
   const { endpoint } = ctx.state;
   if (!endpoint.generates) return 0;
-  const request = need(ctx, 'request');
-  const reach = requestReach(endpoint.id, request.body, request.raw);
-  return Math.ceil(request.raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, request.model) * reach.choices;
+  const { raw, reach, model } = need(ctx, 'request');
+  return Math.ceil(raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, model) * reach.choices;
 }
 
 function usedTokens(usage: Usage): number {

@@ -9,7 +9,7 @@
  */
 import type { ModelConfig } from '../config/types';
 import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice } from './prices';
-import type { RequestReach } from './request-reach';
+import type { RequestReach } from '../protocols/request-reach';
 import { divideHalfUp } from './money';
 
 export const BYTES_PER_TOKEN = 3;

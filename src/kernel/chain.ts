@@ -68,7 +68,7 @@ export async function buildChain<Kit extends BaseKit>(definitions: readonly AnyP
   }
 
   const links = orderLinks<Link>([
-    { name: 'request', priority: REQUEST_STAGE_PRIORITY, handle: requestStage },
+    { name: 'request', priority: REQUEST_STAGE_PRIORITY, handle: withAuthorization(instances.map(({ instance }) => instance).reverse()) },
     ...instances.map(({ name, instance }) => ({
       name,
       priority: enabled.find((def) => def.name === name)?.priority ?? 0,
@@ -85,6 +85,21 @@ export async function buildChain<Kit extends BaseKit>(definitions: readonly AnyP
     // The definitions' types are what PluginServices is built from (plugins/index.ts), so the service
     // an instance carries is the one its name maps to.
     service: <N extends keyof PluginServices>(name: N) => instanceOf(name)?.service as PluginServices[N] | undefined,
+  };
+}
+
+/**
+ * The request stage followed by every plugin's `authorize` (given outermost first), so a refusal comes
+ * before any link further in takes a slot or a hold. Without one, the stage alone.
+ */
+function withAuthorization(instances: readonly PluginInstance<unknown>[]): Handler {
+  const rules = instances.flatMap((instance) => (instance.authorize === undefined ? [] : [instance.authorize.bind(instance)]));
+  if (rules.length === 0) return requestStage;
+  return function requestStageAndAuthorization(ctx, next) {
+    return requestStage(ctx, () => {
+      for (const authorize of rules) authorize(ctx);
+      return next();
+    });
   };
 }
 

@@ -23,6 +23,13 @@ export interface PluginServices {}
 interface PluginLayer {
   /** The Koa onion: code before `next()` runs inbound, code after it outbound. */
   handle(ctx: GatewayContext, next: Next): Promise<void>;
+  /**
+   * Refuses (throws a `GatewayError`) what the request may not do, once the kernel's request stage has
+   * read it and resolved its model; returns otherwise. Runs right after that stage, outermost plugin
+   * first, before any link further in: a request refused here takes no rate-limit slot, no hold and no
+   * upstream call. Synchronous, so a request that passes pays no extra turn of the event loop.
+   */
+  authorize?(ctx: GatewayContext): void;
   /** Called once on shutdown, innermost plugin first. */
   close?(): Promise<void>;
   /** For readiness: whether the back ends this plugin cannot serve without answer (billing: its balance book). */

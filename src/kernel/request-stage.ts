@@ -4,6 +4,7 @@
  * the model. It runs after auth so an unauthenticated client costs no body read.
  */
 import { findModel } from '../config/model-aliases';
+import { requestReach } from '../protocols/request-reach';
 import { readRawBody } from './body';
 import type { GatewayContext, Next, ParsedRequest } from './context';
 import { unservableProvider } from '../routing/resolve';
@@ -59,7 +60,8 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
       param: 'model',
     });
   }
-  const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan };
+  const reach = requestReach(endpoint.id, body, raw);
+  const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan, reach };
   // Set before the check below, so the request's log line names the model a refusal was about.
   ctx.state.request = request;
   // Refused before billing holds anything: no balance or limit can make such a model answer.

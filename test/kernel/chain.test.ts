@@ -1,12 +1,16 @@
+import { Readable } from 'node:stream';
 import { expect } from 'chai';
 import pino from 'pino';
 import { PLUGINS } from '../../plugins';
 import type { UpstreamService } from '../../plugins/upstream';
 import type { GatewayConfig } from '../../src/config/types';
 import { buildChain, compose, orderLinks, REQUEST_STAGE_PRIORITY } from '../../src/kernel/chain';
+import { parseConfig } from '../../src/config/load';
 import type { GatewayContext } from '../../src/kernel/context';
+import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../../src/kernel/plugin';
 import { GatewayMetrics } from '../../src/metrics/metrics';
+import { ENDPOINTS } from '../../src/protocols/types';
 import type { Store } from '../../src/store/store';
 
 const logger = pino({ level: 'silent' });
@@ -33,6 +37,29 @@ function recorder(name: 'auth' | 'upstream', priority: number, log: string[], ex
       },
     }),
   } as PluginDefinition;
+}
+
+const REQUEST_CONFIG = parseConfig(
+  `
+version: 1
+store: { url: "sqlite::memory:" }
+providers:
+  openai: { protocol: openai, base_url: "http://127.0.0.1:9/v1", api_key: k }
+models:
+  gpt-test: { family: openai, routes: [{ provider: openai }], free: true }
+plugins:
+  auth: { enabled: true }
+  billing: { enabled: true }
+`,
+  'chain-test.yaml',
+  {},
+);
+
+/** A chat request the kernel's request stage can read: its body in a stream, as a socket would give it. */
+function requestContext(): GatewayContext {
+  const body = Buffer.from(JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] }));
+  const req = Object.assign(Readable.from([body]), { headers: { 'content-length': String(body.length) }, complete: true });
+  return { req, state: { requestId: 'req_chain', clientRequestId: null, config: REQUEST_CONFIG, endpoint: ENDPOINTS.chat }, get: () => '' } as unknown as GatewayContext;
 }
 
 describe('orderLinks', () => {
@@ -76,6 +103,38 @@ describe('buildChain', () => {
     );
     await chain.close();
     expect(log).to.deep.equal(['upstream closed', 'auth closed']);
+  });
+
+  it("runs each plugin's authorize right after the request stage, outermost first, before any inner link", async () => {
+    const log: string[] = [];
+    const authorizing = (name: 'auth' | 'billing', priority: number, refuse = false) =>
+      ({
+        name,
+        priority,
+        setup: () => ({
+          service: undefined,
+          async handle(_ctx: GatewayContext, next: () => Promise<void>) {
+            log.push(`${name} in`);
+            await next();
+          },
+          authorize(ctx: GatewayContext) {
+            log.push(`${name} authorizes ${ctx.state.request?.model.id}`);
+            if (refuse) throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', 'no');
+          },
+        }),
+      }) as PluginDefinition;
+    const run = async (refuse: boolean) => {
+      log.length = 0;
+      const chain = await buildChain([authorizing('auth', 2000), authorizing('billing', 1200, refuse), recorder('upstream', 500, log)], {
+        ...kitWith({ auth: true, billing: true, upstream: true }),
+        config: REQUEST_CONFIG,
+      });
+      await chain.run(requestContext()).catch((err: unknown) => log.push((err as GatewayError).code));
+    };
+    await run(false);
+    expect(log).to.deep.equal(['auth in', 'auth authorizes gpt-test', 'billing authorizes gpt-test', 'billing in', 'upstream in', 'upstream out']);
+    await run(true);
+    expect(log).to.deep.equal(['auth in', 'auth authorizes gpt-test', 'billing authorizes gpt-test', 'TOLLGATE_ERR_MODEL_NOT_ALLOWED']);
   });
 
   it('offers each enabled plugin\'s service by name, and none for a disabled one', async () => {

@@ -13,6 +13,7 @@ import { importCycles, importGraph, loopThrough, type ImportGraph } from './impo
 const KERNEL_MAY_IMPORT: readonly { readonly prefix: string; readonly why: string }[] = [
   { prefix: 'src/config/', why: 'the config types; the model lookup by name or alias (request stage)' },
   { prefix: 'src/paths.ts', why: 'where the request schemas are (request validation)' },
+  { prefix: 'src/protocols/request-reach.ts', why: "the request's reach, read once by the request stage for rate limiting and billing" },
   { prefix: 'src/protocols/types.ts', why: 'endpoints, error shapes and usage: types only' },
   { prefix: 'src/routing/resolve.ts', why: "a route's target (state type); whether a provider can serve the endpoint (request stage)" },
   { prefix: 'src/store/store.ts', why: 'the account, key and charge records in the request state: types only' },

@@ -11,6 +11,7 @@ import type { ExchangeOutcome, GatewayContext } from '../../../src/kernel/contex
 import { GatewayError } from '../../../src/kernel/errors';
 import type { PluginInstance } from '../../../src/kernel/plugin';
 import { GatewayMetrics } from '../../../src/metrics/metrics';
+import { requestReach } from '../../../src/protocols/request-reach';
 import { ENDPOINTS, type EndpointId, type Usage } from '../../../src/protocols/types';
 import type { KeyRateLimits, Store } from '../../../src/store/store';
 
@@ -48,7 +49,7 @@ function fakeContext(
       requestId: `req_handle_${counter}`,
       config,
       endpoint,
-      request: { raw, body, model: config.models['gpt-test'], stream: false, modelSpan: [0, 0] },
+      request: { raw, body, model: config.models['gpt-test'], stream: false, modelSpan: [0, 0], reach: requestReach(endpoint.id, body, raw) },
       auth: { key: { id: options.keyId ?? 'key_a', rateLimits: options.keyRateLimits ?? null }, account: { id: 'acc_1' } },
     },
     status: 200,
