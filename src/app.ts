@@ -1,10 +1,10 @@
 /**
- * The server's request listener: the model endpoints' POSTs on a context of their own, everything else
- * (the operator's routes /metrics, /healthz, /readyz, the console and its API, refusals) on Koa. Both
- * give a request id, an error boundary and the request log line. No provider or business logic lives
+ * The server's request listener: the model endpoints on a context of their own (`EndpointContext`),
+ * everything else (the operator's routes /metrics, /healthz, /readyz, the console and its API, unknown
+ * paths) on Koa. Both go through one boundary (`src/http/boundary.ts`): the request's ids, the client's
+ * address, every error in the endpoint's shape, the log line. No provider or business logic lives
  * here; the plugin chain does the work.
  */
-import Router from '@koa/router';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import type { Logger } from 'pino';
@@ -12,21 +12,19 @@ import { CONSOLE_PREFIX, consolePages } from './admin/console-pages';
 import type { AdminDeps, ApiState } from './admin/context';
 import { API_PREFIX, managementApi } from './admin/index';
 import type { GatewayConfig } from './config/types';
-import { requestLogLine } from './metrics/request-log';
 import { OPS_PATHS, opsRouter, type OpsDeps } from './metrics/routes';
 import { summarize, type Observed } from './metrics/summary';
 import { passThroughTracing, type Tracing } from './telemetry/tracing';
-import { errorBody, errorHeaders } from './protocols/errors';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from './protocols/types';
 import type { ActiveStreams } from './kernel/active-streams';
 import type { GatewayState } from './kernel/context';
-import { EndpointContext } from './kernel/endpoint-context';
-import { GatewayError, toGatewayError } from './kernel/errors';
-import { newRequestId } from './kernel/request-id';
+import type { GatewayError } from './kernel/errors';
+import { answerError, clientAddress, methodNotAllowed, openRequest, reportSendError, requestLineLogger, writeRequestLine } from './http/boundary';
+import { EndpointContext } from './http/endpoint-context';
 import type { RuntimeRef } from './kernel/runtime';
-import { unknownPath } from './kernel/unknown-paths';
+import { unknownPath } from './http/unknown-paths';
 
-/** State before an endpoint has been matched: only the request id is known. */
+/** State before an endpoint has been matched: only the request's ids are known. */
 interface BaseState {
   requestId: string;
   clientRequestId: string | null;
@@ -35,47 +33,20 @@ interface BaseState {
 
 type BaseContext = Koa.ParameterizedContext<BaseState>;
 
-const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
 function clip(text: string, max = 200): string {
   return text.length > max ? `${text.slice(0, max)}…` : text;
-}
-
-function sendError(ctx: BaseContext, err: GatewayError, shape: ErrorShape): void {
-  ctx.status = err.status;
-  ctx.set(errorHeaders(err));
-  ctx.body = errorBody(err, shape, ctx.state.requestId);
-  // A body we refused to read may still be arriving: close the connection rather than drain it.
-  if (err.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') ctx.set('connection', 'close');
 }
 
 const OPS = new Set<string>(OPS_PATHS);
 
 /**
- * The logger of the request log lines: the main logger without its redaction, which costs a third of
- * a line (about 3 µs). The line is built field by field from the summary (requestLogLine) and holds
- * no header, key or prompt, so there is nothing to redact; every other line keeps the redaction.
- */
-function requestLineLogger(logger: Logger): Logger {
-  return logger.child({}, { redact: [] });
-}
-
-/**
- * Writes the request's log line once its answer is over (a stream's last byte) and its charge is
- * settled; never awaited on the request's path. Scrapes and probes log at debug, the rest at info.
+ * Writes a Koa request's log line once its answer is over. The console's and its API's have their own;
+ * scrapes and probes log at debug, the rest at info.
  */
 function logRequest(ctx: BaseContext, logger: Logger, lines: Logger, startedAt: number, error: GatewayError | null): void {
   if (isManagementPath(ctx.path)) return logManagementRequest(ctx, logger, startedAt);
   const observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
   writeRequestLine(OPS.has(ctx.path) ? 'debug' : 'info', ctx.state, observed, logger, lines);
-}
-
-function writeRequestLine(level: 'debug' | 'info', state: Partial<GatewayState>, observed: Observed, logger: Logger, lines: Logger): void {
-  if (!lines.isLevelEnabled(level)) return;
-  void summarize(state, observed).then(
-    (summary) => lines[level](requestLogLine(summary), 'request'),
-    (err: unknown) => logger.error({ err, requestId: state.requestId }, 'writing the request log line failed'),
-  );
 }
 
 function isManagementPath(path: string): boolean {
@@ -104,12 +75,12 @@ function logManagementRequest(ctx: BaseContext, logger: Logger, startedAt: numbe
   );
 }
 
-/** Koa's view of the proxies in front: whether to trust X-Forwarded-*, and how many hops wrote them. */
+/**
+ * Koa's view of the proxies in front, for the scheme and host it reads (X-Forwarded-Proto, -Host). The
+ * client's address is the boundary's (`clientAddress`), the same rule on both listeners.
+ */
 export function applyProxySettings(app: Koa<BaseState>, server: GatewayConfig['server']): void {
   app.proxy = server.trust_proxy;
-  // The client address is the entry the outermost trusted proxy appended: `trusted_proxy_hops` from
-  // the right. Entries further left are whatever the client wrote, and a client can write anything.
-  app.maxIpsCount = server.trusted_proxy_hops;
 }
 
 /** What the kernel is given beside the ops routes' dependencies. */
@@ -136,15 +107,13 @@ export function createApp(
 
   app.use(async function requestBoundary(ctx, next) {
     const startedAt = performance.now();
-    ctx.state.requestId = newRequestId();
-    ctx.state.clientRequestId = clientRequestIdOf(ctx.req);
-    ctx.set('x-request-id', ctx.state.requestId);
+    Object.assign(ctx.state, openRequest(ctx.req, ctx.res));
+    ctx.request.ip = clientAddress(ctx.req, runtime.current.config.server);
     let error: GatewayError | null = null;
     try {
       await next();
     } catch (thrown) {
-      error = failed(thrown, ctx.state.requestId, logger);
-      if (!ctx.headerSent && ctx.writable) sendError(ctx, error, ctx.state.errorShape ?? 'openai');
+      error = answerError(ctx, thrown, ctx.state.errorShape ?? 'openai', ctx.state.requestId, logger);
     } finally {
       logRequest(ctx, logger, requestLines, startedAt, error);
     }
@@ -155,17 +124,6 @@ export function createApp(
     app.use(managementApi(admin) as Koa.Middleware<BaseState>);
     app.use(consolePages({ enabled: () => runtime.current.config.console.enabled }));
   }
-
-  // POSTs to the endpoints never reach Koa (see `listener` below): what is left for them is the 405.
-  const router = new Router<BaseState>();
-  for (const endpoint of Object.values(ENDPOINTS)) {
-    router.all(endpoint.path, function methodNotAllowed(ctx) {
-      ctx.state.errorShape = endpoint.errorShape;
-      ctx.set('allow', 'POST');
-      throw new GatewayError('TOLLGATE_ERR_METHOD_NOT_ALLOWED', `${ctx.method} is not supported on ${endpoint.path}; use POST.`);
-    });
-  }
-  app.use(router.routes());
 
   app.use(async function noSuchPath(ctx) {
     const answer = unknownPath(ctx.method, clip(ctx.path), `${ctx.protocol}://${ctx.host}`);
@@ -179,10 +137,10 @@ export function createApp(
   const serveEndpoint = endpointServer(runtime, logger, requestLines, ops, tracing);
   return {
     app,
-    // The model endpoints' POSTs, nearly all of the traffic, skip Koa: its context, router and
-    // composer cost about a tenth of a request's CPU, for features those routes do not use.
+    // The model endpoints, nearly all of the traffic, skip Koa: its context, router and composer cost
+    // a share of a request's CPU for features those routes do not use (docs/benchmarks.md).
     listener(req, res) {
-      const endpoint = req.method === 'POST' ? endpointAt(req.url ?? '') : undefined;
+      const endpoint = endpointAt(req.url ?? '');
       if (endpoint === undefined) void koa(req, res);
       else void serveEndpoint(req, res, endpoint);
     },
@@ -210,60 +168,33 @@ function endpointAt(url: string): Endpoint | undefined {
   return ENDPOINT_BY_PATH.get(lower.endsWith('/') ? lower.slice(0, -1) : lower);
 }
 
-/** The client's own well-formed `x-request-id`, kept for correlation; null when absent or ill-formed. */
-function clientRequestIdOf(req: IncomingMessage): string | null {
-  const offered = req.headers['x-request-id'];
-  return typeof offered === 'string' && CLIENT_REQUEST_ID.test(offered) ? offered : null;
-}
-
-/** The error a request failed with, logged when it is the gateway's fault. */
-function failed(thrown: unknown, requestId: string, logger: Logger): GatewayError {
-  const err = toGatewayError(thrown);
-  // A provider without a key is the operator's known setting (warned about at start), not a fault:
-  // the request's own log line records it.
-  if (err.status >= 500 && err.code !== 'TOLLGATE_ERR_PROVIDER_UNCONFIGURED') logger.error({ err: thrown, requestId }, err.message);
-  return err;
-}
-
-function reportSendError(err: unknown, logger: Logger): void {
-  // A client hanging up mid-response is routine, not a gateway fault.
-  if (isClientHangUp(err)) logger.debug({ err }, 'client closed the connection');
-  else logger.error({ err }, 'error while sending a response');
-}
-
 /**
- * Serves one POST to a model endpoint: the request id, the chain, the answer (or the error in the
- * endpoint's shape), the log line and the request's span. What Koa's boundary does for the other routes.
+ * Serves one request to a model endpoint: the boundary (ids, 405, the error in the endpoint's shape,
+ * the log line), the chain, the answer and the request's span. Koa's boundary does the same for the
+ * other routes.
  */
 function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logger, ops: KernelDeps, tracing: Tracing) {
   return async function serveEndpoint(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<void> {
     const startedAt = performance.now();
-    // The billing id is always ours: a client that picked it could make thirty requests one charge.
-    // Its own well-formed id is kept beside ours, for its logs and the provider's.
-    const requestId = newRequestId();
-    res.setHeader('x-request-id', requestId);
+    const { requestId, clientRequestId } = openRequest(req, res);
     const { config, chain } = runtime.current;
-    const trace = tracing.startRequest(req.headers, endpoint, startedAt);
-    const state: GatewayState = { requestId, clientRequestId: clientRequestIdOf(req), config, endpoint, trace };
+    const post = req.method === 'POST';
+    // A refused method is no model request: no span, as no chain.
+    const trace = post ? tracing.startRequest(req.headers, endpoint, startedAt) : undefined;
+    const state: GatewayState = { requestId, clientRequestId, config, endpoint, trace };
     const ctx = new EndpointContext(req, res, state, config.server);
     let error: GatewayError | null = null;
     try {
+      if (!post) throw methodNotAllowed(req.method ?? '', endpoint);
       await chain.run(ctx);
       ops.streams?.track(ctx.body, res);
     } catch (thrown) {
-      error = failed(thrown, requestId, logger);
-      if (!res.headersSent && ctx.writable) {
-        ctx.status = error.status;
-        ctx.set(errorHeaders(error));
-        ctx.body = errorBody(error, endpoint.errorShape, requestId);
-        // A body we refused to read may still be arriving: close the connection rather than drain it.
-        if (error.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') ctx.set('connection', 'close');
-      }
+      error = answerError(ctx, thrown, endpoint.errorShape, requestId, logger);
     }
     const observed: Observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
     ctx.respond((err) => reportSendError(err, logger));
     writeRequestLine('info', state, observed, logger, requestLines);
-    if (tracing.enabled) {
+    if (trace !== undefined && tracing.enabled) {
       // The server span ends with the answer's last byte and carries the settled charge: summed up
       // off the request's path, like the metrics and the log line (they share one summary).
       void summarize(state, observed).then(
@@ -272,10 +203,4 @@ function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logge
       );
     }
   };
-}
-
-const HANG_UP_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
-
-function isClientHangUp(err: unknown): boolean {
-  return err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '');
 }

@@ -129,9 +129,9 @@ export interface GatewayState {
 }
 
 /**
- * What the chain sees of a request and its response: the members of Koa's context it uses, no more,
- * so that the model endpoints can run on a context of their own (`EndpointContext`) and tests or the
- * Koa routes on Koa's.
+ * What the chain sees of a request and its response: a subset of Koa's context, in Koa's names. The
+ * model endpoints run the chain on a context of their own (`EndpointContext`, `src/http/`); nothing
+ * runs it on Koa's.
  */
 export interface GatewayContext {
   readonly req: IncomingMessage;

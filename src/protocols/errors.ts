@@ -50,9 +50,10 @@ export function streamErrorFrame(err: GatewayError, endpoint: EndpointId): strin
   if (endpoint === 'messages' || endpoint === 'count_tokens') {
     return sseFrame('error', JSON.stringify(errorBody(err, 'anthropic')));
   }
+  const body = errorBody(err, 'openai') as OpenAIErrorBody;
   if (endpoint === 'responses') {
-    const { message, code, param } = (errorBody(err, 'openai') as OpenAIErrorBody).error;
+    const { message, code, param } = body.error;
     return sseFrame('error', JSON.stringify({ type: 'error', code, message, param }));
   }
-  return sseFrame(null, JSON.stringify(errorBody(err, 'openai')));
+  return sseFrame(null, JSON.stringify(body));
 }

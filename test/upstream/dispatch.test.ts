@@ -7,12 +7,13 @@ import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { PassThrough, Readable } from 'node:stream';
 import { expect } from 'chai';
-import Koa from 'koa';
 import pino from 'pino';
 import { parseConfig } from '../../src/config/load';
 import type { AffinityConfig, FailoverPolicy, GatewayConfig } from '../../src/config/types';
 import type { ExchangeOutcome, GatewayContext, GatewayState } from '../../src/kernel/context';
+import { EndpointContext } from '../../src/http/endpoint-context';
 import { GatewayError } from '../../src/kernel/errors';
+import { requestReach } from '../../src/protocols/request-reach';
 import { ENDPOINTS } from '../../src/protocols/types';
 import { LocalAffinityStore } from '../../src/routing/affinity';
 import { ProviderBreakers } from '../../src/upstream/breakers';
@@ -106,16 +107,16 @@ function contextFor(model: string, stream: boolean, headers: Record<string, stri
   req.method = 'POST';
   req.url = '/v1/messages';
   req.headers = { 'content-type': 'application/json', ...headers };
-  const ctx = new Koa<GatewayState>().createContext<GatewayState>(req, new ServerResponse(req)) as GatewayContext;
   const start = raw.indexOf(model) - 1;
-  Object.assign(ctx.state, {
+  const state: GatewayState = {
     requestId: 'req_test',
     clientRequestId: null,
     config: CONFIG,
     endpoint: ENDPOINTS.messages,
-    request: { raw, body, model: CONFIG.models[model], stream, modelSpan: [start, start + model.length + 2] },
-  });
-  return ctx;
+    request: { raw, body, model: CONFIG.models[model], stream, modelSpan: [start, start + model.length + 2], reach: requestReach('messages', body, raw) },
+  };
+  // The context the endpoint listener runs the chain on.
+  return new EndpointContext(req, new ServerResponse(req), state, CONFIG.server);
 }
 
 function readAll(body: Readable): Promise<string> {

@@ -3,7 +3,6 @@
  * the output items, built the same way for a non-streamed reply and for a stream's events.
  */
 import type { GatewayError } from '../../kernel/errors';
-import { errorBody, type OpenAIErrorBody } from '../errors';
 import { cacheWriteTotal, type Usage } from '../types';
 import type { TurnStop } from '../turn';
 import type { ResponseOutputItem, ResponseStatus } from './items';
@@ -85,7 +84,7 @@ export function finalStatus(stop: TurnStop): 'completed' | 'incomplete' {
  * refused, anything else a server error. The message is the one every error envelope shows.
  */
 export function responseError(error: GatewayError): ResponseErrorObject {
-  const { message } = (errorBody(error, 'openai') as OpenAIErrorBody).error;
+  const { message } = error;
   if (error.status === 429) return { code: 'rate_limit_exceeded', message };
   if (error.status >= 400 && error.status < 500) return { code: 'invalid_prompt', message };
   return { code: 'server_error', message };

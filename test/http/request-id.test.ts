@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { newRequestId } from '../../src/kernel/request-id';
+import { newRequestId } from '../../src/http/request-id';
 
 describe('newRequestId', () => {
   it('is req_ and 32 hex digits', () => {

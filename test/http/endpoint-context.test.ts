@@ -9,13 +9,13 @@ import { expect } from 'chai';
 import { request } from 'undici';
 import type { GatewayConfig } from '../../src/config/types';
 import type { GatewayState } from '../../src/kernel/context';
-import { EndpointContext } from '../../src/kernel/endpoint-context';
+import { EndpointContext } from '../../src/http/endpoint-context';
 
 type Handler = (ctx: EndpointContext) => void;
 
 const DIRECT: GatewayConfig['server'] = { trust_proxy: false, trusted_proxy_hops: 1 } as GatewayConfig['server'];
 
-describe('kernel/EndpointContext', () => {
+describe('http/EndpointContext', () => {
   let server: Server;
   let url: string;
   let handler: Handler;

@@ -2,7 +2,7 @@
  * Answers for paths Tollgate does not serve (DECISIONS.md 4 and 5). Each is a JSON error the SDKs can
  * read, never HTML or an empty body, and a wrong base URL says how to fix it.
  */
-import { GatewayError } from './errors';
+import { GatewayError } from '../kernel/errors';
 import type { ErrorShape } from '../protocols/types';
 
 export interface UnknownPathAnswer {

@@ -1,15 +1,16 @@
 /**
  * The context of a request to one of the model endpoints, without Koa: the few members the chain uses
  * (headers in and out, status, body, the client's address, the query) over node's request and
- * response, and `respond()`, which sends the body the way Koa would. Koa's context costs about 25 µs a
- * request here (delegated getters, its router and composer, on-finished); the console, its API and the
- * operator's routes, where that does not matter, stay on Koa.
+ * response, and `respond()`, which sends the body the way Koa would. Koa's context (delegated getters,
+ * its router and composer, on-finished) cost a measurable share of a request's CPU here
+ * (docs/benchmarks.md); the console, its API and the operator's routes, where that does not matter,
+ * stay on Koa.
  */
 import { STATUS_CODES, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import { parse as parseQuery, type ParsedUrlQuery } from 'node:querystring';
 import { Readable } from 'node:stream';
-import type { GatewayConfig } from '../config/types';
-import type { GatewayContext, GatewayState } from './context';
+import type { GatewayContext, GatewayState } from '../kernel/context';
+import { clientAddress, type ProxySettings } from './boundary';
 
 /** Statuses whose responses carry no body. */
 const EMPTY_STATUSES = new Set([204, 205, 304]);
@@ -26,7 +27,7 @@ export class EndpointContext implements GatewayContext {
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
     readonly state: GatewayState,
-    private readonly proxy: GatewayConfig['server'],
+    private readonly proxy: ProxySettings,
   ) {}
 
   get headers(): IncomingHttpHeaders {
@@ -74,19 +75,9 @@ export class EndpointContext implements GatewayContext {
     return this.parsedQuery;
   }
 
-  /**
-   * The client's address: the socket's peer, or with `trust_proxy` the entry of X-Forwarded-For the
-   * outermost trusted proxy appended (`trusted_proxy_hops` from the right), as Koa reads it.
-   */
+  /** The client's address under the proxy settings (`clientAddress`), read once. */
   get ip(): string {
-    if (this.address === null) {
-      let forwarded: string[] = [];
-      const header = this.get('x-forwarded-for');
-      if (this.proxy.trust_proxy && header !== '') forwarded = header.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
-      if (this.proxy.trusted_proxy_hops > 0) forwarded = forwarded.slice(-this.proxy.trusted_proxy_hops);
-      this.address = forwarded[0] ?? this.req.socket.remoteAddress ?? '';
-    }
-    return this.address;
+    return (this.address ??= clientAddress(this.req, this.proxy));
   }
 
   /** Whether the response can still be written: not ended, and the client's socket still open. */
