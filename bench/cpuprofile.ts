@@ -63,7 +63,7 @@ function partOf(frame: CallFrame): string {
   const own = /\/(?:dist\/)?(src|plugins|bench)\/(.+)$/.exec(file);
   if (own !== null) {
     const [folder, rest] = [own[1], own[2].split('/')];
-    // A file directly in the folder (src/gateway.js) is its own part.
+    // A file directly in the folder (gateway.js in src) is its own part.
     return `${folder}/${rest.length > 1 ? rest[0] : rest[0].replace(/\.js$/, '')}`;
   }
   return file;

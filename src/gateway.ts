@@ -180,8 +180,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     const { server: settings } = reloader.runtime.current.config;
     const graceMs = options.graceMs ?? settings.shutdown_grace_ms;
     const unreadyMs = options.unreadyMs ?? settings.shutdown_unready_ms;
-    // First thing: readiness answers 503 from now on, so a load balancer stops sending (RELIABILITY.md
-    // H1); the listener stays open that long, so the balancer's probes get the 503, not a refusal.
+    // First thing: readiness answers 503 from now on, so a load balancer stops sending (docs/faults.md#h1);
+    // the listener stays open that long, so the balancer's probes get the 503, not a refusal.
     draining = true;
     if (unreadyMs > 0) await sleep(unreadyMs);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));

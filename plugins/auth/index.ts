@@ -1,8 +1,8 @@
 /**
- * Authenticates the Tollgate key (`sk-…`) of every request and fills `ctx.state.auth`. Both endpoint
- * families accept both headers (DECISIONS.md 7): the Anthropic SDK 1.x sends Bearer, Claude Code and
- * SDK 0.x send `x-api-key`. Then authorizes what the key asks for (`RULES`), once the request is read
- * and before any limit or hold is taken.
+ * Authenticates the Tollgate key (`sk-…`) of every request and fills `ctx.state.auth`. Both endpoint families
+ * accept both headers (docs/decisions.md#d7-both-key-headers-on-every-endpoint): the Anthropic SDK 1.x sends
+ * Bearer, Claude Code and SDK 0.x send `x-api-key`. Then authorizes what the key asks for (`RULES`), once the
+ * request is read and before any limit or hold is taken.
  */
 import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
@@ -84,7 +84,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
       handle: async function authPlugin(ctx: GatewayContext, next: Next) {
         const now = Date.now();
         const wait = failures.retryAfter(ctx.ip, now);
-        // An address over the limit gets no store lookup (RELIABILITY.md A7); but a key this gateway
+        // An address over the limit gets no store lookup (docs/faults.md#a7); but a key this gateway
         // already knows is valid still gets in, so one guesser behind a shared NAT does not lock out
         // everyone else behind it. The cache holds only keys that were found valid.
         const identity = wait > 0 ? knownIdentity(ctx, now) : await authenticate(ctx, now);

@@ -1,6 +1,6 @@
 /**
  * Slows down key guessing: each client address may present a wrong key only so often per minute;
- * past that its requests are refused before any key is looked up (RELIABILITY.md A7). The address is
+ * past that its requests are refused before any key is looked up (docs/faults.md#a7). The address is
  * Koa's `ctx.ip`: the socket's peer, unless `server.trust_proxy` lets the proxy's header name it.
  */
 import { FailureWindows } from './failure-windows';

@@ -87,7 +87,7 @@ export function parsePresentedKey(value: string): string | null {
 
 /**
  * Compares two digests in constant time. Different lengths return false at once instead of throwing
- * (timingSafeEqual throws a RangeError on them; RELIABILITY.md A3): the length of a digest is public.
+ * (timingSafeEqual throws a RangeError on them; docs/faults.md#a3): the length of a digest is public.
  */
 export function keysEqual(a: Buffer, b: Buffer): boolean {
   if (a.length !== b.length) return false;

@@ -271,7 +271,7 @@ export class RedisBook implements BalanceBook {
       const [inflight, gen] = await this.guard(() => this.redis.hmget(fence, 'inflight', 'gen'));
       if (inflight == null || inflight === '0') {
         const { balance } = await this.store.balance(accountId);
-        // Charges this instance settled and has not written yet are not in that balance (F18).
+        // Charges this instance settled and has not written yet are not in that balance (docs/faults.md#f18).
         const unwritten = this.unwritten(accountId);
         const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten), this.instance]);
         if (answer !== 'busy') return true;

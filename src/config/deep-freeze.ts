@@ -1,4 +1,4 @@
-/** Recursive Object.freeze, so no plugin can change the config it was handed (STYLE.md 7.4). */
+/** Recursive Object.freeze, so no plugin can change the config it was handed. */
 
 /** Freezes `value` and everything reachable from it; returns the same object. */
 export function deepFreeze<T>(value: T): T {

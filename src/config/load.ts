@@ -1,5 +1,5 @@
 /**
- * gateway.yaml → GatewayConfig, step by step (STYLE.md 7.4): parse keeping positions → substitute
+ * gateway.yaml → GatewayConfig, step by step: parse keeping positions → substitute
  * `${VAR}` → validate against the schema, applying defaults → derive fields → cross-field checks →
  * deep-freeze. Every problem found is collected and thrown together as one ConfigError.
  */

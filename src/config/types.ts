@@ -27,7 +27,10 @@ export type ProviderProtocol = ProviderData['protocol'];
 /** Provider settings that belong to some protocols only (cross-checked against the descriptor). */
 export type ProtocolSetting = 'api_key' | 'auth_header' | 'region' | 'access_key_id' | 'secret_access_key' | 'session_token' | 'project_id' | 'credentials_file';
 
-/** The protocol family a model natively belongs to (DECISIONS.md 1: declared, never guessed). */
+/**
+ * The protocol family a model natively belongs to (declared, never guessed:
+ * docs/decisions.md#d1-a-models-family-is-declared).
+ */
 export type ModelFamily = ModelData['family'];
 
 /** A provider as the loader completes it: keyed by its id, its base URL always set. */

@@ -1,6 +1,7 @@
 /**
- * Answers for paths Tollgate does not serve (DECISIONS.md 4 and 5). Each is a JSON error the SDKs can
- * read, never HTML or an empty body, and a wrong base URL says how to fix it.
+ * Answers for paths Tollgate does not serve (docs/decisions.md#d4-unknown-and-unshipped-paths-are-a-json-404
+ * and docs/decisions.md#d5-a-wrong-base-url-says-how-to-fix-it). Each is a JSON error the SDKs can read,
+ * never HTML or an empty body, and a wrong base URL says how to fix it.
  */
 import { GatewayError } from '../kernel/errors';
 import type { ErrorShape } from '../protocols/types';

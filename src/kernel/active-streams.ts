@@ -1,6 +1,6 @@
 /**
  * The streamed answers under way, so that shutdown can end those still running at its deadline with
- * the protocol's error event (RELIABILITY.md H1, `cause=shutdown`) rather than a bare socket reset.
+ * the protocol's error event (`cause=shutdown`, docs/faults.md#h1) rather than a bare socket reset.
  */
 import type { ServerResponse } from 'node:http';
 

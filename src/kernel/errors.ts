@@ -1,7 +1,7 @@
 /**
- * One table of every error Tollgate itself produces. Each protocol renders a `GatewayError` in its own
- * shape (spec §7.1, see `protocols/errors.ts`); the table fixes the status and the wire `type`/`code`
- * so the same failure reads the same on every endpoint.
+ * One table of every error Tollgate itself produces. Each protocol renders a `GatewayError` in its own shape
+ * (docs/protocols.md#error-shapes, see `protocols/errors.ts`); the table fixes the status and the wire
+ * `type`/`code` so the same failure reads the same on every endpoint.
  */
 
 export interface ErrorSpec {
@@ -33,7 +33,7 @@ const ERRORS = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: { status: 402, type: 'insufficient_quota', code: 'insufficient_balance', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_KEY_SPEND_LIMIT: { status: 402, type: 'insufficient_quota', code: 'key_spend_limit_reached', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_MODEL_NOT_ALLOWED: { status: 403, type: 'permission_error', code: 'model_not_allowed', anthropicType: 'permission_error', retry: false },
-  // OpenAI types its own 429s by the limit hit, `requests` or `tokens` (PROTOCOLS.md §1.5).
+  // OpenAI types its own 429s by the limit hit, `requests` or `tokens` (docs/protocols.md#chat-errors).
   TOLLGATE_ERR_RATE_LIMIT_REQUESTS: { status: 429, type: 'requests', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
   TOLLGATE_ERR_RATE_LIMIT_TOKENS: { status: 429, type: 'tokens', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
   TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY: { status: 429, type: 'requests', code: 'concurrency_limit_exceeded', anthropicType: 'rate_limit_error' },
@@ -63,7 +63,7 @@ const ERRORS = {
 
 export type ErrorCode = keyof typeof ERRORS;
 
-/** Anthropic error types by status (PROTOCOLS.md §3.6). */
+/** Anthropic error types by status (docs/protocols.md#messages-errors). */
 const ANTHROPIC_TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   400: 'invalid_request_error',
   401: 'authentication_error',

@@ -1,8 +1,8 @@
 /**
- * One pass over the raw JSON bytes, before `JSON.parse`, that finds what parsing alone cannot tell:
- * nesting deeper than the limit, prototype-poisoning keys (RELIABILITY.md B3, B4), and the byte span
- * of the top-level `"model"` value so a native route can rename the model without re-serialising.
- * It is not a validator: malformed JSON is left to `JSON.parse`, and the scan only has to stay safe on it.
+ * One pass over the raw JSON bytes, before `JSON.parse`, that finds what parsing alone cannot tell: nesting
+ * deeper than the limit, prototype-poisoning keys (docs/faults.md#b3, docs/faults.md#b4), and the byte span
+ * of the top-level `"model"` value so a native route can rename the model without re-serialising. It is not a
+ * validator: malformed JSON is left to `JSON.parse`, and the scan only has to stay safe on it.
  */
 import { GatewayError } from './errors';
 

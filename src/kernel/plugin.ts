@@ -1,4 +1,4 @@
-/** The contract every plugin in `plugins/` implements (ARCHITECTURE.md, "The plugin contract"). */
+/** The contract every plugin in `plugins/` implements (docs/architecture.md#the-plugin-contract). */
 import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
 

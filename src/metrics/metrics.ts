@@ -1,5 +1,5 @@
 /**
- * Every Prometheus metric Tollgate exposes, defined once (ARCHITECTURE.md: `src/metrics/`). One
+ * Every Prometheus metric Tollgate exposes, defined once. One
  * registry per gateway, never prom-client's global one, so several gateways in one process (tests,
  * benchmarks) keep apart; it is created once per gateway and outlives hot reloads, so counters keep
  * counting when a reload swaps the plugin chain. Label values are bounded: endpoints, configured

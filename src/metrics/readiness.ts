@@ -1,8 +1,8 @@
 /**
  * Readiness (`GET /readyz`): whether this instance should get traffic. It is not ready once shutdown
- * has begun (answered at once, nothing pinged: RELIABILITY.md H1), nor while the store, or a back
+ * has begun (answered at once, nothing pinged: docs/faults.md#h1), nor while the store, or a back
  * end a plugin cannot serve without (billing's balance book, in Redis or the store), does not answer.
- * A rate limiter on its local fallback is degraded, not unready: it still serves (H4).
+ * A rate limiter on its local fallback is degraded, not unready: it still serves (docs/faults.md#h4).
  */
 import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';

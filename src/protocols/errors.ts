@@ -1,7 +1,8 @@
 /**
- * Renders a GatewayError in the error envelope of the endpoint that was called (spec §7.1):
- * OpenAI `{"error":{message,type,param,code}}`, Anthropic `{"type":"error","error":{type,message}}`.
- * The SDKs read these envelopes (PROTOCOLS.md §0 fact 6): any other body reads as "no body".
+ * Renders a GatewayError in the error envelope of the endpoint that was called
+ * (docs/protocols.md#error-shapes): OpenAI `{"error":{message,type,param,code}}`, Anthropic
+ * `{"type":"error","error":{type,message}}`. The SDKs read these envelopes (docs/protocols.md#fact-6): any
+ * other body reads as "no body".
  */
 import { anthropicTypeFor, type GatewayError } from '../kernel/errors';
 import { sseFrame } from './sse';
@@ -33,7 +34,7 @@ export function errorBody(err: GatewayError, shape: ErrorShape, requestId?: stri
 
 /**
  * The headers an error response carries besides content-type. `x-should-retry` stops the SDKs'
- * automatic retries where retrying cannot help (PROTOCOLS.md §0 fact 7).
+ * automatic retries where retrying cannot help (docs/protocols.md#fact-7).
  */
 export function errorHeaders(err: GatewayError): Record<string, string> {
   const headers: Record<string, string> = { ...err.headers };

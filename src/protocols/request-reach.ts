@@ -2,7 +2,7 @@
  * How far a request's bill can reach beyond its body: the output it may produce, the input it pulls in
  * by reference (a stored response, a conversation, a file, a prompt template, what server tools fetch),
  * and the server-tool calls the provider bills per call. Read once per request from the parsed body,
- * so the hold can cover what the upstream will really bill (RELIABILITY.md F12).
+ * so the hold can cover what the upstream will really bill (docs/faults.md#f12).
  */
 import { isObject, type Json } from '../json';
 import type { EndpointId } from '../protocols/types';

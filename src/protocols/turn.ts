@@ -52,7 +52,7 @@ export interface TurnStreamWriter {
   toolCallStart(id: string, name: string): string;
   /** A fragment of the open tool call's JSON arguments. */
   toolCallArguments(fragment: string): string;
-  /** Closes the open tool call; one that got no arguments is given `{}` (PROTOCOLS.md §0 fact 9). */
+  /** Closes the open tool call; one that got no arguments is given `{}` (docs/protocols.md#fact-9). */
   toolCallEnd(): string;
   /** A fragment of reasoning text, opening a reasoning block when none is open. */
   thinking(delta: string): string;

@@ -3,7 +3,7 @@
 /** The client-facing endpoints Tollgate serves. */
 export type EndpointId = 'chat' | 'responses' | 'messages' | 'count_tokens';
 
-/** Which error envelope an endpoint answers in (spec §7.1). */
+/** Which error envelope an endpoint answers in (docs/protocols.md#error-shapes). */
 export type ErrorShape = 'openai' | 'anthropic';
 
 export interface Endpoint {

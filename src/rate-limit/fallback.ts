@@ -1,5 +1,5 @@
 /**
- * Redis with a local safety net (RELIABILITY.md contract 4, Kong's `fault_tolerant`): while Redis
+ * Redis with a local safety net (docs/faults.md#limiter-fallback, Kong's `fault_tolerant`): while Redis
  * answers, every decision is its script's; when a command fails or outlasts `command_timeout_ms`, the
  * request is decided by the in-process limiter (each instance enforcing its share of the limits) and
  * served. One warning line per outage, one line when it ends; `degraded` tells metrics which it is.

@@ -1,7 +1,7 @@
 /**
  * The one place a Redis client is made. ioredis's defaults suit a cache that may be slow, not a gateway
  * that must answer: unbounded offline queue, 20 retries per command, no command timeout, so a dead
- * Redis makes every request wait for seconds (RELIABILITY.md §1). Every bound here is explicit, so a
+ * Redis makes every request wait for seconds (docs/faults.md#g1). Every bound here is explicit, so a
  * caller sees a prompt error it can turn into a 503 or a fallback.
  */
 import type * as IORedis from 'ioredis';

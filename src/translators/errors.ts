@@ -1,5 +1,5 @@
 /**
- * Upstream errors in the client's vocabulary (PROTOCOLS.md §4.6 and its reverse). The upstream's
+ * Upstream errors in the client's vocabulary (docs/protocols.md#error-translation, both ways). The upstream's
  * message is kept word for word, since clients act on it; status, type and code are translated so
  * the client's SDK raises the class it would have raised talking to its own vendor.
  */
@@ -23,7 +23,7 @@ const BY_ANTHROPIC_TYPE: Readonly<Record<string, ErrorSpec>> = {
   rate_limit_error: { status: 429, type: 'rate_limit_error', code: 'rate_limit_exceeded', anthropicType: 'rate_limit_error' },
   api_error: { status: 500, type: 'server_error', code: null, anthropicType: 'api_error' },
   timeout_error: { status: 504, type: 'server_error', code: 'timeout', anthropicType: 'timeout_error' },
-  // Many OpenAI clients do not know 529; every SDK retries 503 (PROTOCOLS.md §4.6).
+  // Many OpenAI clients do not know 529; every SDK retries 503 (docs/protocols.md#error-translation).
   overloaded_error: { status: 503, type: 'service_unavailable_error', code: 'server_is_overloaded', anthropicType: 'overloaded_error' },
   // The provider account's own billing: nothing the client can fix, so it reads as a gateway fault.
   billing_error: { status: 502, type: 'server_error', code: 'upstream_unavailable', anthropicType: 'api_error', retry: false },
@@ -89,7 +89,7 @@ function fromOpenAI(error: Json, status: number): UpstreamFailure {
   }
   const spec = BY_OPENAI_STATUS[status] ?? fallbackSpec(status);
   if (code === 'context_length_exceeded') {
-    // Claude Code compacts its context when it reads Anthropic's wording (PROTOCOLS.md §3.6).
+    // Claude Code compacts its context when it reads Anthropic's wording (docs/protocols.md#messages-errors).
     const numbers = OPENAI_CONTEXT.exec(message);
     if (numbers !== null) message = `prompt is too long: ${numbers[2]} tokens > ${numbers[1]} maximum`;
     return { spec: { ...spec, code }, message };

@@ -2,7 +2,7 @@
  * Reasoning effort (OpenAI `reasoning_effort`, Responses `reasoning.effort`) as the thinking
  * configuration an Anthropic model accepts, chosen by the model's `thinking` setting in gateway.yaml:
  * adaptive models take `thinking: {type: "adaptive"}` with `output_config.effort`; older models reject
- * that and take `thinking: {type: "enabled", budget_tokens}` (PROTOCOLS.md §0 fact 10).
+ * that and take `thinking: {type: "enabled", budget_tokens}` (docs/protocols.md#fact-10).
  */
 import type { ModelConfig } from '../config/types';
 import { GatewayError } from '../kernel/errors';

@@ -56,8 +56,8 @@ export interface Translator {
   /** The state machine for one streamed reply. */
   stream(ctx: TranslationContext): StreamTranslation;
   /**
-   * An upstream error reply (status ≥ 400, other than 401/403) as the error the client sees: status,
-   * types and code in the client's vocabulary (PROTOCOLS.md §4.6), the upstream's message kept.
+   * An upstream error reply (status ≥ 400, other than 401/403) as the error the client sees: status, types
+   * and code in the client's vocabulary (docs/protocols.md#error-translation), the upstream's message kept.
    */
   error(status: number, body: Buffer, headers: Readonly<Record<string, string | string[] | undefined>>): GatewayError;
 }

@@ -218,7 +218,7 @@ function clientLeft(ctx: GatewayContext, recorder: ExchangeRecorder): void {
 function answerWithoutCommit(ctx: GatewayContext, recorder: ExchangeRecorder, last: AttemptFailure | null, openUntil: number[], overloadedFor: number | null): void {
   if (last !== null && last.kind === 'status' && last.status === 429) {
     // The provider's 429 is its capacity, not the client's limit: relayed as is, the client would take
-    // it for its own rate limit (RELIABILITY.md C3). Said as 503 with the provider's shortest wait.
+    // it for its own rate limit (docs/faults.md#c3). Said as 503 with the provider's shortest wait.
     const seconds = Math.max(1, Math.ceil((overloadedFor ?? 1000) / 1000));
     const error = new GatewayError('TOLLGATE_ERR_UPSTREAM_OVERLOADED', `The providers of the model '${need(ctx, 'request').model.id}' are overloaded; retry in ${seconds} s.`, {
       headers: { 'retry-after': String(seconds) },

@@ -1,7 +1,7 @@
 /**
  * Turns what can go wrong on the way to a provider into attempt failures the failover policy can judge
  * and client-safe errors. Messages never carry the provider's URL, host or key: transport errors have
- * been known to leak them (RELIABILITY.md A4).
+ * been known to leak them (docs/faults.md#a4).
  */
 import { GatewayError } from '../kernel/errors';
 import { AttemptFailure } from './attempt';

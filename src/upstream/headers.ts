@@ -1,7 +1,7 @@
 /**
  * Which headers cross the gateway, in each direction. Both lists are allow-lists: a header nobody
  * thought of stays behind, so a client's key, cookie or alternate auth header can never reach a
- * provider (RELIABILITY.md A4; LiteLLM #32202), and a provider's cookies never reach a client.
+ * provider (docs/faults.md#a4), and a provider's cookies never reach a client.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig } from '../config/types';
@@ -14,8 +14,9 @@ const FORWARDED = new Set(['accept', 'user-agent']);
 const RELAYED = new Set(['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'request-id']);
 
 /**
- * The headers of one upstream request: the client's allowed ones (its protocol's prefixes, DECISIONS.md
- * 11) and the provider's extras. The credential is added by the provider's client, last.
+ * The headers of one upstream request: the client's allowed ones (its protocol's prefixes,
+ * docs/decisions.md#d11-query-strings-and-forwarded-headers) and the provider's extras. The credential is
+ * added by the provider's client, last.
  */
 export function upstreamRequestHeaders(
   client: IncomingHttpHeaders,
@@ -40,7 +41,8 @@ export function upstreamRequestHeaders(
 
 /**
  * The headers of a translated request: the client spoke another protocol, so none of its headers
- * mean anything upstream; the protocol adds its own (the Anthropic version, DECISIONS.md 14).
+ * mean anything upstream; the protocol adds its own (the Anthropic version,
+ * docs/decisions.md#d14-a-translated-request-names-its-own-version).
  */
 export function translatedRequestHeaders(provider: ProviderConfig, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { ...provider.headers };

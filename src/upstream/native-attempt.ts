@@ -1,9 +1,10 @@
 /**
- * One native attempt: the client's bytes go to the provider (model rename the only edit, DECISIONS.md 2)
- * and the provider's answer is judged before anything reaches the client. A plain reply is read whole
- * and must be JSON; a stream is read up to its first event, which must not be an error. Only then is
- * the answer committed; until then every failure can still fail over. Upstream errors follow
- * DECISIONS.md 13: relayed unchanged (key scrubbed), except 401/403, which are the gateway's problem.
+ * One native attempt: the client's bytes go to the provider (model rename the only edit,
+ * docs/decisions.md#d2-native-requests-pass-through) and the provider's answer is judged before anything
+ * reaches the client. A plain reply is read whole and must be JSON; a stream is read up to its first event,
+ * which must not be an error. Only then is the answer committed; until then every failure can still fail
+ * over. Upstream errors follow docs/decisions.md#d13-upstream-errors-on-native-routes-are-relayed: relayed
+ * unchanged (key scrubbed), except 401/403, which are the gateway's problem.
  */
 import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
@@ -51,7 +52,7 @@ export function redirected(target: Target, response: UpstreamResponse): AttemptF
 /** Rejects an answer streamed when the request was not (or whole when it was): the SDK could not read it. */
 export function streamMismatch(target: Target, response: UpstreamResponse, stream: boolean): AttemptFailure {
   discard(response.body);
-  // A streaming client handed one JSON body reads zero chunks and no error (PROTOCOLS.md §0 fact 4);
+  // A streaming client handed one JSON body reads zero chunks and no error (docs/protocols.md#fact-4);
   // a plain client handed a stream fails to parse it.
   return invalidReply(target, `the provider answered ${stream ? 'without' : 'with'} a stream, contrary to the request`);
 }

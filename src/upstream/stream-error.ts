@@ -7,7 +7,7 @@ import type { SseEvent } from '../protocols/sse';
 import { upstreamStreamError } from '../translators/errors';
 import { AttemptFailure } from './attempt';
 
-/** Anthropic error types by the status they are sent with (PROTOCOLS.md §3.6). */
+/** Anthropic error types by the status they are sent with (docs/protocols.md#messages-errors). */
 const STATUS_OF_TYPE: Readonly<Record<string, number>> = {
   invalid_request_error: 400,
   authentication_error: 401,

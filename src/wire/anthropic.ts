@@ -19,7 +19,8 @@ export const ANTHROPIC_WIRE: WireProtocol = {
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: ['anthropic-', 'x-stainless-', 'x-claude-code-'],
-  // Native requests keep the client's version (DECISIONS.md 6); translated ones get the provider's (14).
+  // Native requests keep the client's version (docs/decisions.md#d6-anthropic-version-is-the-clients);
+  // translated ones get the provider's (docs/decisions.md#d14-a-translated-request-names-its-own-version).
   protocolHeaders(provider, native): Record<string, string> {
     return native ? {} : { 'anthropic-version': provider.anthropic_version };
   },

@@ -91,11 +91,17 @@ export interface WireProtocol {
   hasCredentials(provider: ProviderConfig): boolean;
   /** The path under the base URL, query included. */
   path(call: UpstreamCall, provider: ProviderConfig): string;
-  /** A native request's body: the client's bytes with the routing edits only (DECISIONS.md 2). */
+  /**
+   * A native request's body: the client's bytes with the routing edits only
+   * (docs/decisions.md#d2-native-requests-pass-through).
+   */
   nativeBody(input: NativeBodyInput): Buffer;
   /** A translated request's body, from the translator's object. */
   translatedBody(body: Record<string, unknown>, call: UpstreamCall): Buffer;
-  /** Client header prefixes forwarded on native requests (DECISIONS.md 11). */
+  /**
+   * Client header prefixes forwarded on native requests
+   * (docs/decisions.md#d11-query-strings-and-forwarded-headers).
+   */
   readonly forwardedHeaderPrefixes: readonly string[];
   /**
    * Headers the protocol sets on every request, after the client's and the provider's, credentials

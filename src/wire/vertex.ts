@@ -1,9 +1,9 @@
 /**
  * Anthropic models on Google Vertex AI: `rawPredict` and `streamRawPredict` (Anthropic SSE) under the
- * project's publisher path, OAuth2 access tokens from a service account or application default
- * credentials, token counting through `count-tokens:rawPredict`. The body is Anthropic's with the model
- * moved into the URL and `anthropic_version` added (routing, DECISIONS.md 2); `stream` stays in it,
- * as Anthropic's Vertex SDK sends it.
+ * project's publisher path, OAuth2 access tokens from a service account or application default credentials,
+ * token counting through `count-tokens:rawPredict`. The body is Anthropic's with the model moved into the URL
+ * and `anthropic_version` added (routing, docs/decisions.md#d2-native-requests-pass-through); `stream` stays
+ * in it, as Anthropic's Vertex SDK sends it.
  * https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude
  */
 import type { EndpointId } from '../protocols/types';

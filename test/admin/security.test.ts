@@ -1,7 +1,7 @@
 /**
- * The management API's defences (RELIABILITY.md §2.9): one account never reaches another's keys or
- * usage; CSRF (token and Origin) on every state change made with the cookie, none needed with a
- * management token; GETs change nothing; API keys refused on /api and console credentials refused on
+ * The management API's defences (docs/faults.md#console-and-management-api): one account never reaches
+ * another's keys or usage; CSRF (token and Origin) on every state change made with the cookie, none needed
+ * with a management token; GETs change nothing; API keys refused on /api and console credentials refused on
  * /v1; JSON that is never HTML; CSV cells that are never formulas; and the security headers.
  */
 import { existsSync, readdirSync } from 'node:fs';

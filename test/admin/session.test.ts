@@ -1,5 +1,5 @@
 /**
- * Console sessions (RELIABILITY.md §2.9): the cookie's attributes, plain http and behind a TLS proxy,
+ * Console sessions (docs/faults.md#i1): the cookie's attributes, plain http and behind a TLS proxy,
  * the session id rotating at login, logout ending the session on the server, the login limiter,
  * one answer for unknown names and wrong passwords, sign-up, and changing the password.
  */

@@ -1,5 +1,5 @@
 /**
- * Top Up (RELIABILITY.md F8, I6): a redemption code credits its own amount exactly once, whoever
+ * Top Up (docs/faults.md#f8, docs/faults.md#i6): a redemption code credits its own amount exactly once, whoever
  * races for it and whatever the client claims; malformed, unknown, used and expired codes each get
  * their own answer naming the field, and none of them touches the ledger.
  */

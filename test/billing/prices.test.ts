@@ -47,7 +47,10 @@ describe('billing/prices', () => {
   const config = loadConfigFile(path.join(PACKAGE_ROOT, 'gateway.yaml'), { ANTHROPIC_API_KEY: 'k', OPENAI_API_KEY: 'k' });
   const table = priceTable(config);
 
-  /** The spec's price table (§8.4), per 1M tokens: input, cache write, cache hit, output. */
+  /**
+   * The seed prices (docs/decisions.md#d9-prices-per-million-tokens-money-exact), per 1M tokens: input, cache
+   * write, cache hit, output.
+   */
   const SPEC: Record<string, [string, string, string, string]> = {
     'claude-fable-5': ['1.00', '1.25', '0.10', '5.00'],
     'claude-opus-4-8': ['0.50', '0.63', '0.05', '2.50'],

@@ -123,7 +123,7 @@ describe('e2e: AWS Bedrock provider', () => {
   it('answers a ThrottlingException as upstream overloaded (503, not the client\'s own 429) when no other route is left', async () => {
     cloud.bedrock.enqueue({ status: 429, exception: 'ThrottlingException', message: 'Too many requests, please wait before trying again.' });
     const error = await anthropic.messages.create({ model: 'claude-bedrock', max_tokens: 64, messages: [{ role: 'user', content: 'Hi!' }] }).catch((e: unknown) => e);
-    // RELIABILITY C3: the provider's throttling is not the client's rate limit.
+    // docs/faults.md#c3: the provider's throttling is not the client's rate limit.
     expect(error).to.be.instanceOf(Anthropic.APIError);
     expect((error as InstanceType<typeof Anthropic.APIError>).status).to.equal(503);
     expect((error as InstanceType<typeof Anthropic.APIError>).error).to.deep.include({ type: 'error' });

@@ -1,5 +1,5 @@
 /**
- * Money that cannot be bypassed or undercut (RELIABILITY.md F3, F11–F14): the billing id is the
+ * Money that cannot be bypassed or undercut (docs/faults.md#f3, f11 to f14): the billing id is the
  * gateway's own; the charge is what the upstream reported, in full, whatever the hold was, with any
  * excess recorded; the hold covers input the body only references; token kinds and per-call tool fees
  * the four classic prices cannot express are priced; unreadable usage is counted, never free; a

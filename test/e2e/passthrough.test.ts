@@ -1,7 +1,8 @@
 /**
- * Native pass-through (DECISIONS.md 2 and 13): the client's body bytes reach the provider unchanged
- * (a model rename the only edit), the client's credentials never do, upstream errors come back as
- * they were minus the provider's key, and streams flow without buffering in both directions.
+ * Native pass-through (docs/decisions.md#d2-native-requests-pass-through and
+ * docs/decisions.md#d13-upstream-errors-on-native-routes-are-relayed): the client's body bytes reach the
+ * provider unchanged (a model rename the only edit), the client's credentials never do, upstream errors come
+ * back as they were minus the provider's key, and streams flow without buffering in both directions.
  */
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { expect } from 'chai';

@@ -1,5 +1,5 @@
 /**
- * Rate limits shared by two gateway instances through one Redis (RELIABILITY.md E1, E2, E4): 300
+ * Rate limits shared by two gateway instances through one Redis (docs/faults.md#e1, e2, e4): 300
  * concurrent requests against a 100-per-minute key limit admit exactly 100 between both instances,
  * every limiter key carries a TTL, and a concurrency limit holds across instances and frees its slots
  * when clients walk away. Skipped, saying so, without PostgreSQL or Redis.

@@ -1,5 +1,5 @@
 /**
- * Rate limits end to end on one instance (RELIABILITY.md §2.5): requests per minute with both
+ * Rate limits end to end on one instance (docs/faults.md#rate-limiting): requests per minute with both
  * protocols' headers and error shapes, concurrent streams released when they end or are aborted,
  * tokens per minute corrected from the real usage, no hold and no upstream call for a 429, and a
  * Redis that cannot be reached (local limits, bounded latency, one warning).

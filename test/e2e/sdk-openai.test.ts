@@ -89,7 +89,7 @@ describe('e2e: openai SDK', () => {
       expect(fake.requests[0].json()).to.deep.include({ stream_options: { include_usage: true } });
     });
 
-    it('asks the upstream for usage on a streamed request that has none, and hides it from the client (DECISIONS 3)', async () => {
+    it('asks the upstream for usage on a streamed request that has none, and hides it from the client (decision D3)', async () => {
       const stream = await client.chat.completions.create({
         model: 'gpt-test',
         messages: [{ role: 'user', content: 'No usage.' }],

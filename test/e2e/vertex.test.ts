@@ -90,7 +90,7 @@ describe('e2e: Google Vertex AI provider', () => {
   it('answers Google\'s RESOURCE_EXHAUSTED as upstream overloaded (503, not the client\'s own 429)', async () => {
     cloud.vertex.enqueue({ status: 429, googleStatus: 'RESOURCE_EXHAUSTED', message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model.' });
     const error = await anthropic.messages.create({ model: 'claude-vertex', max_tokens: 64, messages: [{ role: 'user', content: 'Hi!' }] }).catch((e: unknown) => e);
-    // RELIABILITY C3: the provider's quota is not the client's rate limit.
+    // docs/faults.md#c3: the provider's quota is not the client's rate limit.
     expect(error).to.be.instanceOf(Anthropic.APIError);
     expect((error as InstanceType<typeof Anthropic.APIError>).status).to.equal(503);
     expect(((error as InstanceType<typeof Anthropic.APIError>).error as { error: { type: string } }).error.type).to.equal('overloaded_error');

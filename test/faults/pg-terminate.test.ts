@@ -1,5 +1,5 @@
 /**
- * RELIABILITY F17: PostgreSQL ends the gateway's connections under load (what a failover or a restart
+ * docs/faults.md#f17: PostgreSQL ends the gateway's connections under load (what a failover or a restart
  * does, here `pg_terminate_backend` on every backend the gateway holds, again and again). The process
  * must not exit (an unhandled 'error' on a checked-out client would end this mocha run), every request
  * answers 200 or a 503 that was never served, and every served request is charged exactly once.

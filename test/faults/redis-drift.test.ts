@@ -1,5 +1,5 @@
 /**
- * RELIABILITY F18 and F19 on PostgreSQL + Redis:
+ * docs/faults.md#f18 and f19 on PostgreSQL + Redis:
  * - an account's Redis balance lost while the ledger is stalled (its row locked) is reseeded from the
  *   ledger less the charges still queued, so the account cannot spend them twice;
  * - drift injected into a Redis balance is reported by `tollgate ledger verify` (exit 1, naming the

@@ -1,5 +1,5 @@
 /**
- * RELIABILITY F15 (SQLite half): another connection (the CLI, a backup) holds the database's write lock
+ * docs/faults.md#f15 (SQLite half): another connection (the CLI, a backup) holds the database's write lock
  * for 3 s while paid requests flow. The ledger writer waits for it asynchronously: the event loop never
  * stalls, /healthz keeps answering at once, and every charge is written once the lock is released.
  */

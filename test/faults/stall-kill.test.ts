@@ -1,5 +1,5 @@
 /**
- * RELIABILITY F15: the store stalls (the account's row locked for 2 s by another session) under load,
+ * docs/faults.md#f15: the store stalls (the account's row locked for 2 s by another session) under load,
  * then the gateway is killed (SIGKILL, by pid). What is lost is bounded by billing.max_queued_charges
  * (here 20): past it, or once the oldest unwritten charge is max_queued_age_ms old, paid requests get
  * 503 billing_unavailable with retry-after instead of piling up unwritten charges.

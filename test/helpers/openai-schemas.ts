@@ -10,8 +10,9 @@ import { parse } from 'yaml';
 import { PACKAGE_ROOT } from '../../src/paths';
 
 /**
- * Where the vendor spec lives: wherever `OPENAI_OPENAPI_YAML` says, else beside the repository
- * (`../shared/vendor-specs`), else in the workspace's shared folder (a clone checked out elsewhere).
+ * Where the vendor spec lives: wherever `OPENAI_OPENAPI_YAML` says, else beside the repository (a
+ * `shared/vendor-specs` folder next to the checkout), else in the workspace's shared folder (a clone checked
+ * out elsewhere).
  */
 const OPENAI_SPEC_PATH =
   process.env.OPENAI_OPENAPI_YAML ??

@@ -13,7 +13,10 @@ import { startGateway, type Gateway } from '../../src/gateway';
 import { openStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
 
-/** The provider keys of the default YAML: sentinels that must never reach a client (RELIABILITY.md I5). */
+/**
+ * The provider keys of the default YAML: sentinels that must never reach a client
+ * (docs/faults.md#invariants).
+ */
 export const PROVIDER_KEYS = {
   anthropic: 'PROVIDER-SENTINEL-KEY-anthropic',
   openai: 'PROVIDER-SENTINEL-KEY-openai',

@@ -6,8 +6,8 @@
  *   fake.enqueue(anthropicToolUse({ name: 'get_weather', input: { city: 'Paris' } }));
  *   fake.enqueue(openaiError(400, 'bad things'));
  *
- * Shapes follow PROTOCOLS.md §1.3–1.4, §2.2–2.3 and §3.4–3.5; usage numbers are realistic but
- * deterministic (about four characters per token).
+ * Shapes follow docs/protocols.md#chat-reply, chat-stream, responses-reply, responses-stream, messages-reply
+ * and messages-stream; usage numbers are realistic but deterministic (about four characters per token).
  */
 import type { JsonReply, SseEvent, SseReply, UpstreamStep } from './fake-upstream';
 

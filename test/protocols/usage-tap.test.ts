@@ -78,7 +78,8 @@ describe('usage taps', () => {
   });
 
   it('reads usage with a negative, fractional, string or absurd count as unreadable, never as zero', () => {
-    // Unreadable is null, so billing counts with its tokenizer (F14): a zero here would make the answer free.
+    // Unreadable is null, so billing counts with its tokenizer (docs/faults.md#f14): a zero here would make
+    // the answer free.
     for (const usage of [
       '{"prompt_tokens":-1000000,"completion_tokens":7}',
       '{"prompt_tokens":12,"completion_tokens":"7"}',

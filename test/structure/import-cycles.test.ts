@@ -78,6 +78,7 @@ describe('import structure', () => {
     it('counts `import type`, `export … from` and `import()` types, and not imports in comments', () => {
       const root = mkdtempSync(path.join(os.tmpdir(), 'tollgate-import-graph-'));
       try {
+        // references: made-up paths, written to a temporary folder (test/docs/references.test.ts).
         writeFiles(root, {
           'src/kernel/state.ts': "import type { Trace } from '../telemetry/trace';\nexport interface State { trace: Trace }\n",
           'src/telemetry/trace.ts': "export type { State } from '../kernel/state';\n// import '../admin/x';\nexport interface Trace { at: number }\n",

@@ -1,7 +1,7 @@
 /**
  * Failover in one request, with scripted providers in process (no sockets): which routes are tried in
  * which order, what the client gets, that nothing is retried once a byte reached the client, and that
- * a session follows the route that answered. End-to-end failover over HTTP is in test/e2e/failover.
+ * a session follows the route that answered. End-to-end failover over HTTP is in test/e2e/failover.test.ts.
  */
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';

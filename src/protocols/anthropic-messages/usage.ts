@@ -1,9 +1,10 @@
 /**
  * Usage of a Messages exchange. Anthropic's `input_tokens` already excludes cache reads and writes
- * (PROTOCOLS.md §3.4), which is the neutral form. Cache writes are split by lifetime from
- * `cache_creation` (1-hour writes cost more than 5-minute ones), and server-tool calls billed per call
- * come from `server_tool_use` (`web_search_requests` → `web_search`). In streams, `message_start`
- * carries the input side and `message_delta` cumulative totals that overwrite, never add (§3.5).
+ * (docs/protocols.md#messages-reply), which is the neutral form. Cache writes are split by lifetime from
+ * `cache_creation` (1-hour writes cost more than 5-minute ones), and server-tool calls billed per call come
+ * from `server_tool_use` (`web_search_requests` → `web_search`). In streams, `message_start` carries the
+ * input side and `message_delta` cumulative totals that overwrite, never add
+ * (docs/protocols.md#messages-stream).
  */
 import { tryParse } from '../../json';
 import { count, field, readUsage } from '../usage-json';

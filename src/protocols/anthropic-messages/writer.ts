@@ -1,7 +1,7 @@
 /**
- * Writes Anthropic Messages replies (PROTOCOLS.md §3.4-3.5): the `message` object and its event
- * stream. Every frame carries an `event:` line equal to the payload's `type`, because the Anthropic
- * SDK drops frames without one (§0 fact 3).
+ * Writes Anthropic Messages replies (docs/protocols.md#messages-reply, docs/protocols.md#messages-stream):
+ * the `message` object and its event stream. Every frame carries an `event:` line equal to the payload's
+ * `type`, because the Anthropic SDK drops frames without one (docs/protocols.md#fact-3).
  */
 import { randomHex } from '../../random-hex';
 import { object } from '../../json';
@@ -50,7 +50,7 @@ const STOP_REASONS: Readonly<Record<TurnStop, MessagesStopReason>> = {
   refusal: 'refusal',
 };
 
-/** The Messages `stop_reason` for a neutral stop (PROTOCOLS.md §4.3, reverse direction). */
+/** The Messages `stop_reason` for a neutral stop (docs/protocols.md#stop-reasons). */
 export function messagesStopReason(stop: TurnStop): MessagesStopReason {
   return STOP_REASONS[stop];
 }
@@ -229,7 +229,10 @@ export class MessagesStreamWriter implements TurnStreamWriter {
     return this.blockStop() + this.messageDelta(stop, usage, stopSequence) + this.event('message_stop', {});
   }
 
-  /** Only the `message_delta` event. Its usage values are totals that overwrite, never add (§3.5). */
+  /**
+   * Only the `message_delta` event. Its usage values are totals that overwrite, never add
+   * (docs/protocols.md#messages-stream).
+   */
   messageDelta(stop: TurnStop, usage: Usage, stopSequence: string | null = null): string {
     return this.event('message_delta', {
       delta: { stop_reason: messagesStopReason(stop), stop_sequence: stop === 'stop_sequence' ? stopSequence : null },

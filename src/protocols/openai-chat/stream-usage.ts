@@ -1,9 +1,10 @@
 /**
- * Streamed chat without `stream_options.include_usage` reports no usage, yet the provider bills every
- * token, reasoning included, which no count of the visible text recovers. So Tollgate asks for usage
- * on the forwarded request (DECISIONS.md 3) and takes out of the relayed stream what asking added:
- * the `choices: []` usage chunk and the `"usage":null` field OpenAI then puts on every other chunk.
- * The client receives exactly the stream it asked for; the usage tap reads the stream as it came.
+ * Streamed chat without `stream_options.include_usage` reports no usage, yet the provider bills every token,
+ * reasoning included, which no count of the visible text recovers. So Tollgate asks for usage on the
+ * forwarded request (docs/decisions.md#d3-streamed-usage-is-asked-for-and-hidden) and takes out of the
+ * relayed stream what asking added: the `choices: []` usage chunk and the `"usage":null` field OpenAI then
+ * puts on every other chunk. The client receives exactly the stream it asked for; the usage tap reads the
+ * stream as it came.
  */
 import { object, type Json } from '../../json';
 

@@ -4,9 +4,9 @@ import { field, readUsage, splitCachedInput } from '../usage-json';
 import type { UsageCounts } from '../types';
 
 /**
- * Maps chat `usage` to neutral counts, or null when a count is unreadable. OpenAI counts cached
- * tokens inside `prompt_tokens` (PROTOCOLS.md §1.3), so they are taken out of the input count to bill
- * each token once; reasoning tokens are inside `completion_tokens`.
+ * Maps chat `usage` to neutral counts, or null when a count is unreadable. OpenAI counts cached tokens inside
+ * `prompt_tokens` (docs/protocols.md#chat-reply), so they are taken out of the input count to bill each token
+ * once; reasoning tokens are inside `completion_tokens`.
  */
 export function chatUsage(usage: Record<string, unknown>): UsageCounts | null {
   return readUsage(() => splitCachedInput(usage.prompt_tokens, field(usage, 'prompt_tokens_details'), usage.completion_tokens));

@@ -1,7 +1,7 @@
 /**
- * Writes Chat Completions replies (PROTOCOLS.md §1.3-1.4): the `chat.completion` object and the
- * `chat.completion.chunk` stream. The echo provider and every translator that answers a chat client
- * go through here, so all of them emit the same shapes.
+ * Writes Chat Completions replies (docs/protocols.md#chat-reply, docs/protocols.md#chat-stream): the
+ * `chat.completion` object and the `chat.completion.chunk` stream. The echo provider and every translator
+ * that answers a chat client go through here, so all of them emit the same shapes.
  */
 import { randomHex } from '../../random-hex';
 import type { GatewayError } from '../../kernel/errors';
@@ -101,12 +101,15 @@ const FINISH_REASONS: Readonly<Record<TurnStop, ChatFinishReason>> = {
   refusal: 'content_filter',
 };
 
-/** The chat `finish_reason` for a neutral stop (PROTOCOLS.md §4.3). */
+/** The chat `finish_reason` for a neutral stop (docs/protocols.md#stop-reasons). */
 export function chatFinishReason(stop: TurnStop): ChatFinishReason {
   return FINISH_REASONS[stop];
 }
 
-/** Neutral usage in chat terms: the prompt count includes the cache reads and writes (§4.4). */
+/**
+ * Neutral usage in chat terms: the prompt count includes the cache reads and writes
+ * (docs/protocols.md#usage).
+ */
 function toChatUsage(usage: Usage): ChatUsage {
   const prompt = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
@@ -178,7 +181,7 @@ const CHAT_DONE_FRAME = sseFrame(null, '[DONE]');
 
 /**
  * Writes one chat stream. Every chunk shares the id and `created`; tool calls get their own index
- * counter because chat counts tool calls only, not content blocks (PROTOCOLS.md §0 fact 8).
+ * counter because chat counts tool calls only, not content blocks (docs/protocols.md#fact-8).
  */
 export class ChatStreamWriter implements TurnStreamWriter {
   readonly id: string;

@@ -1,5 +1,5 @@
 /**
- * The items of a Responses `output` (PROTOCOLS.md §2.2): assistant messages, function calls and
+ * The items of a Responses `output` (docs/protocols.md#responses-reply): assistant messages, function calls and
  * reasoning items, with the ids and builders the object and the stream share.
  */
 import { randomHex } from '../../random-hex';
@@ -37,9 +37,9 @@ export interface ResponseFunctionCallItem {
 export type ResponseSummaryText = { type: 'summary_text'; text: string };
 
 /**
- * A reasoning item of `output`. Anthropic's thinking text becomes the summary; its signature (or a
- * redacted block's data) rides in `encrypted_content`, which clients send back in their next `input`
- * so the translated request can return the block verbatim, as the Messages API demands (§3.2).
+ * A reasoning item of `output`. Anthropic's thinking text becomes the summary; its signature (or a redacted
+ * block's data) rides in `encrypted_content`, which clients send back in their next `input` so the translated
+ * request can return the block verbatim, as the Messages API demands (docs/protocols.md#messages-request).
  */
 export interface ResponseReasoningItem {
   type: 'reasoning';

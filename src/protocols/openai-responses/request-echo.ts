@@ -1,4 +1,4 @@
-/** The request fields a Responses `response` object repeats back (PROTOCOLS.md §2.2). */
+/** The request fields a Responses `response` object repeats back (docs/protocols.md#responses-reply). */
 
 /** Request fields the response object repeats back (its schema requires most of them). */
 export interface ResponsesRequestEcho {

@@ -1,6 +1,6 @@
 /**
- * The Responses `response` object (PROTOCOLS.md §2.2): its identity, status, error and usage around
- * the output items, built the same way for a non-streamed reply and for a stream's events.
+ * The Responses `response` object (docs/protocols.md#responses-reply): its identity, status, error and usage
+ * around the output items, built the same way for a non-streamed reply and for a stream's events.
  */
 import type { GatewayError } from '../../kernel/errors';
 import { cacheWriteTotal, type Usage } from '../types';
@@ -61,7 +61,10 @@ export interface ResponseIdentity {
 /** The current time in Unix seconds, as `created_at` and `completed_at` take it. */
 export const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
-/** Neutral usage in Responses terms: input includes the cache reads and writes (§4.8). */
+/**
+ * Neutral usage in Responses terms: input includes the cache reads and writes
+ * (docs/protocols.md#responses-to-messages).
+ */
 function toResponsesUsage(usage: Usage): ResponsesUsage {
   const input = usage.inputTokens + cacheWriteTotal(usage) + usage.cacheReadTokens;
   return {
@@ -73,7 +76,10 @@ function toResponsesUsage(usage: Usage): ResponsesUsage {
   };
 }
 
-/** The status a turn's stop gives the response: a cut-off answer is `incomplete` (§4.8). */
+/**
+ * The status a turn's stop gives the response: a cut-off answer is `incomplete`
+ * (docs/protocols.md#responses-to-messages).
+ */
 export function finalStatus(stop: TurnStop): 'completed' | 'incomplete' {
   return stop === 'max_tokens' ? 'incomplete' : 'completed';
 }

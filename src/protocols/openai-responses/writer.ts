@@ -1,9 +1,9 @@
 /**
- * Writes Responses API replies (PROTOCOLS.md §2.2-2.3): the `response` object and its event stream.
- * Frames carry `event:` and a `sequence_number` from 0; no `[DONE]`: the stream ends with
- * `response.completed`, `response.incomplete` or `response.failed`, whose object is built as the
- * non-streamed one is. The object, its items and the request echo live in their own files and are
- * re-exported here.
+ * Writes Responses API replies (docs/protocols.md#responses-reply, docs/protocols.md#responses-stream): the
+ * `response` object and its event stream. Frames carry `event:` and a `sequence_number` from 0; no `[DONE]`:
+ * the stream ends with `response.completed`, `response.incomplete` or `response.failed`, whose object is
+ * built as the non-streamed one is. The object, its items and the request echo live in their own files and
+ * are re-exported here.
  */
 import type { GatewayError } from '../../kernel/errors';
 import { sseFrame } from '../sse';
@@ -231,7 +231,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
       frames += this.event('response.output_text.done', { ...where, text, logprobs: [] });
       frames += this.event('response.content_part.done', { ...where, part: outputText(text) });
     } else if (item.type === 'function_call') {
-      // A call with no argument fragments still needs valid JSON arguments (PROTOCOLS.md §0 fact 9).
+      // A call with no argument fragments still needs valid JSON arguments (docs/protocols.md#fact-9).
       if (item.arguments === '') frames += this.argumentsDelta(item, outputIndex, '{}');
       const done = { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments };
       frames += this.event('response.function_call_arguments.done', done);

@@ -1,7 +1,8 @@
 /**
- * Bedrock request bodies: the Anthropic body with the model moved into the URL and the platform's
- * version field added (routing, DECISIONS.md 2). Betas travel in the body as `anthropic_beta`, since
- * Bedrock reads no `anthropic-beta` header. CountTokens wraps the InvokeModel body, base64-encoded.
+ * Bedrock request bodies: the Anthropic body with the model moved into the URL and the platform's version
+ * field added (routing, docs/decisions.md#d2-native-requests-pass-through). Betas travel in the body as
+ * `anthropic_beta`, since Bedrock reads no `anthropic-beta` header. CountTokens wraps the InvokeModel body,
+ * base64-encoded.
  * https://docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-anthropic-claude-messages.html
  */
 import type { IncomingHttpHeaders } from 'node:http';

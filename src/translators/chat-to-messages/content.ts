@@ -1,7 +1,7 @@
 /**
  * Chat message content as Messages content blocks: the text of every role, the parts a user may
  * attach, and a tool message's result. Empty text is dropped here because Messages rejects empty
- * text blocks (PROTOCOLS.md §4.1).
+ * text blocks (docs/protocols.md#chat-to-messages).
  */
 import type { Json } from '../../json';
 import { imageBlock } from '../images';

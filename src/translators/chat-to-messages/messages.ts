@@ -1,6 +1,6 @@
 /**
  * The chat message list as a Messages `system` prompt and alternating user/assistant turns
- * (PROTOCOLS.md §4.1, "Message-list normalisation").
+ * (docs/protocols.md#chat-to-messages).
  */
 import type { ToolNameMap } from '../tool-names';
 import type { Block } from '../to-messages/blocks';

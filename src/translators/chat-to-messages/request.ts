@@ -1,7 +1,7 @@
 /**
- * An OpenAI Chat Completions request as an Anthropic Messages request (PROTOCOLS.md §4.1). What
- * Messages can express is mapped; what would change the answer and cannot be mapped is a 400 naming
- * the field; what only tunes OpenAI's own service (`seed`, `store`, `metadata`, …) is not sent.
+ * An OpenAI Chat Completions request as an Anthropic Messages request (docs/protocols.md#chat-to-messages).
+ * What Messages can express is mapped; what would change the answer and cannot be mapped is a 400 naming the
+ * field; what only tunes OpenAI's own service (`seed`, `store`, `metadata`, …) is not sent.
  */
 import type { Json } from '../../json';
 import { invalid, isSet } from '../to-messages/fields';

@@ -2,7 +2,7 @@
 import { object, type Json } from '../../json';
 import { invalid, isAbsent } from './fields';
 
-/** OpenAI accepts at most four stop strings (PROTOCOLS.md §1.1). */
+/** OpenAI accepts at most four stop strings (docs/protocols.md#chat-request). */
 const MAX_STOP_SEQUENCES = 4;
 
 /** Limits and sampling. `top_k` is dropped: chat has no such knob, and it only narrows sampling. */

@@ -1,5 +1,5 @@
 /**
- * An Anthropic Messages request as an OpenAI Chat Completions request (PROTOCOLS.md §4.7), for
+ * An Anthropic Messages request as an OpenAI Chat Completions request (docs/protocols.md#messages-to-chat), for
  * Messages clients served by an OpenAI-family model. What chat cannot express and whose loss would
  * change the answer is refused with a 400 naming the field; what only tunes Anthropic's service
  * (cache_control, service_tier, speed, top_k…) is dropped.

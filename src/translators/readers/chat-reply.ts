@@ -1,5 +1,5 @@
 /**
- * Reads a whole OpenAI `chat.completion` (PROTOCOLS.md §1.3) into the neutral turn, and holds what
+ * Reads a whole OpenAI `chat.completion` (docs/protocols.md#chat-reply) into the neutral turn, and holds what
  * the chat stream reader shares with it: finish reasons, usage and the reasoning-text field.
  */
 import { randomHex } from '../../random-hex';
@@ -10,7 +10,7 @@ import type { AssistantTurn, TurnPart, TurnStop } from '../../protocols/turn';
 import { NO_TOKENS, type Usage } from '../../protocols/types';
 import type { ToolNameMap } from '../tool-names';
 
-/** Chat `finish_reason` in neutral words (PROTOCOLS.md §4.3, reverse direction). */
+/** Chat `finish_reason` in neutral words (docs/protocols.md#stop-reasons). */
 const STOPS: Readonly<Record<string, TurnStop>> = {
   stop: 'end',
   length: 'max_tokens',

@@ -1,5 +1,5 @@
 /**
- * The state machine that reads an OpenAI chat stream (PROTOCOLS.md §1.4) and drives the client's
+ * The state machine that reads an OpenAI chat stream (docs/protocols.md#chat-stream) and drives the client's
  * writer. Fragments are relayed as they arrive; only the end waits: chat sends its usage chunk after
  * the finish reason, and a Messages client reads usage in `message_delta`, so the turn is finished
  * at `[DONE]`, once both are known.
@@ -60,7 +60,7 @@ export class ChatStreamReader implements ReplyStreamReader {
   }
 
   private readChunk(chunk: Json, writer: TurnStreamWriter): string {
-    // openai-node throws on any chunk with an `error` key (PROTOCOLS.md §1.4): so do we.
+    // openai-node throws on any chunk with an `error` key (docs/protocols.md#chat-stream): so do we.
     if (chunk.error !== undefined && chunk.error !== null) return this.fail(writer, streamError(chunk.error));
     const frames: string[] = [];
     if (!this.started) {

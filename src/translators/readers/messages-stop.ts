@@ -1,4 +1,4 @@
-/** Anthropic `stop_reason` in neutral words (PROTOCOLS.md §4.3). */
+/** Anthropic `stop_reason` in neutral words (docs/protocols.md#stop-reasons). */
 import type { TurnStop } from '../../protocols/turn';
 
 const STOPS: Readonly<Record<string, TurnStop>> = {

@@ -1,7 +1,8 @@
 /**
- * The state machine that reads an Anthropic Messages event stream (PROTOCOLS.md §3.5) and drives the
- * client's writer, one upstream event at a time. Block indexes are the upstream's business: writers
- * number their own blocks, and chat counts tool calls apart from other blocks (§0 fact 8).
+ * The state machine that reads an Anthropic Messages event stream (docs/protocols.md#messages-stream) and
+ * drives the client's writer, one upstream event at a time. Block indexes are the upstream's business:
+ * writers number their own blocks, and chat counts tool calls apart from other blocks
+ * (docs/protocols.md#fact-8).
  */
 import { object, stringField, tryParse, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
@@ -55,7 +56,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
       case 'message_stop':
         return this.messageStop(writer);
       default:
-        return ''; // new event types may appear without a version bump (§3.5)
+        return ''; // new event types may appear without a version bump (docs/protocols.md#messages-stream)
     }
   }
 
@@ -107,7 +108,10 @@ export class MessagesStreamReader implements ReplyStreamReader {
     }
   }
 
-  /** Usage values here are cumulative totals: they overwrite what message_start said (§3.5). */
+  /**
+   * Usage values here are cumulative totals: they overwrite what message_start said
+   * (docs/protocols.md#messages-stream).
+   */
   private messageDelta(payload: Json): string {
     const delta = object(payload.delta);
     if ('stop_reason' in delta && delta.stop_reason !== null) {

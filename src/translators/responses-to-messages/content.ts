@@ -1,6 +1,6 @@
 /**
  * Responses message content as Messages content blocks. Empty text is dropped because Messages
- * rejects empty text blocks (PROTOCOLS.md §4.1).
+ * rejects empty text blocks (docs/protocols.md#chat-to-messages).
  */
 import type { Json } from '../../json';
 import { imageBlock } from '../images';

@@ -1,6 +1,6 @@
 /**
  * The Responses `instructions` and `input` list as a Messages `system` prompt and alternating
- * user/assistant turns (PROTOCOLS.md §4.8).
+ * user/assistant turns (docs/protocols.md#responses-to-messages).
  */
 import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';

@@ -1,7 +1,7 @@
 /**
- * A Responses API request as an Anthropic Messages request (PROTOCOLS.md §4.8). The Responses input
- * list (messages, function calls, their outputs, reasoning items) becomes a `system` prompt and
- * alternating user/assistant turns; what Messages cannot express is a 400 naming the field; what only
+ * A Responses API request as an Anthropic Messages request (docs/protocols.md#responses-to-messages). The
+ * Responses input list (messages, function calls, their outputs, reasoning items) becomes a `system` prompt
+ * and alternating user/assistant turns; what Messages cannot express is a 400 naming the field; what only
  * tunes OpenAI's own service (`store`, `include`, `service_tier`, …) is not sent.
  */
 import type { ModelConfig } from '../../config/types';

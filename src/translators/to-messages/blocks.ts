@@ -1,6 +1,7 @@
 /**
- * Messages content blocks both OpenAI request shapes produce: text, inline PDFs, tool calls and
- * their results. Empty text is dropped because Messages rejects empty text blocks (PROTOCOLS.md §4.1).
+ * Messages content blocks both OpenAI request shapes produce: text, inline PDFs, tool calls and their
+ * results. Empty text is dropped because Messages rejects empty text blocks
+ * (docs/protocols.md#chat-to-messages).
  */
 import { isObject, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';

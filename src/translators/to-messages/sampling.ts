@@ -6,7 +6,7 @@ import type { ProviderConfig } from '../../config/types';
 import type { Json } from '../../json';
 import { invalid, isSet, requireString, withoutUndefined } from './fields';
 
-/** The only API version that still takes sampling parameters (PROTOCOLS.md §0 fact 1). */
+/** The only API version that still takes sampling parameters (docs/protocols.md#fact-1). */
 const SAMPLING_API_VERSION = '2023-06-01';
 /** OpenAI allows temperatures up to 2; Messages stops at 1. */
 const MAX_TEMPERATURE = 1;

@@ -1,5 +1,5 @@
 /**
- * Turns as Messages wants them (PROTOCOLS.md §4.1, "Message-list normalisation"): no empty turns,
+ * Turns as Messages wants them (docs/protocols.md#chat-to-messages): no empty turns,
  * strict user/assistant alternation, the user first, and within a turn the blocks Messages expects
  * at its start (tool results, thinking) moved there.
  */
