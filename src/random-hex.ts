@@ -1,8 +1,8 @@
 /**
  * Random hex for the ids of replies Tollgate writes itself (`chatcmpl-…`, `msg_…`, `call_…`, `resp_…`):
  * drawn from the system's CSPRNG 4 KiB at a time, as `crypto.randomUUID` does. One `randomBytes(12)`
- * costs 5 µs in a loop on the development VM and about 25 µs a translated stream under load (the
- * profile's `randomFillSync`); a pooled draw costs a fraction of a µs, and is as unpredictable.
+ * per id asks the system every time and showed as `randomFillSync` in the translated-stream profile; a
+ * pooled draw is far cheaper and as unpredictable (figures in docs/benchmarks.md).
  */
 import { randomFillSync } from 'node:crypto';
 

@@ -138,8 +138,8 @@ export class EndpointContext implements GatewayContext {
 /**
  * Pipes a streamed answer to the client; when the response closes first (the client left), the
  * stream is destroyed, which lets its upstream go. Not `stream.pipeline`: it makes an AbortController
- * per call and aborts it when done, a DOMException built for every stream (about 40 µs of CPU each,
- * measured under 128 concurrent streams) for a teardown this does with two listeners.
+ * per call and aborts it when done, a DOMException built for every stream (its CPU per stream is in
+ * docs/benchmarks.md) for a teardown this does with two listeners.
  */
 function pipeAnswer(body: Readable, res: ServerResponse, onStreamError: (error: Error) => void): void {
   body.once('error', (error: Error) => {

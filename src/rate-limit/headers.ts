@@ -44,7 +44,7 @@ export function rfc3339(ms: number): string {
 
 type Dimension = 'requests' | 'tokens';
 
-/** Each family's header names per dimension, made once: names built per response cost a few µs in setHeader. */
+/** Each family's header names per dimension, made once: names built per response cost CPU in setHeader. */
 const HEADER_NAMES = {
   openai: {
     requests: ['x-ratelimit-limit-requests', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-requests'],

@@ -1,7 +1,8 @@
 /**
  * One attempt's abort: the deadline, or the client leaving, cancels the attempt under way and nothing
- * else. Not an AbortController: making one and its AbortSignal (an EventTarget) costs about 5 µs, and
- * every request makes one for its attempt though almost none is ever aborted. This is the part of
+ * else. Not an AbortController: making one and its AbortSignal (an EventTarget) is a cost that shows per
+ * request (docs/benchmarks.md), and every request makes one for its attempt though almost none is ever
+ * aborted. This is the part of
  * AbortSignal that undici (`request({ signal })`) and the echo provider use, over a listener list.
  */
 
