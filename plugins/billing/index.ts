@@ -12,6 +12,7 @@ import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
 import { costOf, FREE, isFree, priceTable, snapshotOf, type NanoPrice } from '../../src/billing/prices';
 import { openReplySizes } from '../../src/billing/reply-sizes';
+import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
@@ -101,6 +102,7 @@ interface Bill {
   /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
   readonly startedAt: number;
+  readonly trail: ClientTrail;
 }
 
 /**
@@ -133,6 +135,10 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     outcome: outcome?.end.kind ?? 'failed',
     latencyMs: performance.now() - bill.startedAt,
     createdAt: new Date(),
+    ...bill.trail,
+    servedModel: outcome?.upstreamModel ?? null,
+    attempts: outcome === null ? [] : outcome.attemptLog.map((attempt) => ({ provider: attempt.provider, outcome: attempt.outcome, ms: Math.round(attempt.durationMs) })),
+    ttfbMs: bill.request.stream && outcome?.committedAt != null ? Math.max(0, outcome.committedAt - bill.startedAt) : null,
   };
 }
 
@@ -279,7 +285,8 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         }
 
         const { clientRequestId } = ctx.state;
-        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, price, held, startedAt: performance.now() };
+        const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
+        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, price, held, startedAt: performance.now(), trail };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
         const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));

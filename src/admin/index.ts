@@ -11,6 +11,7 @@ import { adminAccountRoutes } from './routes/admin-accounts';
 import { adminAuditRoutes } from './routes/admin-audit';
 import { adminCodeRoutes } from './routes/admin-codes';
 import { adminProviderRoutes } from './routes/admin-providers';
+import { insightRoutes } from './routes/insight';
 import { keyRoutes } from './routes/keys';
 import { publicRoutes } from './routes/public';
 import { sessionRoutes } from './routes/session';
@@ -58,6 +59,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   keyRoutes(router, deps);
   topupRoutes(router, deps);
   usageRoutes(router, deps);
+  insightRoutes(router, deps);
   tokenRoutes(router, deps);
   adminAccountRoutes(router, deps);
   adminCodeRoutes(router, deps);

@@ -4,7 +4,7 @@
  */
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../store/store';
+import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
@@ -38,6 +38,15 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     spent: formatUnits(key.spent),
     models: key.models,
     rate_limits: key.rateLimits,
+  };
+}
+
+/** A key's last use and its spend today and this month (UTC), for the Tokens page. */
+export function activityView(activity: KeyActivity | undefined) {
+  return {
+    last_used_at: iso(activity?.lastUsedAt ?? null),
+    spent_today: formatUnits(activity?.spentToday ?? 0n),
+    spent_month: formatUnits(activity?.spentMonth ?? 0n),
   };
 }
 

@@ -56,6 +56,8 @@ export interface ExchangeOutcome {
   readonly status: number;
   /** The provider whose answer the client got (or the last one tried); null when none was tried. */
   readonly provider: string | null;
+  /** That provider's own name of the model (the route's `upstream_model`); null when none was tried. */
+  readonly upstreamModel: string | null;
   /** Upstream attempts made, failovers included. */
   readonly attempts: number;
   /** Every attempt in order, skipped ones included. */

@@ -99,6 +99,13 @@ const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = 
   outcome: 'text',
   latency_ms: 'int',
   created_at: 'timestamptz',
+  session_id: 'text',
+  requested_model: 'text',
+  served_model: 'text',
+  attempts: 'text',
+  ttfb_ms: 'int',
+  user_agent: 'text',
+  origin: 'text',
 };
 const CHARGE_INSERT = CHARGE_COLUMNS.map((column) => [column, COLUMN_TYPES[column]] as const);
 const UNHELD_PARAM = CHARGE_INSERT.length + 1;

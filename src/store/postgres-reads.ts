@@ -24,11 +24,12 @@ export async function listCharges(pool: Pool, filter: ChargeFilter): Promise<Cha
   if (filter.accountId !== undefined) add('account_id = ?', filter.accountId);
   if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
   if (filter.model !== undefined) add('model = ?', filter.model);
+  if (filter.sessionId !== undefined) add('session_id = ?', filter.sessionId);
   if (filter.since !== undefined) add('created_at >= ?', filter.since);
   if (filter.until !== undefined) add('created_at < ?', filter.until);
-  params.push(filter.limit ?? 100);
+  params.push(filter.limit ?? 100, filter.offset ?? 0);
   const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-                 ORDER BY created_at DESC, seq DESC LIMIT $${params.length}`;
+                 ORDER BY created_at DESC, seq DESC LIMIT $${params.length - 1} OFFSET $${params.length}`;
   const { rows } = await pool.query<ChargeRow<PostgresColumns>>(sql, params);
   return rows.map(toCharge);
 }

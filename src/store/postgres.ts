@@ -10,6 +10,7 @@ import type { StoreConfig } from '../config/types';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import * as auditQueries from './postgres-audit';
 import * as consoleQueries from './postgres-console';
+import * as usageQueries from './postgres-usage';
 import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLimitParam } from './postgres-console';
 import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
@@ -31,6 +32,7 @@ import {
   type DailyUsage,
   type Hold,
   type HoldResult,
+  type KeyActivity,
   type KeyLimits,
   type KeySpend,
   type KeyIdentity,
@@ -44,6 +46,8 @@ import {
   type SessionRecord,
   type SetAsideCharge,
   type Store,
+  type UsageSummaryQuery,
+  type UsageSummaryRow,
 } from './store';
 
 export type PostgresStoreConfig = Pick<StoreConfig, 'url' | 'connect_timeout_ms' | 'statement_timeout_ms' | 'pool_size'>;
@@ -339,6 +343,18 @@ export class PostgresStore implements Store {
 
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return this.ledger.listCharges(filter);
+  }
+
+  findCharge(requestId: string): Promise<ChargeRecord | null> {
+    return usageQueries.findCharge(this.pool, requestId);
+  }
+
+  usageSummary(query: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+    return usageQueries.usageSummary(this.pool, query);
+  }
+
+  keyActivity(accountId: string, dayStart: Date, monthStart: Date): Promise<KeyActivity[]> {
+    return usageQueries.keyActivity(this.pool, accountId, dayStart, monthStart);
   }
 
   dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {

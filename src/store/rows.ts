@@ -14,6 +14,8 @@ import type {
   AccountRole,
   AccountSummary,
   ApiKeyRecord,
+  ChargeAttempt,
+  ChargeOrigin,
   ChargePrices,
   ChargeRecord,
   CreditRecord,
@@ -124,6 +126,14 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   outcome: ChargeRecord['outcome'];
   latency_ms: number;
   created_at: T['date'];
+  session_id: string | null;
+  requested_model: string | null;
+  served_model: string | null;
+  /** JSON array of `ChargeAttempt`. */
+  attempts: string;
+  ttfb_ms: number | null;
+  user_agent: string | null;
+  origin: ChargeOrigin | null;
 }
 
 /** Money columns, read as text and written as bigints. */
@@ -137,6 +147,7 @@ export const CHARGE_COLUMNS = [
   'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
   ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
   'tool_calls', 'cost', 'held', 'overage', 'unbilled', 'prices', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
+  'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin',
 ] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
 export interface CreditRow<T extends ColumnTypes> {
@@ -276,6 +287,13 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         outcome: row.outcome,
         latencyMs: row.latency_ms,
         createdAt: codec.date(row.created_at),
+        sessionId: row.session_id,
+        requestedModel: row.requested_model,
+        servedModel: row.served_model,
+        attempts: JSON.parse(row.attempts) as ChargeAttempt[],
+        ttfbMs: row.ttfb_ms,
+        userAgent: row.user_agent,
+        origin: row.origin,
       };
     },
 
@@ -353,6 +371,13 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     outcome: charge.outcome,
     latency_ms: Math.max(0, Math.round(charge.latencyMs)),
     created_at: date(charge.createdAt),
+    session_id: charge.sessionId ?? null,
+    requested_model: charge.requestedModel ?? null,
+    served_model: charge.servedModel ?? null,
+    attempts: JSON.stringify(charge.attempts ?? []),
+    ttfb_ms: charge.ttfbMs === undefined || charge.ttfbMs === null ? null : Math.max(0, Math.round(charge.ttfbMs)),
+    user_agent: charge.userAgent ?? null,
+    origin: charge.origin ?? null,
   };
 }
 

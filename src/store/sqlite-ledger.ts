@@ -16,11 +16,15 @@ import type {
   DailyUsage,
   Hold,
   HoldResult,
+  KeyActivity,
   LedgerTotals,
   NewCredit,
   RedeemResult,
   RedemptionCodeRecord,
+  UsageSummaryQuery,
+  UsageSummaryRow,
 } from './store';
+import { summarySql, toSummaryRow, type SummaryDialect, type SummarySqlRow } from './usage-queries';
 import { CHARGE_COLUMNS, chargeParams, chargeSelectList, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
 
 const CHARGE_SELECT = chargeSelectList((column) => `CAST(${column} AS TEXT) AS ${column}`);
@@ -32,6 +36,14 @@ function newId(prefix: 'cr_' | 'rc_'): string {
 }
 
 const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
+
+const SUMMARY_DIALECT: SummaryDialect<number> = {
+  day: "strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')",
+  models: 'group_concat(DISTINCT model)',
+  text: (expression) => `CAST(COALESCE(${expression}, 0) AS TEXT)`,
+  param: (name) => `@${name}`,
+  date: (value) => value.getTime(),
+};
 
 function prepare(db: SqliteDatabase) {
   return {
@@ -73,6 +85,15 @@ function prepare(db: SqliteDatabase) {
       `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, count(*) AS requests, CAST(sum(cost) AS TEXT) AS cost
          FROM charges WHERE (@account IS NULL OR account_id = @account) AND created_at >= @since
         GROUP BY day ORDER BY day`,
+    ),
+    chargeById: db.prepare<[string], ChargeRow<SqliteColumns>>(`SELECT ${CHARGE_SELECT} FROM charges WHERE request_id = ?`),
+    // Per key through charges_key_time: a lookup each, however many charges the account has.
+    keyActivity: db.prepare<[{ account: string; day: number; month: number }], { key_id: string; last_used: number | null; today: string; month: string }>(
+      `SELECT k.id AS key_id,
+              (SELECT max(created_at) FROM charges c WHERE c.key_id = k.id) AS last_used,
+              CAST(COALESCE((SELECT sum(cost) FROM charges c WHERE c.key_id = k.id AND c.created_at >= @day), 0) AS TEXT) AS today,
+              CAST(COALESCE((SELECT sum(cost) FROM charges c WHERE c.key_id = k.id AND c.created_at >= @month), 0) AS TEXT) AS month
+         FROM api_keys k WHERE k.account_id = @account`,
     ),
     creditsOf: db.prepare<[string, number], CreditRow<SqliteColumns>>(`SELECT ${CREDIT_COLUMNS} FROM credits WHERE account_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?`),
     totals: db.prepare<[], TotalsRow>(
@@ -189,6 +210,10 @@ export class SqliteLedger {
       where.push('model = @model');
       params.model = filter.model;
     }
+    if (filter.sessionId !== undefined) {
+      where.push('session_id = @sessionId');
+      params.sessionId = filter.sessionId;
+    }
     if (filter.since !== undefined) {
       where.push('created_at >= @since');
       params.since = filter.since.getTime();
@@ -198,8 +223,31 @@ export class SqliteLedger {
       params.until = filter.until.getTime();
     }
     const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-                 ORDER BY created_at DESC, rowid DESC LIMIT @limit`;
+                 ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`;
+    params.offset = filter.offset ?? 0;
     return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);
+  }
+
+  findCharge(requestId: string): ChargeRecord | null {
+    const row = this.sql.chargeById.get(requestId);
+    return row === undefined ? null : toCharge(row);
+  }
+
+  usageSummary(query: UsageSummaryQuery): UsageSummaryRow[] {
+    const { sql, params } = summarySql(query, SUMMARY_DIALECT);
+    return this.db
+      .prepare<[Record<string, unknown>], SummarySqlRow<number>>(sql)
+      .all(params)
+      .map((row) => toSummaryRow(row, (ms) => new Date(ms)));
+  }
+
+  keyActivity(accountId: string, dayStart: Date, monthStart: Date): KeyActivity[] {
+    return this.sql.keyActivity.all({ account: accountId, day: dayStart.getTime(), month: monthStart.getTime() }).map((row) => ({
+      keyId: row.key_id,
+      lastUsedAt: row.last_used === null ? null : new Date(row.last_used),
+      spentToday: BigInt(row.today),
+      spentMonth: BigInt(row.month),
+    }));
   }
 
   dailyUsage(accountId: string | null, since: Date): DailyUsage[] {

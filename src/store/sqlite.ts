@@ -29,6 +29,7 @@ import {
   type DailyUsage,
   type Hold,
   type HoldResult,
+  type KeyActivity,
   type KeyLimits,
   type KeySpend,
   type KeyIdentity,
@@ -43,6 +44,8 @@ import {
   type SessionRecord,
   type SetAsideCharge,
   type Store,
+  type UsageSummaryQuery,
+  type UsageSummaryRow,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
 import { rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
@@ -115,7 +118,7 @@ const RETRIED_METHODS = [
   'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
-  'balance', 'listCharges', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
+  'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
 ] as const satisfies readonly (keyof SqliteStore)[];
 
@@ -304,6 +307,18 @@ export class SqliteStore implements Store {
 
   async listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return this.ledger.listCharges(filter);
+  }
+
+  async findCharge(requestId: string): Promise<ChargeRecord | null> {
+    return this.ledger.findCharge(requestId);
+  }
+
+  async usageSummary(query: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+    return this.ledger.usageSummary(query);
+  }
+
+  async keyActivity(accountId: string, dayStart: Date, monthStart: Date): Promise<KeyActivity[]> {
+    return this.ledger.keyActivity(accountId, dayStart, monthStart);
   }
 
   async listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {

@@ -194,7 +194,33 @@ export interface ChargeRecord extends TokenCounts {
   readonly outcome: 'delivered' | 'aborted' | 'failed';
   readonly latencyMs: number;
   readonly createdAt: Date;
+  /**
+   * What the request looked like on its way through, for usage analytics; optional so a record made
+   * without them (a CLI import, an older set-aside record) still fits. Never prompt or completion text.
+   */
+  readonly sessionId?: string | null;
+  /** The model name the client sent, when it differs from `model` (an alias or a `*` pattern). */
+  readonly requestedModel?: string | null;
+  /** The provider's own model name that served the answer (or was last tried); null when none was. */
+  readonly servedModel?: string | null;
+  /** Every upstream attempt in order, failovers and skipped routes included. */
+  readonly attempts?: readonly ChargeAttempt[];
+  /** Milliseconds from the request's admission to the first byte of a streamed answer; null otherwise. */
+  readonly ttfbMs?: number | null;
+  /** The client's User-Agent, truncated. */
+  readonly userAgent?: string | null;
+  /** Where the request came from when Tollgate knows better than the key: `playground`; else null. */
+  readonly origin?: ChargeOrigin | null;
 }
+
+/** One upstream attempt of a charge: where it went and how it ended (`ok`, a failure kind, `status_<code>`, `breaker_open`). */
+export interface ChargeAttempt {
+  readonly provider: string;
+  readonly outcome: string;
+  readonly ms: number;
+}
+
+export type ChargeOrigin = 'playground';
 
 /** A charge the store refused to record, kept whole with the store's error (see `set-aside.ts`). */
 export interface SetAsideCharge {
@@ -261,10 +287,52 @@ export interface ChargeFilter {
   readonly accountId?: string;
   readonly keyId?: string;
   readonly model?: string;
+  readonly sessionId?: string;
   readonly since?: Date;
   readonly until?: Date;
   /** Newest first; at most this many (default 100). */
   readonly limit?: number;
+  /** Rows skipped first, for paging. */
+  readonly offset?: number;
+}
+
+/** What usage is summed by: `account` and `provider` serve the operator's gateway totals. */
+export const USAGE_GROUPS = ['model', 'key', 'day', 'session', 'account', 'provider'] as const;
+export type UsageGroup = (typeof USAGE_GROUPS)[number];
+
+export interface UsageSummaryQuery {
+  /** Null: every account (an operator's question). */
+  readonly accountId: string | null;
+  readonly groupBy: UsageGroup;
+  /** Only this session's charges. */
+  readonly sessionId?: string;
+  readonly since: Date;
+  /** Exclusive. */
+  readonly until: Date;
+  readonly limit: number;
+  readonly offset: number;
+}
+
+/** One group of a usage summary: its requests, errors (status 400 or above), cost and tokens. */
+export interface UsageSummaryRow extends TokenCounts {
+  /** The model, key id, `YYYY-MM-DD` day, session id, account id or provider; null for charges without one (no provider). */
+  readonly group: string | null;
+  readonly requests: number;
+  readonly errors: number;
+  readonly cost: bigint;
+  readonly firstAt: Date;
+  readonly lastAt: Date;
+  /** The models used, sorted; only when grouped by session, else null. */
+  readonly models: readonly string[] | null;
+}
+
+/** A key's recent activity, for the Tokens page. */
+export interface KeyActivity {
+  readonly keyId: string;
+  readonly lastUsedAt: Date | null;
+  /** Spent since the start of the current UTC day, and of the current UTC month. */
+  readonly spentToday: bigint;
+  readonly spentMonth: bigint;
 }
 
 export interface KeySpend {
@@ -366,6 +434,12 @@ export interface Store {
   credit(input: NewCredit): Promise<CreditRecord>;
   balance(accountId: string): Promise<AccountBalance>;
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]>;
+  /** One charge by Tollgate's request id; null when there is none. */
+  findCharge(requestId: string): Promise<ChargeRecord | null>;
+  /** Charges in [since, until) summed by one dimension: by day oldest first, by session newest first, else dearest first. */
+  usageSummary(query: UsageSummaryQuery): Promise<UsageSummaryRow[]>;
+  /** Last use and today's and this month's spend of each of the account's keys that has charges. */
+  keyActivity(accountId: string, dayStart: Date, monthStart: Date): Promise<KeyActivity[]>;
   /** Requests and cost per UTC day from `since` on, of one account (or every account when null); days without charges are left out. */
   dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]>;
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]>;

@@ -48,6 +48,7 @@ export function openExchange(ctx: GatewayContext, first: Target): ExchangeRecord
       end,
       status,
       provider: exchange.attempts === 0 ? null : exchange.provider,
+      upstreamModel: exchange.attempts === 0 ? null : exchange.upstreamModel,
       attempts: exchange.attempts,
       attemptLog: exchange.attemptLog,
       committedAt,

@@ -138,9 +138,18 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['POST', '/api/topup/redeem', { code: 'tg-AAAAAAAAAAAAAAAAAAAAAAAA' }],
   ['GET', '/api/usage'],
   ['GET', '/api/usage?format=csv'],
+  ['GET', '/api/usage/summary?group_by=day'],
+  ['GET', '/api/usage/summary?group_by=model&format=csv'],
+  ['GET', '/api/usage/sessions'],
   ['GET', '/api/tokens'],
   ['POST', '/api/tokens', { name: 't' }],
   ['DELETE', '/api/tokens/ses_0000000000000000'],
+];
+
+/** Signed-in routes that look one thing up by id: for these placeholder ids, 404 once signed in. */
+export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string])[] = [
+  ['GET', '/api/usage/sessions/ses_0000000000000000'],
+  ['GET', '/api/usage/requests/req_0000000000000000'],
 ];
 
 /** Every administrators' route; `{id}` is replaced by an existing account's id. */

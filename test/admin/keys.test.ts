@@ -61,7 +61,7 @@ describe('management API: keys', function () {
     const list = await kim.get('/api/keys');
     expect(list.status).to.equal(200);
     expect(list.body.keys.map((listed: { id: string }) => listed.id)).to.include(key.id);
-    expect(list.body.keys.find((listed: { id: string }) => listed.id === key.id)).to.deep.equal(key);
+    expect(list.body.keys.find((listed: { id: string }) => listed.id === key.id)).to.deep.equal({ ...key, last_used_at: null, spent_today: "0", spent_month: "0" });
     expect(list.text).to.not.include(secret);
     expect(list.text).to.not.include(secret.slice(7, 30));
     for (const listed of list.body.keys) expect(listed).to.not.have.property('secret');

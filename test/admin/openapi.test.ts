@@ -11,6 +11,7 @@ import { parse } from 'yaml';
 import { API_ERROR_STATUS, ApiError } from '../../src/admin/api-error';
 import { managementRoutes } from '../../src/admin/index';
 import {
+  activityView,
   AUDIT_FIELDS,
   auditView,
   accountSummaryView,
@@ -25,7 +26,8 @@ import {
 } from '../../src/admin/views';
 import { PACKAGE_VERSION, SCHEMAS_DIR } from '../../src/paths';
 import { AUDIT_ACTIONS } from '../../src/store/audit';
-import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../../src/store/store';
+import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord, UsageSummaryRow } from '../../src/store/store';
+import { requestView, SUMMARY_FIELDS, summaryView } from '../../src/admin/usage-views';
 import { PLAIN_CHARGE } from '../helpers/charges';
 
 const DOCUMENT_FILE = path.join(SCHEMAS_DIR, 'management-api.yaml');
@@ -358,6 +360,20 @@ describe('schemas/management-api.yaml', () => {
       latencyMs: 1840,
       createdAt: at,
     };
+    const summaryRow: UsageSummaryRow = {
+      group: 'claude-sonnet-5',
+      requests: 12,
+      errors: 1,
+      cost: 106_200_000n,
+      inputTokens: 14_400,
+      cacheWriteTokens: 0,
+      cacheWrite1hTokens: 0,
+      cacheReadTokens: 2_000,
+      outputTokens: 4_200,
+      firstAt: at,
+      lastAt: later,
+      models: null,
+    };
     const code: RedemptionCodeRecord = { id: 'rc_5e0a', amount: 5_000_000_000n, createdAt: at, createdBy: 'root', expiresAt: later, redeemedBy: null, redeemedAt: null };
     const token: SessionRecord = { id: 'ses_9a0f3c2e1b7d4a65', accountId: account.id, kind: 'token', name: null, createdAt: at, expiresAt: null };
 
@@ -368,6 +384,31 @@ describe('schemas/management-api.yaml', () => {
       ['AccountSummary', () => accountSummaryView({ ...account, balance: -1_000_000n, held: 0n })],
       ['Key', () => keyView(bareKey)],
       ['Key', () => keyView(fullKey)],
+      ['ListedKey', () => ({ ...keyView(bareKey), ...activityView(undefined) })],
+      ['ListedKey', () => ({ ...keyView(fullKey), ...activityView({ keyId: fullKey.id, lastUsedAt: at, spentToday: 1_500n, spentMonth: 120_000_000n }) })],
+      ['UsageGroup', () => summaryView(summaryRow, null)],
+      ['UsageGroup', () => summaryView({ ...summaryRow, group: 'sess-1', models: ['a', 'b'], inputTokens: 0, cacheReadTokens: 0 }, 'laptop')],
+      ['UsageRequest', () => requestView(charge, 'laptop')],
+      [
+        'UsageRequest',
+        () =>
+          requestView(
+            {
+              ...charge,
+              provider: 'anthropic',
+              toolCalls: { web_search: 2 },
+              prices: { tokens: { inputTokens: '3000', cacheWriteTokens: '3750', cacheWrite1hTokens: '6000', cacheReadTokens: '300', outputTokens: '15000' }, tool_calls: { web_search: '10000000' } },
+              sessionId: 'cc-1',
+              requestedModel: 'sonnet',
+              servedModel: 'claude-sonnet-5-20261101',
+              attempts: [{ provider: 'a', outcome: 'status_529', ms: 120 }, { provider: 'anthropic', outcome: 'ok', ms: 800 }],
+              ttfbMs: 912,
+              userAgent: 'claude-cli/2.1.90',
+              origin: 'playground',
+            },
+            null,
+          ),
+      ],
       ['Credit', () => creditView(credit)],
       ['Credit', () => creditView({ ...credit, kind: 'topup', actor: null, note: null })],
       ['Usage', () => usageView(charge, new Map([[bareKey.id, 'laptop']]))],
@@ -397,6 +438,7 @@ describe('schemas/management-api.yaml', () => {
 
     it('orders the CSV columns of the examples as the exports do', () => {
       expect(csvExample(document, 'listUsage')).to.deep.equal([...USAGE_FIELDS]);
+      expect(csvExample(document, 'usageSummary')).to.deep.equal([...SUMMARY_FIELDS]);
       expect(csvExample(document, 'adminListCodes')).to.deep.equal([...CODE_FIELDS]);
       expect(csvExample(document, 'adminListAudit')).to.deep.equal([...AUDIT_FIELDS]);
       expect(csvExample(document, 'adminCreateCodes')).to.deep.equal(propertyNames(document, { $ref: '#/components/schemas/NewCode' }));

@@ -14,7 +14,7 @@ import { PACKAGE_ROOT } from '../../src/paths';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError, send, type ApiAnswer } from './api-client';
-import { ADMIN_ROUTES, addAccount, chargesOf, chat, chatWith, consoleYaml, PASSWORD, passwordHash, SIGNED_IN_ROUTES } from './fixtures';
+import { ADMIN_ROUTES, addAccount, chargesOf, chat, chatWith, consoleYaml, PASSWORD, passwordHash, SIGNED_IN_LOOKUPS, SIGNED_IN_ROUTES } from './fixtures';
 
 /** Routes anyone may call. */
 const PUBLIC_ROUTES = [
@@ -178,6 +178,11 @@ describe('management API: security', function () {
         expect(answer.status, `GET ${route}: ${answer.text}`).to.equal(200);
         expect(answer.cookies, `GET ${route} sets no cookie`).to.deep.equal([]);
       }
+      for (const [, route] of SIGNED_IN_LOOKUPS) {
+        const answer = await amy.get(route);
+        expectError(answer, 404, 'not_found');
+        expect(answer.cookies, `GET ${route} sets no cookie`).to.deep.equal([]);
+      }
       // A GET on a state-changing path is not a way round the token.
       for (const route of ['/api/topup/redeem', '/api/keys/key_0000000000000000', '/api/tokens/ses_0000000000000000', '/api/account/password']) {
         expectError(await amy.get(`${route}?name=x&code=tg-AAAAAAAAAAAAAAAAAAAAAAAA`), 405, 'method_not_allowed');
@@ -312,8 +317,8 @@ describe('management API: security', function () {
       }
       const served = router.stack.flatMap((layer) => layer.methods.filter((method) => method !== 'HEAD').map((method) => `${method} ${layer.path}`));
       expect(served.length).to.be.above(20);
-      const pattern = (route: string) => route.split('?')[0].replace(/\/(key|ses|acc)_0{16}|\/\{id\}/g, '/:id');
-      const tested = new Set([...SIGNED_IN_ROUTES, ...ADMIN_ROUTES, ...PUBLIC_ROUTES].map(([method, route]) => `${method} ${pattern(route)}`));
+      const pattern = (route: string) => route.split('?')[0].replace(/\/(key|ses|acc|req)_0{16}|\/\{id\}/g, '/:id');
+      const tested = new Set([...SIGNED_IN_ROUTES, ...SIGNED_IN_LOOKUPS, ...ADMIN_ROUTES, ...PUBLIC_ROUTES].map(([method, route]) => `${method} ${pattern(route)}`));
       expect(served.filter((route) => !tested.has(route)), 'routes no table names').to.deep.equal([]);
       expect([...tested].filter((route) => !served.includes(route)), 'tables naming no route').to.deep.equal([]);
     });

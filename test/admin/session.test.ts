@@ -8,7 +8,7 @@ import { verifyPassword } from '../../src/auth/passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret } from '../../src/admin/secrets';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError, send, sessionCookieOf, type ApiAnswer } from './api-client';
-import { addAccount, consoleYaml, PASSWORD, passwordHash, SIGNED_IN_ROUTES } from './fixtures';
+import { addAccount, consoleYaml, PASSWORD, passwordHash, SIGNED_IN_LOOKUPS, SIGNED_IN_ROUTES } from './fixtures';
 
 /** The attributes of the session cookie's Set-Cookie line, names lower-cased. */
 function cookieAttributes(answer: ApiAnswer): Map<string, string> {
@@ -161,6 +161,7 @@ describe('management API: sessions', function () {
         const answer = await send(tg.url, method, path, { body });
         expectError(answer, 401, 'unauthenticated');
       }
+      for (const [method, path] of SIGNED_IN_LOOKUPS) expectError(await send(tg.url, method, path), 401, 'unauthenticated');
     });
 
     it('answers 401 to an expired session', async () => {

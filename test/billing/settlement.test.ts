@@ -13,6 +13,7 @@ function outcome(end: ExchangeEnd, usage: Usage | null, text: string): ExchangeO
     end,
     status: 200,
     provider: 'test',
+    upstreamModel: 'test-model',
     attempts: 1,
     attemptLog: [],
     committedAt: 0,

@@ -47,6 +47,7 @@ function outcomeWith(attemptLog: AttemptRecord[], committedAt: number | null, us
     end: { kind: 'delivered' },
     status: 200,
     provider: attemptLog.at(-1)?.provider ?? null,
+    upstreamModel: attemptLog.length === 0 ? null : 'upstream-model',
     attempts: attemptLog.length,
     attemptLog,
     committedAt,

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { NewAuditEntry } from '../../src/store/audit';
-import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store } from '../../src/store/store';
+import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store, UsageSummaryRow } from '../../src/store/store';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { rejection } from '../helpers/async';
 import { PLAIN_CHARGE } from '../helpers/charges';
@@ -491,6 +491,84 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await store.listCharges({ since: at(1), until: at(3) })).to.deep.equal([c3, c2]);
         expect(await store.listCharges({ accountId: a.account.id, limit: 2 })).to.deep.equal([c3, c2]);
         expect(await store.listCharges({ accountId: b.account.id, model: 'other-model' })).to.deep.equal([]);
+      });
+    });
+
+    describe('usage analytics', () => {
+      const t0 = Date.UTC(2030, 0, 1, 12);
+      const at = (hours: number) => new Date(t0 + hours * 3_600_000);
+      const range = { since: at(-24), until: at(48), limit: 100, offset: 0 };
+
+      it('keeps what served a request and how (session, models, attempts, time to first byte, user agent, origin) and finds it by id', async () => {
+        const { key } = await funded(1_000n);
+        const charge = chargeOf(key, 'r-full', 7n, {
+          sessionId: 'sess-1',
+          requestedModel: 'fast',
+          servedModel: 'gpt-4o-2024-08-06',
+          attempts: [{ provider: 'a', outcome: 'status_503', ms: 12 }, { provider: 'b', outcome: 'ok', ms: 40 }],
+          ttfbMs: 55,
+          userAgent: 'claude-cli/2.1.90',
+          origin: 'playground',
+        });
+        await store.recordCharges([charge]);
+        expect(await store.findCharge('r-full')).to.deep.equal(charge);
+        expect(await store.findCharge('r-none')).to.equal(null);
+        expect(await store.listCharges({ sessionId: 'sess-1' })).to.deep.equal([charge]);
+      });
+
+      it('sums charges by model, key, day, session, account and provider, each adding up to the total', async () => {
+        const a = await funded(10_000n);
+        const b = await funded(10_000n);
+        const second = await store.createKey(newKey(a.account));
+        const charges = [
+          chargeOf(a.key, 's1', 100n, { createdAt: at(0), sessionId: 'x', model: 'm1' }),
+          chargeOf(a.key, 's2', 200n, { createdAt: at(1), sessionId: 'x', model: 'm2', status: 502, provider: 'p2' }),
+          chargeOf(second, 's3', 300n, { createdAt: at(25), sessionId: 'y', model: 'm1' }),
+          chargeOf(second, 's4', 400n, { createdAt: at(26), model: 'm2', provider: null }),
+          chargeOf(b.key, 's5', 500n, { createdAt: at(2), sessionId: 'x', model: 'm1' }),
+          // Outside the range: until is exclusive.
+          chargeOf(a.key, 's6', 600n, { createdAt: at(48), sessionId: 'x', model: 'm1' }),
+        ];
+        await store.recordCharges(charges);
+        const total = (rows: readonly UsageSummaryRow[]) => rows.reduce((sum, row) => sum + row.cost, 0n);
+        for (const groupBy of ['model', 'key', 'day', 'account', 'provider'] as const) {
+          expect(total(await store.usageSummary({ accountId: a.account.id, groupBy, ...range })), groupBy).to.equal(1_000n);
+          expect(total(await store.usageSummary({ accountId: null, groupBy, ...range })), groupBy).to.equal(1_500n);
+        }
+        const byModel = await store.usageSummary({ accountId: a.account.id, groupBy: 'model', ...range });
+        expect(byModel.map((row) => [row.group, row.requests, row.cost, row.errors])).to.deep.equal([['m2', 2, 600n, 1], ['m1', 2, 400n, 0]]);
+        expect(byModel[0]).to.include({ inputTokens: 200, outputTokens: 100, cacheReadTokens: 4, cacheWriteTokens: 2 });
+        expect(byModel[0].firstAt).to.deep.equal(at(1));
+        expect(byModel[0].lastAt).to.deep.equal(at(26));
+        const byDay = await store.usageSummary({ accountId: a.account.id, groupBy: 'day', ...range });
+        expect(byDay.map((row) => [row.group, row.cost])).to.deep.equal([['2030-01-01', 300n], ['2030-01-02', 700n]]);
+        const byKey = await store.usageSummary({ accountId: a.account.id, groupBy: 'key', ...range });
+        expect(byKey.map((row) => [row.group, row.cost])).to.deep.equal([[second.id, 700n], [a.key.id, 300n]]);
+        const byProvider = await store.usageSummary({ accountId: a.account.id, groupBy: 'provider', ...range });
+        expect(byProvider.map((row) => [row.group, row.requests, row.errors])).to.deep.equal([['mock', 2, 0], [null, 1, 0], ['p2', 1, 1]]);
+        // Sessions: only charges that carry one, newest first, with their models.
+        const sessions = await store.usageSummary({ accountId: a.account.id, groupBy: 'session', ...range });
+        expect(sessions.map((row) => [row.group, row.requests, row.cost, row.models])).to.deep.equal([['y', 1, 300n, ['m1']], ['x', 2, 300n, ['m1', 'm2']]]);
+        const everyone = await store.usageSummary({ accountId: null, groupBy: 'session', sessionId: 'x', ...range });
+        expect(everyone.map((row) => [row.group, row.requests, row.cost])).to.deep.equal([['x', 3, 800n]]);
+        // Paged.
+        const page = await store.usageSummary({ accountId: a.account.id, groupBy: 'model', ...range, limit: 1, offset: 1 });
+        expect(page.map((row) => row.group)).to.deep.equal(['m1']);
+        expect(await store.listCharges({ accountId: a.account.id, limit: 2, offset: 1 })).to.deep.equal([charges[3], charges[2]]);
+      });
+
+      it("reports each key's last use and its spend since the day's and the month's start", async () => {
+        const { account, key } = await funded(10_000n);
+        const idle = await store.createKey(newKey(account));
+        await store.recordCharges([
+          chargeOf(key, 'k1', 10n, { createdAt: at(-24 * 40) }),
+          chargeOf(key, 'k2', 20n, { createdAt: at(-20) }),
+          chargeOf(key, 'k3', 40n, { createdAt: at(1) }),
+        ]);
+        const activity = await store.keyActivity(account.id, at(-12), at(-24 * 10));
+        const byKey = new Map(activity.map((entry) => [entry.keyId, entry]));
+        expect(byKey.get(key.id)).to.deep.equal({ keyId: key.id, lastUsedAt: at(1), spentToday: 40n, spentMonth: 60n });
+        expect(byKey.get(idle.id)).to.deep.equal({ keyId: idle.id, lastUsedAt: null, spentToday: 0n, spentMonth: 0n });
       });
     });
 

@@ -8,9 +8,17 @@ import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
 import { readJsonObject } from '../json-body';
-import { keyView } from '../views';
+import { activityView, keyView } from '../views';
 import { audit } from '../audit';
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../../audit/states';
+
+function startOfUtcDay(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
+}
+
+function startOfUtcMonth(at: Date): Date {
+  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+}
 
 /** Active keys an account may hold; far more than a person uses, few enough to list on one page. */
 const MAX_ACTIVE_KEYS = 200;
@@ -28,8 +36,13 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
 
   router.get('/keys', signedIn(deps), async (ctx) => {
     const { account } = callerOf(ctx);
-    const keys = await deps.store.listKeys({ accountId: account.id });
-    ctx.body = { keys: keys.reverse().map((key) => keyView(key)) };
+    const now = new Date();
+    const [keys, activity] = await Promise.all([
+      deps.store.listKeys({ accountId: account.id }),
+      deps.store.keyActivity(account.id, startOfUtcDay(now), startOfUtcMonth(now)),
+    ]);
+    const byKey = new Map(activity.map((entry) => [entry.keyId, entry]));
+    ctx.body = { keys: keys.reverse().map((key) => ({ ...keyView(key), ...activityView(byKey.get(key.id)) })) };
   });
 
   router.post('/keys', signedIn(deps), async (ctx) => {

@@ -14,7 +14,7 @@ const PAGE_LIMIT = 1000;
 const EXPORT_LIMIT = 100_000;
 
 /** Whose charges: the caller's own unless an admin asks for another account or all. */
-function accountScope(ctx: ApiContext): string | undefined {
+export function accountScope(ctx: ApiContext): string | undefined {
   const { account } = callerOf(ctx);
   const asked = single(ctx.query.account_id, 'account_id');
   if (asked === undefined || asked === account.id) return account.id;

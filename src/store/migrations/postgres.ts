@@ -263,6 +263,28 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 9,
+    description: 'usage analytics: session, requested and served model, attempts, time to first byte, user agent, origin of each charge',
+    sql: `
+      -- Where a request came from and what served it, for usage analytics; never prompt or completion text.
+      -- The client's session (Claude Code, Codex or x-tollgate-session), bounded and printable.
+      ALTER TABLE charges ADD COLUMN session_id TEXT;
+      -- The name the client sent, when an alias or pattern resolved it to another model.
+      ALTER TABLE charges ADD COLUMN requested_model TEXT;
+      -- The provider's own model name that served the answer.
+      ALTER TABLE charges ADD COLUMN served_model TEXT;
+      -- JSON array of the upstream attempts: [{provider, outcome, ms}].
+      ALTER TABLE charges ADD COLUMN attempts TEXT NOT NULL DEFAULT '[]';
+      ALTER TABLE charges ADD COLUMN ttfb_ms INT;
+      ALTER TABLE charges ADD COLUMN user_agent TEXT;
+      ALTER TABLE charges ADD COLUMN origin TEXT CHECK (origin IS NULL OR origin IN ('playground'));
+      -- The operator's summaries across accounts read a time range of every account.
+      CREATE INDEX charges_time ON charges (created_at);
+      -- An account's sessions, and one session's requests.
+      CREATE INDEX charges_account_session ON charges (account_id, session_id, created_at) WHERE session_id IS NOT NULL;
+    `,
+  },
 ];
 
 /**

@@ -67,7 +67,7 @@ function reservationOf(fake: FakeContext): number {
 }
 
 function outcome(usage: Usage | null): ExchangeOutcome {
-  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', attempts: 1, attemptLog: [], committedAt: null, upstreamRequestId: null, usage, outputTokens: () => Promise.resolve(0), replyId: null };
+  return { end: { kind: 'delivered' }, status: 200, provider: 'openai', upstreamModel: 'gpt-4o', attempts: 1, attemptLog: [], committedAt: null, upstreamRequestId: null, usage, outputTokens: () => Promise.resolve(0), replyId: null };
 }
 
 function usage(total: number): Usage {

@@ -1,0 +1,106 @@
+/**
+ * The usage summary as SQL, written once for both stores: what differs is how a day is cut from a
+ * time, how the models of a group are listed, and how parameters are written. Every sum is read as
+ * text, so neither a cost nor a token total passes through a JS number before it is a bigint.
+ */
+import { TOKEN_KINDS, type TokenKind } from '../protocols/types';
+import { TOKEN_COLUMNS } from './rows';
+import type { UsageGroup, UsageSummaryQuery, UsageSummaryRow } from './store';
+
+export interface SummaryDialect<D> {
+  /** The UTC day of `created_at` as `YYYY-MM-DD`. */
+  readonly day: string;
+  /** The distinct models of a group, comma-separated. */
+  readonly models: string;
+  /** A sum written as text. */
+  text(expression: string): string;
+  /** The placeholder of a named parameter. */
+  param(name: keyof SummaryParams<D>): string;
+  date(value: Date): D;
+}
+
+export interface SummaryParams<D> {
+  account: string;
+  session: string;
+  since: D;
+  until: D;
+  limit: number;
+  offset: number;
+}
+
+/** The row a summary query returns, before it becomes a `UsageSummaryRow`. */
+export type SummarySqlRow<D> = {
+  grp: string | null;
+  requests: number | string;
+  errors: number | string;
+  cost: string;
+  first_at: D;
+  last_at: D;
+  models: string | null;
+} & Record<(typeof TOKEN_COLUMNS)[TokenKind], string>;
+
+function groupExpression(group: UsageGroup, dialect: SummaryDialect<unknown>): string {
+  switch (group) {
+    case 'model':
+      return 'model';
+    case 'key':
+      return 'key_id';
+    case 'day':
+      return dialect.day;
+    case 'session':
+      return 'session_id';
+    case 'account':
+      return 'account_id';
+    case 'provider':
+      return 'provider';
+  }
+}
+
+function orderOf(group: UsageGroup, expression: string): string {
+  // Charges without a provider (none was tried) sort last in both stores, whose NULL orders differ.
+  if (group === 'day') return 'grp ASC';
+  if (group === 'session') return 'last_at DESC, grp ASC';
+  // PostgreSQL takes an output name in ORDER BY only on its own, so the test is on the column itself.
+  return `sum(cost) DESC, ${expression} IS NULL, grp ASC`;
+}
+
+/** The summary statement and its parameters; `account` is bound only when the query names one. */
+export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<D>): { sql: string; params: Partial<SummaryParams<D>> } {
+  const where = [`created_at >= ${dialect.param('since')}`, `created_at < ${dialect.param('until')}`];
+  const params: Partial<SummaryParams<D>> = { since: dialect.date(query.since), until: dialect.date(query.until), limit: query.limit, offset: query.offset };
+  if (query.accountId !== null) {
+    where.unshift(`account_id = ${dialect.param('account')}`);
+    params.account = query.accountId;
+  }
+  if (query.sessionId !== undefined) {
+    where.push(`session_id = ${dialect.param('session')}`);
+    params.session = query.sessionId;
+  } else if (query.groupBy === 'session') {
+    where.push('session_id IS NOT NULL');
+  }
+  const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
+  const group = groupExpression(query.groupBy, dialect);
+  const sql = `
+    SELECT ${group} AS grp, count(*) AS requests,
+           sum(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, ${dialect.text('sum(cost)')} AS cost, ${tokens},
+           min(created_at) AS first_at, max(created_at) AS last_at,
+           ${query.groupBy === 'session' ? dialect.models : 'NULL'} AS models
+      FROM charges WHERE ${where.join(' AND ')}
+     GROUP BY grp ORDER BY ${orderOf(query.groupBy, group)}
+     LIMIT ${dialect.param('limit')} OFFSET ${dialect.param('offset')}`;
+  return { sql, params };
+}
+
+export function toSummaryRow<D>(row: SummarySqlRow<D>, date: (value: D) => Date): UsageSummaryRow {
+  const tokens = Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, Number(row[TOKEN_COLUMNS[kind]])])) as Record<TokenKind, number>;
+  return {
+    group: row.grp,
+    requests: Number(row.requests),
+    errors: Number(row.errors),
+    cost: BigInt(row.cost),
+    ...tokens,
+    firstAt: date(row.first_at),
+    lastAt: date(row.last_at),
+    models: row.models === null ? null : [...new Set(row.models.split(','))].sort(),
+  };
+}
