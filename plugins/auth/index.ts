@@ -123,10 +123,21 @@ export const authPlugin: PluginDefinition<'auth'> = {
       if (identity === null) {
         // Hashed only on a miss: a cached key was hashed and compared when it was found.
         const hash = hashApiKey(key);
-        identity = await store.findKeyByHash(hash).catch((error: unknown) => {
-          throw storeUnavailable(error);
-        });
-        if (identity === null || !keysEqual(identity.hash, hash)) return null;
+        let found: KeyIdentity | null;
+        try {
+          found = await store.findKeyByHash(hash);
+        } catch (error) {
+          // The store is away: a key it confirmed before keeps working as it was then (a store outage
+          // must not turn away paying clients); one never seen here cannot be checked.
+          const known = cache.lastKnown(key);
+          if (known === null) throw storeUnavailable(error);
+          return usable(known, now) ? known : null;
+        }
+        if (found === null || !keysEqual(found.hash, hash)) {
+          cache.forget(key);
+          return null;
+        }
+        identity = found;
         cache.set(key, identity, revision, now);
       }
       return usable(identity, now) ? identity : null;

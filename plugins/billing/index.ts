@@ -8,6 +8,8 @@ import { Readable } from 'node:stream';
 import type { BalanceBook } from '../../src/billing/book';
 import { holdAmount, type HoldEstimate } from '../../src/billing/hold-amount';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
+import { acquireOutbox, releaseOutbox, type Outbox } from '../../src/billing/outbox';
+import { outboxFolder } from '../../src/billing/outbox-folder';
 import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
 import { costOf, FREE, isFree, priceTable, snapshotOf, type NanoPrice } from '../../src/billing/prices';
@@ -22,6 +24,9 @@ import type { PluginDefinition, PluginKit } from '../kit';
 import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
+
+/** The outbox's group window: the most a kill -9 can lose, in time. */
+const OUTBOX_SYNC_MS = 10;
 
 /** Price tables per config snapshot: computed once, reused by every request under that snapshot. */
 const pricesByConfig = new WeakMap<GatewayConfig, ReadonlyMap<string, NanoPrice>>();
@@ -68,6 +73,23 @@ function backlogged(config: BillingPluginConfig, unwritten: number, oldestAgeMs:
   return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
     cause: new Error(`the ledger is behind: ${unwritten} charges not yet written, the oldest ${Math.round(oldestAgeMs)} ms old`),
     headers: { 'retry-after': String(Math.max(1, Math.ceil(config.max_queued_age_ms / 1000))) },
+  });
+}
+
+/**
+ * With the outbox, paid requests are served through a store outage: their charges wait on disk. What
+ * stops them is the outbox's own bound, or a disk that refuses writes (nothing new would be durable).
+ */
+function outboxRefusal(config: BillingPluginConfig, outbox: Outbox): GatewayError | null {
+  const error = outbox.writeError;
+  const full = outbox.undrainedBytes >= config.outbox_max_bytes;
+  if (error === null && !full) return null;
+  const cause = error !== null
+    ? new Error(`the outbox ${outbox.dir} cannot be written: ${error.message}`, { cause: error })
+    : new Error(`the outbox holds ${outbox.undrainedBytes} bytes of charges the store has not confirmed (billing.outbox_max_bytes ${config.outbox_max_bytes})`);
+  return new GatewayError('TOLLGATE_ERR_BILLING_UNAVAILABLE', 'Billing is unavailable right now, so the request was not served; retry shortly.', {
+    cause,
+    headers: { 'retry-after': '1' },
   });
 }
 
@@ -164,6 +186,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   async setup(config: BillingPluginConfig, kit) {
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
     const replySizes = await openReplySizes(kit.config, kit.logger);
+    const outbox = config.outbox_max_bytes > 0 && kit.store.durable !== false ? acquireOutbox(outboxFolder(config.outbox_path), { syncMs: OUTBOX_SYNC_MS, logger: kit.logger }) : null;
     const writer = new LedgerWriter(
       kit.store,
       {
@@ -172,9 +195,21 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         onWritten: (charges) => book.written?.(charges),
         // No longer queued: a book that counts queued charges stops counting it (the ledger has not got it).
         onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written?.([charge])),
+        outbox: outbox ?? undefined,
+        instance: book.instance ?? null,
+        onAdopt: (charges) => {
+          book.adopt?.(charges).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: counting replayed charges in the live balances failed; the drift check shows what it left'));
+        },
+        onReplayed: (written, alreadyRecorded) => kit.metrics.ledger.recordReplayed(written, alreadyRecorded),
       },
       kit.logger,
     );
+    const replay = outbox?.takeReplay() ?? [];
+    if (replay.length > 0) {
+      kit.logger.warn({ records: replay.length, outbox: outbox!.dir }, 'billing: replaying charges a previous process left in the outbox');
+      writer.adopt(replay);
+    }
+    if (outbox !== null) kit.metrics.ledger.watchOutbox(() => outbox.undrainedBytes);
     kit.metrics.ledger.watchBacklog(() => writer.backlog());
     book.countUnwritten?.((accountId) => writer.unwritten().reduce((sum, charge) => (charge.accountId === accountId ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
@@ -260,7 +295,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
           // Checked and counted in one step (no await between), so concurrent requests cannot overshoot it.
           const backlog = writer.backlog();
-          const behind = backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
+          const behind = outbox !== null ? outboxRefusal(config, outbox) : backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
           if (behind !== null) throw behind;
           admitted += 1;
           let result: HoldResult;
@@ -318,6 +353,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         await Promise.all(settling);
         await writer.close();
         await book.close();
+        if (outbox !== null) await releaseOutbox(outbox);
         await replySizes.close?.();
       },
     };

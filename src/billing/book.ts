@@ -42,11 +42,25 @@ export interface BalanceBook {
   drift?(totals: readonly LedgerTotals[]): Promise<AccountDrift[]>;
   /** Rebuilds these accounts' live balances from the ledger. */
   rebuild?(accountIds: readonly string[]): Promise<void>;
+  /**
+   * Charges an earlier process (or a writer since closed) settled here and the ledger may not have,
+   * found in the outbox and queued again: a book that counts queued charges counts them (under this
+   * book's instance, moved from the one named with each).
+   */
+  adopt?(charges: readonly AdoptedCharge[]): Promise<void>;
+  /** The id under which a book with its own copy (Redis) counts this instance's unwritten charges. */
+  readonly instance?: string;
   /** Told when the ledger writer has written charges (a book that counts queued charges itself). */
   written?(charges: readonly ChargeRecord[]): void;
   /** Whether the book's back end answers, for readiness. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** A charge replayed from the outbox, with the book instance that took it from the live balance (null: none). */
+export interface AdoptedCharge {
+  readonly charge: ChargeRecord;
+  readonly instance: string | null;
 }
 
 /** An account whose live balance is not what the ledger says (plus charges not yet written). */

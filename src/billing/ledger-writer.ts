@@ -8,12 +8,18 @@
  * record is alone; that record is set aside (`Store.setAsideCharge`, with the error) and the rest is
  * written, so one bad record never stops every other account's charges.
  *
- * What a kill -9 can lose is what is queued; `backlog()` tells the billing plugin how much that is and
- * how old, so it stops admitting paid requests past its bounds (see `max_queued_*`).
+ * With an outbox (`outbox.ts`), each charge is appended to it as it is queued, and reported drained
+ * once the store has it, so a kill -9 loses only what the outbox had not synced yet; records a
+ * previous process left are queued again (`adopt`) and a record the store already holds is a no-op,
+ * counted. Without one, what a kill -9 can lose is what is queued; `backlog()` tells the billing
+ * plugin how much that is and how old, so it stops admitting paid requests past its bounds (see
+ * `max_queued_*`).
  */
 import type { Logger } from 'pino';
 import { isRefusedRecord } from '../store/set-aside';
 import type { ChargeRecord, Store } from '../store/store';
+import type { AdoptedCharge } from './book';
+import type { Outbox, OutboxEntry, ReplayedRecord } from './outbox';
 
 export interface LedgerWriterOptions {
   readonly intervalMs: number;
@@ -22,6 +28,14 @@ export interface LedgerWriterOptions {
   readonly onWritten?: (charges: readonly ChargeRecord[]) => void;
   /** Called for each charge the store refused, once it is set aside (or could not even be). */
   readonly onSetAside?: (charge: ChargeRecord, error: unknown) => void;
+  /** Where each charge is appended before it is queued; absent: charges live in memory only. */
+  readonly outbox?: Outbox;
+  /** The balance book instance whose live numbers take these charges (Redis), kept with each record. */
+  readonly instance?: string | null;
+  /** Called with outbox records queued again (`adopt`), so the balance book counts them as queued. */
+  readonly onAdopt?: (charges: readonly AdoptedCharge[]) => void;
+  /** Called after a batch with charges from an earlier process: how many were new, how many the store had. */
+  readonly onReplayed?: (written: number, alreadyRecorded: number) => void;
 }
 
 /** What is waiting for the ledger. */
@@ -41,6 +55,20 @@ interface Queued {
   readonly charge: ChargeRecord;
   /** performance.now() when it was queued. */
   readonly since: number;
+  /** Its outbox record; null without an outbox. */
+  readonly entry: OutboxEntry | null;
+  /** Appended by an earlier process (or a writer since closed): the store may have it already. */
+  readonly replayed: boolean;
+  /** Its outbox record's instance, kept if it is handed over again. */
+  readonly instance: string | null;
+}
+
+/** A charge row from an outbox record, or null when the record is not a charge this writer can write. */
+function chargeOf(record: ReplayedRecord['record']): ChargeRecord | null {
+  if (record.kind !== 'charge') return null;
+  const row = record.row as Partial<ChargeRecord>;
+  if (typeof row.requestId !== 'string' || typeof row.accountId !== 'string' || typeof row.cost !== 'bigint' || !(row.createdAt instanceof Date)) return null;
+  return row as ChargeRecord;
 }
 
 export class LedgerWriter {
@@ -51,12 +79,15 @@ export class LedgerWriter {
   private writing: Promise<void> | null = null;
   private failures = 0;
   private closed = false;
+  private readonly drainer = (records: readonly ReplayedRecord[]): void => this.adopt(records);
 
   constructor(
     private readonly store: Store,
     private readonly options: LedgerWriterOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    options.outbox?.addDrainer(this.drainer, store);
+  }
 
   /** Charges queued or being written. */
   get pending(): number {
@@ -74,9 +105,33 @@ export class LedgerWriter {
   }
 
   enqueue(charge: ChargeRecord): void {
-    this.queue.push({ charge, since: performance.now() });
+    const instance = this.options.instance ?? null;
+    const entry = this.options.outbox?.append({ kind: 'charge', id: charge.requestId, instance, row: charge }) ?? null;
+    this.queue.push({ charge, since: performance.now(), entry, replayed: false, instance });
     if (this.queue.length >= this.options.maxRecords) this.schedule(0);
     else this.schedule(this.options.intervalMs);
+  }
+
+  /**
+   * Queues outbox records an earlier process (or a writer that closed) left, ahead of new charges:
+   * each is written once, and one the store already holds changes nothing. A record that is not a
+   * charge stays in the outbox, with an error line.
+   */
+  adopt(records: readonly ReplayedRecord[]): void {
+    const now = performance.now();
+    const adopted: Queued[] = [];
+    for (const { entry, record } of records) {
+      const charge = chargeOf(record);
+      if (charge === null) {
+        this.logger.error({ kind: record.kind, file: entry.segment.file }, 'ledger: an outbox record this version cannot write stays in the outbox');
+        continue;
+      }
+      adopted.push({ charge, since: now, entry, replayed: true, instance: record.instance });
+    }
+    if (adopted.length === 0) return;
+    this.options.onAdopt?.(adopted.map(({ charge, instance }) => ({ charge, instance })));
+    this.queue = adopted.concat(this.queue);
+    this.schedule(0);
   }
 
   /** Writes everything queued now; resolves when the queue is empty or a write failed. */
@@ -95,6 +150,16 @@ export class LedgerWriter {
     for (let attempt = 1; attempt <= CLOSE_ATTEMPTS && this.queue.length > 0; attempt++) {
       await this.flush();
       if (this.queue.length > 0) await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+    const outbox = this.options.outbox;
+    if (outbox !== undefined) {
+      const left = this.queue
+        .filter((queued) => queued.entry !== null)
+        .map(({ charge, entry, instance }) => ({ entry: entry!, record: { kind: 'charge', id: charge.requestId, instance, row: charge } }));
+      this.queue = this.queue.filter((queued) => queued.entry === null);
+      if (!outbox.handOver(this.drainer, left) && left.length > 0) {
+        this.logger.warn({ charges: left.length, outbox: outbox.dir }, 'ledger: charges the store has not confirmed stay in the outbox; they are written at the next start');
+      }
     }
     if (this.queue.length > 0) {
       this.logger.error(
@@ -144,7 +209,11 @@ export class LedgerWriter {
   private async writeIsolating(batch: readonly Queued[]): Promise<readonly Queued[]> {
     const charges = batch.map((entry) => entry.charge);
     try {
-      await this.store.recordCharges(charges);
+      const recorded = await this.store.recordCharges(charges);
+      this.drained(batch);
+      const replayed = batch.reduce((count, queued) => (queued.replayed ? count + 1 : count), 0);
+      // A new charge's request id is new to the store: only a replayed one can be there already.
+      if (replayed > 0) this.options.onReplayed?.(replayed - (charges.length - recorded), charges.length - recorded);
       this.options.onWritten?.(charges);
       return [];
     } catch (error) {
@@ -152,12 +221,21 @@ export class LedgerWriter {
         this.logger.warn({ err: error, pending: this.pending }, 'ledger: writing charges failed; retrying');
         return batch;
       }
-      if (batch.length === 1) return (await this.setAside(batch[0].charge, error)) ? [] : batch;
+      if (batch.length === 1) {
+        if (!(await this.setAside(batch[0].charge, error))) return batch;
+        this.drained(batch);
+        return [];
+      }
       const half = Math.ceil(batch.length / 2);
       const first = await this.writeIsolating(batch.slice(0, half));
       if (first.length > 0) return first.concat(batch.slice(half));
       return this.writeIsolating(batch.slice(half));
     }
+  }
+
+  private drained(batch: readonly Queued[]): void {
+    const entries = batch.flatMap((queued) => (queued.entry === null ? [] : [queued.entry]));
+    if (entries.length > 0) this.options.outbox?.drained(entries);
   }
 
   /**

@@ -13,7 +13,7 @@
  * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
 import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
-import type { BalanceBook } from './book';
+import type { AdoptedCharge, BalanceBook } from './book';
 
 /** How many times a read overtaken by a written charge or a credit is done again before it is used unkept. */
 const STALE_READS_RETRIED = 2;
@@ -61,6 +61,15 @@ export class LocalBook implements BalanceBook {
     const hold = this.holds.get(charge.requestId);
     if (hold !== undefined) this.release(hold);
     if (charge.cost > 0n) {
+      add(this.queuedByAccount, charge.accountId, charge.cost);
+      add(this.queuedByKey, charge.keyId, charge.cost);
+    }
+  }
+
+  /** Charges replayed from the outbox: settled before this process, not in the store's balance yet. */
+  async adopt(charges: readonly AdoptedCharge[]): Promise<void> {
+    for (const { charge } of charges) {
+      if (charge.cost === 0n) continue;
       add(this.queuedByAccount, charge.accountId, charge.cost);
       add(this.queuedByKey, charge.keyId, charge.cost);
     }

@@ -19,7 +19,7 @@ import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
 import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
-import { BookUnavailableError, type AccountDrift, type BalanceBook } from './book';
+import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook } from './book';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
@@ -59,7 +59,7 @@ export class RedisBook implements BalanceBook {
   private readonly expiries: string;
   private unwritten: (accountId: string) => bigint;
   /** This book's instance, which the `unwritten:<instance>` figures in account hashes belong to. */
-  private readonly instance: string;
+  readonly instance: string;
   private readonly heartbeat: NodeJS.Timeout;
 
   constructor(
@@ -171,6 +171,25 @@ export class RedisBook implements BalanceBook {
   /** Where seeding learns what this instance's ledger writer has not written yet, by account. */
   countUnwritten(unwritten: (accountId: string) => bigint): void {
     this.unwritten = unwritten;
+  }
+
+  /**
+   * Charges replayed from the outbox were taken from the live balance by the instance each names:
+   * their amounts move from its `unwritten` figure to this one's, which the ledger writer will clear.
+   * A hash missing meanwhile is seeded later from the ledger less this instance's queue, which has them.
+   */
+  async adopt(charges: readonly AdoptedCharge[]): Promise<void> {
+    const moves = new Map<string, { accountId: string; from: string; amount: bigint }>();
+    for (const { charge, instance } of charges) {
+      if (instance === null || instance === this.instance || charge.cost === 0n) continue;
+      const id = `${instance} ${charge.accountId}`;
+      const move = moves.get(id) ?? { accountId: charge.accountId, from: instance, amount: 0n };
+      move.amount += charge.cost;
+      moves.set(id, move);
+    }
+    for (const { accountId, from, amount } of moves.values()) {
+      await this.script('adopt', [this.accountKey(accountId)], [String(amount), from, this.instance]);
+    }
   }
 
   /** The ledger has the charges: they leave the accounts' `unwritten` figures (see the settle script). */

@@ -163,6 +163,18 @@ if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'unwri
 return 1
 `;
 
+/**
+ * KEYS: account. ARGV: amount, the instance that took it, the instance taking over its ledger write
+ * (charges replayed from an outbox by a later process).
+ */
+const ADOPT = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1]))
+redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[3], ARGV[1])
+if redis.call('HGET', KEYS[1], 'unwritten:' .. ARGV[2]) == '0' then redis.call('HDEL', KEYS[1], 'unwritten:' .. ARGV[2]) end
+return 1
+`;
+
 /** KEYS: key. ARGV: spent, limit ('' for none). Replies 'seeded' or 'exists'. */
 const SEED_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
@@ -210,6 +222,7 @@ const SCRIPTS = {
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
   seedAccount: { numberOfKeys: 2, lua: SEED_ACCOUNT },
   written: { numberOfKeys: 1, lua: WRITTEN },
+  adopt: { numberOfKeys: 1, lua: ADOPT },
   seedKey: { numberOfKeys: 1, lua: SEED_KEY },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },

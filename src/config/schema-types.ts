@@ -394,24 +394,42 @@ export interface BillingPluginConfig {
   /** How often each instance looks for expired holds. */
   readonly sweep_interval_ms: number;
   /**
-   * Charges are written to the ledger in batches at most this far apart. A crash (kill -9) loses the charges
-   * not yet written: this window while the store keeps up, at most max_queued_charges and max_queued_age_ms
-   * of them while it does not.
+   * Charges are written to the ledger in batches at most this far apart. With the outbox a crash (kill -9)
+   * loses only the charges not yet synced to it (its 10 ms group window); without it, the charges not yet
+   * written: this window while the store keeps up, at most max_queued_charges and max_queued_age_ms of them
+   * while it does not.
    */
   readonly flush_interval_ms: number;
   /** A batch is written early once it holds this many charges. */
   readonly flush_max_records: number;
   /**
-   * Paid requests admitted but not yet written to the ledger (in flight or queued), per instance. At this
-   * many, new paid requests get 503 billing_unavailable with retry-after until the store catches up (free
-   * models are still served): the most a crash during a store stall can lose.
+   * Without an outbox (outbox_max_bytes 0): paid requests admitted but not yet written to the ledger (in
+   * flight or queued), per instance. At this many, new paid requests get 503 billing_unavailable with
+   * retry-after until the store catches up (free models are still served): the most a crash during a store
+   * stall can lose.
    */
   readonly max_queued_charges: number;
   /**
-   * Once the oldest charge waiting for the ledger is this old (the store is stalled or refusing writes), new
-   * paid requests get 503 billing_unavailable with retry-after until it is written.
+   * Without an outbox (outbox_max_bytes 0): once the oldest charge waiting for the ledger is this old (the
+   * store is stalled or refusing writes), new paid requests get 503 billing_unavailable with retry-after
+   * until it is written.
    */
   readonly max_queued_age_ms: number;
+  /**
+   * Folder of this instance's outbox: every settled charge is appended there (checksummed, fdatasync'ed in
+   * groups every 10 ms) before it is queued for the store, drained to the store in order and replayed at the
+   * next start if it was not. Relative to the working directory; a worker of server.workers uses a sub-folder
+   * worker-<n>. Each instance needs its own, on a disk that survives the process (the Docker image's
+   * /app/data volume).
+   */
+  readonly outbox_path: string;
+  /**
+   * Most bytes of charges the outbox may hold that the store has not confirmed (about 600 bytes a charge).
+   * While the store is away, paid requests are served and charged into the outbox up to this; past it, or
+   * while the disk refuses writes, they get 503 billing_unavailable. 0 turns the outbox off: charges wait in
+   * memory only, bounded by max_queued_charges and max_queued_age_ms.
+   */
+  readonly outbox_max_bytes: number;
   /**
    * How often each instance compares live balances (Redis or its own book) with the ledger less open holds
    * and queued charges, for tollgate_ledger_drift_units; 0 turns the check off.

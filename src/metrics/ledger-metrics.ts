@@ -10,6 +10,9 @@ const UNITS = 1e9;
 export class LedgerMetrics {
   /** Where the backlog gauges read from: the billing plugin of the chain serving now. */
   private backlog: (() => Backlog) | null = null;
+  /** Bytes in the outbox the store has not confirmed; null without an outbox. */
+  private outbox: (() => number) | null = null;
+  private readonly replayed: Counter<'result'>;
   private readonly setAside: Counter;
   private readonly drift: Gauge;
   private readonly driftTotal: Gauge;
@@ -34,6 +37,20 @@ export class LedgerMetrics {
         this.set((metrics.backlog?.().oldestAgeMs ?? 0) / 1000);
       },
     });
+    new Gauge({
+      name: 'tollgate_ledger_outbox_bytes',
+      help: 'Bytes of charges in the outbox that the store has not confirmed yet (bounded by billing.outbox_max_bytes).',
+      registers: [registry],
+      collect() {
+        this.set(metrics.outbox?.() ?? 0);
+      },
+    });
+    this.replayed = new Counter({
+      name: 'tollgate_ledger_outbox_replayed_total',
+      help: 'Charges replayed from the outbox after a restart: written (the store did not have them) or already_recorded (a no-op).',
+      labelNames: ['result'],
+      registers: [registry],
+    });
     this.setAside = new Counter({
       name: 'tollgate_ledger_set_aside_total',
       help: 'Charges the store refused to record, set aside in set_aside_charges (or, failing that, only logged).',
@@ -56,6 +73,15 @@ export class LedgerMetrics {
 
   watchBacklog(backlog: () => Backlog): void {
     this.backlog = backlog;
+  }
+
+  watchOutbox(undrainedBytes: () => number): void {
+    this.outbox = undrainedBytes;
+  }
+
+  recordReplayed(written: number, alreadyRecorded: number): void {
+    if (written > 0) this.replayed.inc({ result: 'written' }, written);
+    if (alreadyRecorded > 0) this.replayed.inc({ result: 'already_recorded' }, alreadyRecorded);
   }
 
   recordSetAside(): void {

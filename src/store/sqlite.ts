@@ -125,6 +125,7 @@ const RETRIED_METHODS = [
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 export class SqliteStore implements Store {
   readonly shared = false;
+  readonly durable: boolean;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -148,6 +149,7 @@ export class SqliteStore implements Store {
 
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
+    this.durable = filename !== SQLITE_MEMORY;
     if (filename !== SQLITE_MEMORY) mkdirSync(path.dirname(path.resolve(filename)), { recursive: true });
     this.db = openSqlite(filename);
     // WAL lets readers (the server) and a writer (the CLI) work at once. NORMAL is durable across a

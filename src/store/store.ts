@@ -354,6 +354,11 @@ export interface Store {
    * instance, so its live holds can be kept in that process's memory.
    */
   readonly shared: boolean;
+  /**
+   * False when what it records dies with the process (an in-memory SQLite database): an outbox in
+   * front of it would replay charges into a ledger that no longer exists. Absent: it survives.
+   */
+  readonly durable?: boolean;
 
   /** Creates or upgrades the schema; safe to run at every start. */
   migrate(): Promise<void>;

@@ -37,6 +37,16 @@ describe('auth/KeyCache', () => {
     expect(cache.get(presented(2), 8, 1)).to.equal(null);
   });
 
+  it('still knows, for a store that cannot be asked, what it last said about a key: past its revision and TTL, until forgotten', () => {
+    const cache = new KeyCache(1000, 10);
+    cache.set(presented(1), identity(1), 7, 0);
+    expect(cache.get(presented(1), 8, 5000)).to.equal(null);
+    expect(cache.lastKnown(presented(1))?.key.id).to.equal('key_1');
+    expect(cache.lastKnown(presented(2))).to.equal(null);
+    cache.forget(presented(1));
+    expect(cache.lastKnown(presented(1))).to.equal(null);
+  });
+
   it('evicts the oldest entry when full', () => {
     const cache = new KeyCache(60_000, 2);
     cache.set(presented(1), identity(1), 7, 0);

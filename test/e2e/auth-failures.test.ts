@@ -85,4 +85,21 @@ describe('e2e: the key store fails during a lookup', () => {
     // Four failed lookups are past failures_per_minute (3), but none was a wrong key: no 429.
     expect((await ask(tg, key)).status, 'the key works once the store answers').to.equal(200);
   });
+
+  it('keeps serving a key it has seen through the outage, stale cache entry and all; a key it never saw gets 503', async () => {
+    const { key: seen } = await tg.createKey();
+    expect((await ask(tg, seen)).status).to.equal(200);
+    // Another key issued moves the key revision: the cached entry is no longer served without a lookup.
+    const { key: unseen } = await tg.createKey();
+    const findKeyByHash = tg.store.findKeyByHash.bind(tg.store);
+    tg.store.findKeyByHash = () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }));
+    try {
+      for (let i = 0; i < 3; i++) expect((await ask(tg, seen)).status, 'a key confirmed before the outage').to.equal(200);
+      const refused = await ask(tg, unseen);
+      expect(refused.status).to.equal(503);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).to.equal('auth_unavailable');
+    } finally {
+      tg.store.findKeyByHash = findKeyByHash;
+    }
+  });
 });

@@ -1,5 +1,6 @@
 /**
- * docs/faults.md#f15: the store stalls (the account's row locked for 2 s by another session) under load,
+ * docs/faults.md#f15 without the outbox (billing.outbox_max_bytes: 0; outbox-faults.test.ts covers it
+ * with one): the store stalls (the account's row locked for 2 s by another session) under load,
  * then the gateway is killed (SIGKILL, by pid). What is lost is bounded by billing.max_queued_charges
  * (here 20): past it, or once the oldest unwritten charge is max_queued_age_ms old, paid requests get
  * 503 billing_unavailable with retry-after instead of piling up unwritten charges.
@@ -123,7 +124,7 @@ models:
   gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }
   gpt-free: { family: openai, routes: [{ provider: openai }], free: true }
 plugins:
-  billing: { flush_interval_ms: 10, max_queued_charges: ${MAX_QUEUED}, max_queued_age_ms: 500 }
+  billing: { flush_interval_ms: 10, max_queued_charges: ${MAX_QUEUED}, max_queued_age_ms: 500, outbox_max_bytes: 0 }
 `,
     );
     store = openStore({ url: storeUrl });
