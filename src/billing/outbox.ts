@@ -17,8 +17,10 @@
  * records always go to a new segment, so a torn tail is never written after.
  *
  * One process per folder: a lock file holding the owner's pid keeps a second one out (a lock whose
- * pid is gone is taken over). Within a process the outbox is shared by reference count, so the plugin
- * chains of a config reload use the same one.
+ * pid is gone is taken over). A second process given the same path takes the first free of `<path>-2`,
+ * `<path>-3` and so on: instances sharing a working directory share the store too, so whichever of them
+ * restarts first drains what a dead one left. Within a process the outbox is shared by reference
+ * count, so the plugin chains of a config reload use the same one.
  */
 import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { open, unlink, type FileHandle } from 'node:fs/promises';
@@ -35,6 +37,8 @@ const ROTATE_IDLE_MS = 1000;
 const RETRY_MS = 100;
 const SEGMENT = /^(\d{10})\.log$/;
 const LOCK_FILE = 'lock';
+/** Folders tried after the configured one is in use by another process. */
+const SIBLING_FOLDERS = 64;
 /** A record naming ids the store has confirmed; never replayed itself. */
 const DRAINED = 'drained';
 
@@ -88,6 +92,13 @@ function segmentName(id: number): string {
   return `${String(id).padStart(10, '0')}.log`;
 }
 
+class OutboxInUseError extends Error {
+  override readonly name = 'OutboxInUseError';
+  constructor(dir: string, owner: number) {
+    super(`the outbox ${dir} is in use by process ${owner}`);
+  }
+}
+
 function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -107,9 +118,7 @@ function lock(dir: string): void {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
-  if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) {
-    throw new Error(`the outbox ${dir} is in use by process ${owner}; give each gateway instance its own billing.outbox_path`);
-  }
+  if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) throw new OutboxInUseError(dir, owner);
   writeFileSync(file, String(process.pid));
 }
 
@@ -418,19 +427,32 @@ export class Outbox {
 /** Outboxes open in this process, by folder: a config reload's new plugin chain shares the running one. */
 const shared = new Map<string, { outbox: Outbox; users: number }>();
 
+/** The outbox at `dir` (or the first free sibling, see the file comment), shared within the process. */
 export function acquireOutbox(dir: string, options: OutboxOptions): Outbox {
   const resolved = path.resolve(dir);
   let entry = shared.get(resolved);
-  if (entry === undefined) shared.set(resolved, (entry = { outbox: Outbox.open(resolved, options), users: 0 }));
+  if (entry === undefined) shared.set(resolved, (entry = { outbox: openFree(resolved, options), users: 0 }));
   entry.users += 1;
   return entry.outbox;
 }
 
+function openFree(dir: string, options: OutboxOptions): Outbox {
+  for (let index = 1; ; index++) {
+    const candidate = index === 1 ? dir : `${dir}-${index}`;
+    try {
+      return Outbox.open(candidate, options);
+    } catch (error) {
+      if (!(error instanceof OutboxInUseError) || index >= SIBLING_FOLDERS) throw error;
+    }
+  }
+}
+
 export async function releaseOutbox(outbox: Outbox): Promise<void> {
-  const entry = shared.get(outbox.dir);
-  if (entry === undefined || entry.outbox !== outbox) return outbox.close();
+  const found = [...shared].find(([, entry]) => entry.outbox === outbox);
+  if (found === undefined) return outbox.close();
+  const [dir, entry] = found;
   entry.users -= 1;
   if (entry.users > 0) return;
-  shared.delete(outbox.dir);
+  shared.delete(dir);
   await outbox.close();
 }

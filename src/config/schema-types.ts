@@ -419,8 +419,8 @@ export interface BillingPluginConfig {
    * Folder of this instance's outbox: every settled charge is appended there (checksummed, fdatasync'ed in
    * groups every 10 ms) before it is queued for the store, drained to the store in order and replayed at the
    * next start if it was not. Relative to the working directory; a worker of server.workers uses a sub-folder
-   * worker-<n>. Each instance needs its own, on a disk that survives the process (the Docker image's
-   * /app/data volume).
+   * worker-<n>; a second instance started while the folder is in use takes the first free of <path>-2,
+   * <path>-3 ... Keep it on a disk that survives the process (the Docker image's /app/data volume).
    */
   readonly outbox_path: string;
   /**

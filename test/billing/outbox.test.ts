@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
-import { Outbox } from '../../src/billing/outbox';
+import { acquireOutbox, Outbox, releaseOutbox } from '../../src/billing/outbox';
 import { encodeRecord, readRecords } from '../../src/billing/outbox-record';
 import type { ChargeRecord } from '../../src/store/store';
 import { SqliteStore } from '../../src/store/sqlite';
@@ -120,9 +120,15 @@ describe('billing/outbox', () => {
     expect(segments(dir)).to.deep.equal(['0000000001.log', '0000000002.log']);
   });
 
-  it('keeps a second live process out, and takes over the lock of one that is gone', () => {
+  it('keeps a second live process out (it takes the next free folder), and takes over the lock of one that is gone', async () => {
     writeFileSync(path.join(dir, 'lock'), String(process.ppid));
-    expect(() => openOutbox()).to.throw(`is in use by process ${process.ppid}; give each gateway instance its own billing.outbox_path`);
+    expect(() => openOutbox()).to.throw(`the outbox ${dir} is in use by process ${process.ppid}`);
+    const sibling = acquireOutbox(dir, { syncMs: 5, logger: silent });
+    expect(sibling.dir).to.equal(`${dir}-2`);
+    expect(acquireOutbox(dir, { syncMs: 5, logger: silent }), 'shared within the process').to.equal(sibling);
+    await releaseOutbox(sibling);
+    await releaseOutbox(sibling);
+    rmSync(`${dir}-2`, { recursive: true, force: true });
     // A pid far above any pid_max: no such process.
     writeFileSync(path.join(dir, 'lock'), '999999999');
     const outbox = openOutbox();
