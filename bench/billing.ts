@@ -36,7 +36,7 @@ async function account(store: Store): Promise<{ accountId: string; keyId: string
 function charge(requestId: string, who: { accountId: string; keyId: string }): ChargeRecord {
   return {
     requestId, ...who, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-    outputTokens: 50, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+    outputTokens: 50, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, serviceTier: null, longContext: false, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
   };
 }
 

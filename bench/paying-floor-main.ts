@@ -142,6 +142,8 @@ async function main(upstreamUrl: string, file: string, without: ReadonlySet<stri
               overage: 0n,
               unbilled: 0n,
               prices: null,
+              serviceTier: null,
+              longContext: false,
               usageSource: 'upstream',
               status: upstream.statusCode,
               outcome: 'delivered',

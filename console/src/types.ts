@@ -106,6 +106,10 @@ export interface Usage {
   cost: string;
   overage: string;
   unbilled: string;
+  /** The service tier the reply reported; null when it named none. */
+  service_tier: string | null;
+  /** Whether every token was charged at the model's long-context rates. */
+  long_context: boolean;
   usage_source: 'upstream' | 'estimated' | 'partial' | 'none';
   status: number;
   outcome: 'delivered' | 'aborted' | 'failed';

@@ -6,15 +6,17 @@
  */
 import { Readable } from 'node:stream';
 import type { BalanceBook } from '../../src/billing/book';
-import { holdAmount, type HoldEstimate } from '../../src/billing/hold-amount';
+import { askedService } from '../../src/billing/asked-service';
+import { dearestHold, type HoldEstimate } from '../../src/billing/hold-amount';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { acquireOutbox, releaseOutbox, type Outbox } from '../../src/billing/outbox';
 import { outboxFolder } from '../../src/billing/outbox-folder';
 import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
-import { costOf, FREE, isFree, priceTable, snapshotOf, type NanoPrice } from '../../src/billing/prices';
+import { costOf, isFree, snapshotOf, type NanoPrice } from '../../src/billing/prices';
 import { openReplySizes } from '../../src/billing/reply-sizes';
 import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
+import { chargedLevel, FREE_RATES, rateTable, tierRates, type ModelRates } from '../../src/billing/service-levels';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
@@ -28,13 +30,13 @@ import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/sto
 /** The outbox's group window: the most a kill -9 can lose, in time. */
 const OUTBOX_SYNC_MS = 10;
 
-/** Price tables per config snapshot: computed once, reused by every request under that snapshot. */
-const pricesByConfig = new WeakMap<GatewayConfig, ReadonlyMap<string, NanoPrice>>();
+/** Rate tables per config snapshot: computed once, reused by every request under that snapshot. */
+const ratesByConfig = new WeakMap<GatewayConfig, ReadonlyMap<string, ModelRates>>();
 
-function priceFor(config: GatewayConfig, modelId: string): NanoPrice {
-  let table = pricesByConfig.get(config);
-  if (table === undefined) pricesByConfig.set(config, (table = priceTable(config)));
-  return table.get(modelId) ?? FREE;
+function ratesFor(config: GatewayConfig, modelId: string): ModelRates {
+  let table = ratesByConfig.get(config);
+  if (table === undefined) ratesByConfig.set(config, (table = rateTable(config)));
+  return table.get(modelId) ?? FREE_RATES;
 }
 
 function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
@@ -120,7 +122,7 @@ interface Bill {
   readonly request: ParsedRequest;
   readonly endpoint: string;
   readonly reach: RequestReach;
-  readonly price: NanoPrice;
+  readonly rates: ModelRates;
   /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
   readonly startedAt: number;
@@ -134,8 +136,11 @@ interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
-  const { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
-  const cost = costOf(tokens, bill.price);
+  const { tokens: billed, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
+  // The reply's tier is recorded as the charge's service level, not as a token count.
+  const { servedTier: _servedTier, ...tokens } = billed;
+  const level = chargedLevel(bill.rates, billed);
+  const cost = costOf(tokens, level.card);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
   return {
@@ -151,7 +156,9 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     held,
     overage: mode === 'charge' ? excess : 0n,
     unbilled: mode === 'cap' ? excess : 0n,
-    prices: bill.held === null ? null : snapshotFor(bill.price),
+    prices: bill.held === null ? null : snapshotFor(level.card),
+    serviceTier: level.serviceTier,
+    longContext: level.longContext,
     usageSource: source,
     status: outcome?.status ?? status,
     outcome: outcome?.end.kind ?? 'failed',
@@ -242,6 +249,12 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           charge.overage > 0n ? 'billing: the upstream billed more than was held; charged in full' : 'billing: the upstream billed more than was held; capped at the hold (overage: cap)',
         );
       }
+      if (charge.prices !== null && charge.serviceTier !== null && tierRates(bill.rates, charge.serviceTier) === undefined) {
+        kit.logger.warn(
+          { requestId: bill.requestId, model: charge.model, serviceTier: charge.serviceTier },
+          'billing: the reply reports a service tier this model has no price for; charged at the standard rates (price.tiers)',
+        );
+      }
       remember(bill, outcome, charge);
       try {
         await book.settle(charge);
@@ -277,12 +290,14 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         const request = need(ctx, 'request');
         const auth = need(ctx, 'auth');
 
-        const price = priceFor(ctx.state.config, request.model.id);
+        const rates = ratesFor(ctx.state.config, request.model.id);
         const { reach } = request;
         let held: bigint | null = null;
-        if (!isFree(price)) {
+        if (!isFree(rates.standard.card)) {
+          // Refused before anything is held or forwarded: premium service the model has no price for.
+          const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
           const referenced = [...reach.responseIds, ...reach.conversationIds];
-          const estimate = holdAmount(
+          const estimate = dearestHold(
             {
               rawBytes: request.raw.length,
               reach,
@@ -290,7 +305,8 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
               defaultToolUses: config.server_tool_uses,
             },
             request.model,
-            price,
+            rates,
+            asked.tiers,
           );
           const expiresAt = new Date(Date.now() + config.hold_ttl_ms);
           // Checked and counted in one step (no await between), so concurrent requests cannot overshoot it.
@@ -321,7 +337,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
 
         const { clientRequestId } = ctx.state;
         const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
-        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, price, held, startedAt: performance.now(), trail };
+        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held, startedAt: performance.now(), trail };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
         const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));

@@ -6,14 +6,14 @@
 const NEEDS_QUOTES = /[",\r\n]/;
 const FORMULA_START = /^[=+\-@\t\r]/;
 
-function cell(value: string | number | null): string {
+function cell(value: string | number | boolean | null): string {
   if (value === null) return '';
-  if (typeof value === 'number') return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   const text = FORMULA_START.test(value) && !/^-?\d+(\.\d+)?$/.test(value) ? `'${value}` : value;
   return NEEDS_QUOTES.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-export function toCsv<F extends string>(fields: readonly F[], rows: readonly Readonly<Record<F, string | number | null>>[]): string {
+export function toCsv<F extends string>(fields: readonly F[], rows: readonly Readonly<Record<F, string | number | boolean | null>>[]): string {
   const lines = [fields.join(','), ...rows.map((row) => fields.map((field) => cell(row[field])).join(','))];
   return `${lines.join('\r\n')}\r\n`;
 }

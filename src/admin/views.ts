@@ -4,7 +4,7 @@
  */
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, SessionRecord } from '../store/store';
+import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
@@ -61,6 +61,10 @@ export function creditView(credit: CreditRecord) {
   };
 }
 
+/** The usage field of each part of a charge's service level: a new kind of premium does not compile until it is shown. */
+const SERVICE_LEVEL_FIELDS = { serviceTier: 'service_tier', longContext: 'long_context' } as const satisfies Record<keyof ServiceLevel, string>;
+type ServiceLevelField = (typeof SERVICE_LEVEL_FIELDS)[keyof ServiceLevel];
+
 /** Fields of a usage row, in the order of the CSV export's columns. */
 export const USAGE_FIELDS = [
   'created_at',
@@ -80,6 +84,7 @@ export const USAGE_FIELDS = [
   'cost',
   'overage',
   'unbilled',
+  ...(Object.values(SERVICE_LEVEL_FIELDS) as ServiceLevelField[]),
   'usage_source',
   'status',
   'outcome',
@@ -87,7 +92,7 @@ export const USAGE_FIELDS = [
   'client_request_id',
 ] as const;
 
-export type UsageView = Record<(typeof USAGE_FIELDS)[number], string | number | null>;
+export type UsageView = Record<(typeof USAGE_FIELDS)[number], string | number | boolean | null>;
 
 export function usageView(charge: ChargeRecord, keyNames: ReadonlyMap<string, string | null>): UsageView {
   return {
@@ -108,12 +113,18 @@ export function usageView(charge: ChargeRecord, keyNames: ReadonlyMap<string, st
     cost: formatUnits(charge.cost),
     overage: formatUnits(charge.overage),
     unbilled: formatUnits(charge.unbilled),
+    ...serviceLevelView(charge),
     usage_source: charge.usageSource,
     status: charge.status,
     outcome: charge.outcome,
     latency_ms: charge.latencyMs,
     client_request_id: charge.clientRequestId,
   };
+}
+
+function serviceLevelView(level: ServiceLevel): Record<ServiceLevelField, string | boolean | null> {
+  const parts = Object.keys(SERVICE_LEVEL_FIELDS) as (keyof ServiceLevel)[];
+  return Object.fromEntries(parts.map((part) => [SERVICE_LEVEL_FIELDS[part], level[part]])) as Record<ServiceLevelField, string | boolean | null>;
 }
 
 /** Server-tool calls as one cell, `web_search=2 web_fetch=1`; '' when none. */

@@ -11,6 +11,7 @@ import type { ModelConfig } from '../config/types';
 import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice } from './prices';
 import type { RequestReach } from '../protocols/request-reach';
 import { divideHalfUp } from './money';
+import { cardAt, tierRates, type ModelRates } from './service-levels';
 
 export const BYTES_PER_TOKEN = 3;
 
@@ -47,6 +48,22 @@ export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPr
     sum += BigInt(toolCalls[tool]) * toolPrice * CALLS_SCALE;
   }
   return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls };
+}
+
+/**
+ * The hold at the dearest level the reply may report: each tier it may be served at (the standard
+ * service among them), at that tier's long-context rates when the input held is above their threshold.
+ */
+export function dearestHold(inputs: HoldInputs, model: ModelConfig, rates: ModelRates, tiers: readonly (string | null)[]): HoldEstimate {
+  let dearest: HoldEstimate | null = null;
+  for (const tier of tiers) {
+    const level = tierRates(rates, tier) ?? rates.standard;
+    const atLevel = holdAmount(inputs, model, level.card);
+    const { card, longContext } = cardAt(level, atLevel.inputTokens);
+    const estimate = longContext ? holdAmount(inputs, model, card) : atLevel;
+    if (dearest === null || estimate.amount > dearest.amount) dearest = estimate;
+  }
+  return dearest ?? holdAmount(inputs, model, rates.standard.card);
 }
 
 /** The output limit a translated request gets when it sets none, and the cap on one it sets. */

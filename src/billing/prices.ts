@@ -4,7 +4,7 @@
  * same million), the products are summed, and the sum is divided by one million once per request,
  * rounding half up. A request never pays a rounding per token kind.
  */
-import type { GatewayConfig, ModelConfig, ModelPrice } from '../config/types';
+import type { RateCard } from '../config/types';
 import { INPUT_TOKEN_KINDS, TOKEN_KINDS, type TokenCounts, type TokenKind, type ToolCalls } from '../protocols/types';
 import type { ChargePrices } from '../store/store';
 import { divideHalfUp, unitsToNano } from './money';
@@ -16,7 +16,7 @@ const PRICE_FIELDS = {
   cacheWrite1hTokens: 'cache_write_1h',
   cacheReadTokens: 'cache_hit',
   outputTokens: 'output',
-} as const satisfies Record<TokenKind, Exclude<keyof ModelPrice, 'tool_calls'>>;
+} as const satisfies Record<TokenKind, Exclude<keyof RateCard, 'tool_calls'>>;
 
 /** One model's prices in nano-units: per 1M tokens of each kind, and per 1,000 calls of each billed tool. */
 export interface NanoPrice {
@@ -34,22 +34,11 @@ function tokenPrices(price: (kind: TokenKind) => bigint): Record<TokenKind, bigi
 
 export const FREE: NanoPrice = { tokens: tokenPrices(() => 0n), toolCalls: {} };
 
-export function nanoPrice(price: ModelPrice): NanoPrice {
+export function nanoPrice(price: RateCard): NanoPrice {
   return {
     tokens: tokenPrices((kind) => unitsToNano(price[PRICE_FIELDS[kind]])),
     toolCalls: Object.fromEntries(Object.entries(price.tool_calls).map(([tool, perThousand]) => [tool, unitsToNano(perThousand)])),
   };
-}
-
-/** The price table of a config, computed once per config rather than per request. */
-export function priceTable(config: GatewayConfig): ReadonlyMap<string, NanoPrice> {
-  const table = new Map<string, NanoPrice>();
-  for (const model of Object.values(config.models)) table.set(model.id, priceOf(model));
-  return table;
-}
-
-function priceOf(model: ModelConfig): NanoPrice {
-  return model.free || model.price === undefined ? FREE : nanoPrice(model.price);
 }
 
 /** The cost of `usage` at `price`, in nano-units, rounded once, half up. Unpriced tool calls cost 0. */

@@ -8,7 +8,8 @@ import type { ConfigIssue } from './config-error';
 import { deriveModel, deriveProvider, type ValidatedGatewayData } from './derive';
 import type { YamlLocator } from './locate';
 import { wireOf } from '../wire';
-import type { GatewayConfig, ModelConfig, ProtocolSetting, ProviderConfig } from './types';
+import type { GatewayConfig, ModelConfig, ModelPrice, ProtocolSetting, ProviderConfig } from './types';
+import { BETA_NEEDS } from '../billing/asked-service';
 
 /** Why a priced model needs each limit: billing holds them before it knows what a request will cost. */
 const PRICED_NEEDS = {
@@ -122,6 +123,18 @@ function checkModel(model: ModelConfig, knownProviders: readonly string[], locat
     for (const field of ['max_output_tokens', 'context_window'] as const) {
       if (!locator.has([...at, field])) issues.push(locator.issue(at, `${PRICED_NEEDS[field]}`));
     }
+    issues.push(...checkBetas(model.price, [...at, 'price', 'betas'], locator));
+  }
+  return issues;
+}
+
+/** Each priced beta needs something the price has: long-context rates, a tier it defines, or nothing. */
+function checkBetas(price: ModelPrice, at: readonly (string | number)[], locator: YamlLocator): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [beta, need] of Object.entries(price.betas)) {
+    if ((BETA_NEEDS as readonly string[]).includes(need) || Object.hasOwn(price.tiers, need)) continue;
+    const tiers = Object.keys(price.tiers).join(', ') || 'none';
+    issues.push(locator.issue([...at, beta], `"${need}" must be ${BETA_NEEDS.join(', ')} or a tier of this model's price.tiers (${tiers})`));
   }
   return issues;
 }

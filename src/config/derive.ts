@@ -1,7 +1,7 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
 import { wireOf } from '../wire';
-import type { GatewayData, ModelData, ProviderData } from './schema-types';
-import type { GatewayConfig, ModelConfig, ModelFamily, ModelPrice, ProviderConfig } from './types';
+import type { GatewayData, LongContextPriceData, ModelData, ProviderData, TierPriceData } from './schema-types';
+import type { GatewayConfig, LongContextCard, ModelConfig, ModelFamily, ModelPrice, ProviderConfig, RateCard, TierCard } from './types';
 
 /** The shape the schemas guarantee once ajv has applied their defaults (generated from them). */
 export type ValidatedGatewayData = GatewayData;
@@ -70,17 +70,39 @@ export function deriveModel(model: ModelData, id: string): ModelConfig {
  * Cache prices default to the input price (a provider without prompt caching bills cached tokens as
  * input). 1-hour writes are Anthropic's: twice the input price, as Anthropic bills them; an OpenAI
  * model never reports them, so its default is its ordinary cache-write price and its holds stay as
- * they were.
+ * they were. Each tier and long-context card gets the same defaults from its own input price; a tier
+ * without its own tool prices takes the standard ones.
  */
 function derivePrice(price: NonNullable<ModelData['price']>, family: ModelFamily): ModelPrice {
-  const cacheWrite = price.cache_write ?? price.input;
+  const standard = deriveCard(price, family, price.tool_calls ?? {});
   return {
-    input: price.input,
+    ...standard,
+    long_context: price.long_context === undefined ? null : deriveLongContext(price.long_context, family, standard.tool_calls),
+    tiers: mapValues(price.tiers ?? {}, (tier) => deriveTier(tier, family, standard.tool_calls)),
+    betas: price.betas ?? {},
+  };
+}
+
+function deriveTier(tier: TierPriceData, family: ModelFamily, standardTools: RateCard['tool_calls']): TierCard {
+  const card = deriveCard(tier, family, tier.tool_calls ?? standardTools);
+  return { ...card, long_context: tier.long_context === undefined ? null : deriveLongContext(tier.long_context, family, card.tool_calls) };
+}
+
+function deriveLongContext(long: LongContextPriceData, family: ModelFamily, tools: RateCard['tool_calls']): LongContextCard {
+  return { ...deriveCard(long, family, tools), above_input_tokens: long.above_input_tokens };
+}
+
+type CardData = Pick<TierPriceData, 'input' | 'output' | 'cache_write' | 'cache_write_1h' | 'cache_hit'>;
+
+function deriveCard(card: CardData, family: ModelFamily, tools: RateCard['tool_calls']): RateCard {
+  const cacheWrite = card.cache_write ?? card.input;
+  return {
+    input: card.input,
     cache_write: cacheWrite,
-    cache_write_1h: price.cache_write_1h ?? (family === 'anthropic' ? price.input * 2 : cacheWrite),
-    cache_hit: price.cache_hit ?? price.input,
-    output: price.output,
-    tool_calls: price.tool_calls ?? {},
+    cache_write_1h: card.cache_write_1h ?? (family === 'anthropic' ? card.input * 2 : cacheWrite),
+    cache_hit: card.cache_hit ?? card.input,
+    output: card.output,
+    tool_calls: tools,
   };
 }
 

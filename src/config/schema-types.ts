@@ -269,7 +269,11 @@ export interface ModelData {
    * traffic by weight, and the next priority takes over when they fail.
    */
   readonly routes: readonly RouteData[];
-  /** Price per 1 million tokens, in the currency units of account balances. Required unless free is true. */
+  /**
+   * Price per 1 million tokens, in the currency units of account balances: the standard rates, and optionally
+   * the rates of premium service the provider bills apart (service tiers, long context). Required unless free
+   * is true.
+   */
   readonly price?: {
     /** Price of 1M uncached input tokens. */
     readonly input: number;
@@ -296,6 +300,29 @@ export interface ModelData {
     readonly tool_calls?: Readonly<Record<string, number>>;
     /** Price of 1M input tokens read from the provider's prompt cache. Defaults to the input price. */
     readonly cache_hit?: number;
+    /**
+     * Rates of the provider service tiers this model is offered at, keyed by the name the provider reports in
+     * its reply: OpenAI service_tier priority (asked for as priority or fast), flex, scale; Anthropic
+     * usage.service_tier priority, and fast for fast mode (speed: "fast", usage.speed). A request that asks
+     * for a tier not priced here is refused with 400 before it reaches the provider; a reply that reports one
+     * is charged at the standard rates and logged. default (OpenAI) and standard (Anthropic) are the standard
+     * rates above.
+     */
+    readonly tiers?: Readonly<Record<string, TierPriceData>>;
+    /**
+     * Long-context rates of the standard service: every token of a request whose input is above
+     * above_input_tokens is charged at these (Anthropic's 1M-context beta, above 200000). Also what lets a
+     * context-1m- beta through; without it that beta is refused.
+     */
+    readonly long_context?: LongContextPriceData;
+    /**
+     * Anthropic beta names (anthropic-beta header, or anthropic_beta in the body) that change the price,
+     * beyond the built-in ones (context-1m- needs long_context, fast-mode- needs the fast tier), each with
+     * what it needs: long_context, a tier of tiers, standard (passes at the standard rates) or refuse. A key
+     * matches every beta name it begins, so a key without its date covers each dated version. A model may
+     * also override a built-in entry here.
+     */
+    readonly betas?: Readonly<Record<string, string>>;
   };
   /** Serve the model without charging, instead of giving a price. Requests still need a valid client key. */
   readonly free: boolean;
@@ -356,6 +383,67 @@ export interface RouteData {
   readonly priority: number;
   /** Share of traffic among routes with the same priority. */
   readonly weight: number;
+}
+
+/**
+ * The rates of one service tier, per 1M tokens (tool_calls per 1,000 calls; defaults to the standard
+ * tool_calls).
+ */
+export interface TierPriceData {
+  /** Price of 1M uncached input tokens. */
+  readonly input: number;
+  /** Price of 1M output tokens, thinking included. */
+  readonly output: number;
+  /**
+   * Price of 1M input tokens written to the prompt cache (5 minutes, or the provider default lifetime).
+   * Defaults to this card input price.
+   */
+  readonly cache_write?: number;
+  /**
+   * Price of 1M input tokens written to Anthropic prompt cache for 1 hour. Defaults to 2 x this card input
+   * price on anthropic-family models, and to its cache_write on openai-family models.
+   */
+  readonly cache_write_1h?: number;
+  /** Price of 1M input tokens read from the prompt cache. Defaults to this card input price. */
+  readonly cache_hit?: number;
+  /**
+   * Price per 1,000 calls of a server-side tool billed per call, by tool name, at this tier. Defaults to the
+   * standard tool_calls.
+   */
+  readonly tool_calls?: Readonly<Record<string, number>>;
+  /**
+   * This tier's own long-context rates. Without them the tier's rates apply across the whole context window
+   * (as Anthropic prices fast mode).
+   */
+  readonly long_context?: LongContextPriceData;
+}
+
+/**
+ * Long-context rates: when a request input (uncached, cache writes and cache reads together, as the provider
+ * reports it) is above above_input_tokens, every token of that request, output included, is charged at these
+ * rates instead, as Anthropic bills its 1M-context beta. Inside a tier, the rates of that tier above the
+ * threshold; a tier without one keeps its own rates across the whole context window. Also what lets the
+ * context-1m- beta through.
+ */
+export interface LongContextPriceData {
+  /** The input size above which the long-context rates apply, in tokens (Anthropic: 200000). */
+  readonly above_input_tokens: number;
+  /** Price of 1M uncached input tokens. */
+  readonly input: number;
+  /** Price of 1M output tokens, thinking included. */
+  readonly output: number;
+  /**
+   * Price of 1M input tokens written to the prompt cache (5 minutes, or the provider default lifetime).
+   * Defaults to this card input price.
+   */
+  readonly cache_write?: number;
+  /**
+   * Price of 1M input tokens written to Anthropic prompt cache for 1 hour. Defaults to 2 x this card input
+   * price on anthropic-family models, and to its cache_write on openai-family models.
+   */
+  readonly cache_write_1h?: number;
+  /** Price of 1M input tokens read from the prompt cache. Defaults to this card input price. */
+  readonly cache_hit?: number;
 }
 
 /** Checks the client's API key (Authorization: Bearer or x-api-key) and resolves the account it belongs to. */

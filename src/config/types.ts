@@ -45,8 +45,34 @@ export interface RouteTarget extends RouteData {
   readonly upstream_model: string;
 }
 
-/** Prices per 1 million tokens, in currency units of the balance, with the cache prices filled in. */
-export type ModelPrice = Required<NonNullable<ModelData['price']>>;
+/** One set of rates per 1 million tokens (tool calls per 1,000), in currency units of the balance, cache prices filled in. */
+export interface RateCard {
+  readonly input: number;
+  readonly cache_write: number;
+  readonly cache_write_1h: number;
+  readonly cache_hit: number;
+  readonly output: number;
+  readonly tool_calls: Readonly<Record<string, number>>;
+}
+
+/** Rates for every token of a request whose input is above `above_input_tokens`. */
+export interface LongContextCard extends RateCard {
+  readonly above_input_tokens: number;
+}
+
+/** The rates of one service level: its own, and its long-context rates when it has them. */
+export interface TierCard extends RateCard {
+  readonly long_context: LongContextCard | null;
+}
+
+/**
+ * A model's prices as the loader completes them: the standard rates (with their long-context rates),
+ * the service tiers it is offered at, and the anthropic-beta names this model prices apart.
+ */
+export interface ModelPrice extends TierCard {
+  readonly tiers: Readonly<Record<string, TierCard>>;
+  readonly betas: Readonly<Record<string, string>>;
+}
 
 export interface ModelConfig extends Omit<ModelData, 'routes' | 'price' | 'aliases'> {
   readonly id: string;

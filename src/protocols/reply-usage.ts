@@ -16,7 +16,7 @@ export function replyUsage(endpoint: EndpointId, body: unknown): Usage | null {
 function countsOf(endpoint: EndpointId, body: unknown, usage: Record<string, unknown>): UsageCounts | null {
   switch (endpoint) {
     case 'chat':
-      return chatUsage(usage);
+      return chatUsage(usage, (body as Record<string, unknown>).service_tier);
     case 'responses':
       return responsesUsage(body as Record<string, unknown>);
     case 'messages':

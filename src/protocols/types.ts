@@ -80,6 +80,11 @@ export const NO_TOKENS: TokenCounts = { inputTokens: 0, cacheWriteTokens: 0, cac
 /** Counts as a provider reported them: tokens of every kind, and billed server-tool calls. */
 export interface UsageCounts extends TokenCounts {
   readonly toolCalls: ToolCalls;
+  /**
+   * The service tier the provider says it served (OpenAI `service_tier`; Anthropic `usage.service_tier`,
+   * or `fast` when `usage.speed` says so): what billing prices the reply at. Absent when it named none.
+   */
+  readonly servedTier?: string;
 }
 
 export interface Usage extends UsageCounts {

@@ -56,3 +56,8 @@ export function splitCachedInput(totalInput: unknown, details: Record<string, un
     toolCalls: {},
   };
 }
+
+/** The counts with the tier an OpenAI reply's `service_tier` names, when it names one. */
+export function withServedTier(counts: UsageCounts, serviceTier: unknown): UsageCounts {
+  return typeof serviceTier === 'string' ? { ...counts, servedTier: serviceTier } : counts;
+}

@@ -75,7 +75,7 @@ async function takeHolds(client: PoolClient, requestIds: readonly string[]): Pro
  * hold is overage the charge records, and may take a balance below zero by that much, never by a race.
  */
 function newCharges(batch: readonly ChargeRecord[], recorded: ReadonlySet<string>): ChargeParams<PostgresColumns>[] {
-  return batch.filter((charge) => !recorded.has(charge.requestId)).map((charge) => chargeParams<PostgresColumns>(charge, (at) => at));
+  return batch.filter((charge) => !recorded.has(charge.requestId)).map((charge) => chargeParams<PostgresColumns>(charge, (at) => at, (value) => value));
 }
 
 /** The array type each charges column is sent as. */
@@ -94,6 +94,8 @@ const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = 
   overage: 'bigint',
   unbilled: 'bigint',
   prices: 'text',
+  service_tier: 'text',
+  long_context: 'boolean',
   usage_source: 'text',
   status: 'int',
   outcome: 'text',
@@ -148,7 +150,7 @@ function settleParams(added: readonly ChargeParams<PostgresColumns>[], holds: Re
 }
 
 /** An array element as pg should send it: amounts as decimal strings, times as ISO (exact to the millisecond). */
-function sqlValue(value: string | number | bigint | Date | null): string | number | null {
+function sqlValue(value: string | number | bigint | boolean | Date | null): string | number | boolean | null {
   return typeof value === 'bigint' ? String(value) : value instanceof Date ? value.toISOString() : value;
 }
 

@@ -121,6 +121,8 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   unbilled: string;
   /** JSON `ChargePrices`, or null for a free model. */
   prices: string | null;
+  service_tier: string | null;
+  long_context: T['flag'];
   usage_source: ChargeRecord['usageSource'];
   status: number;
   outcome: ChargeRecord['outcome'];
@@ -146,7 +148,7 @@ export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, MoneyColumn
 export const CHARGE_COLUMNS = [
   'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
   ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
-  'tool_calls', 'cost', 'held', 'overage', 'unbilled', 'prices', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
+  'tool_calls', 'cost', 'held', 'overage', 'unbilled', 'prices', 'service_tier', 'long_context', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
   'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin',
 ] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
@@ -282,6 +284,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         overage: BigInt(row.overage),
         unbilled: BigInt(row.unbilled),
         prices: row.prices === null ? null : (JSON.parse(row.prices) as ChargePrices),
+        serviceTier: row.service_tier,
+        longContext: codec.flag(row.long_context),
         usageSource: row.usage_source,
         status: row.status,
         outcome: row.outcome,
@@ -349,7 +353,7 @@ const MONEY_COLUMNS: ReadonlySet<string> = new Set<MoneyColumn>(['cost', 'held',
  * which PostgreSQL's positional insert relies on. The cost is the charge's own: the billing plugin
  * decided it, and the store records it as it is, never capped against a balance it may not see whole.
  */
-export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: (at: Date) => T['date']): ChargeParams<T> {
+export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: (at: Date) => T['date'], flag: (value: boolean) => T['flag']): ChargeParams<T> {
   const tokens = Object.fromEntries(TOKEN_KINDS.map((kind) => [TOKEN_COLUMNS[kind], charge[kind]])) as TokenColumns;
   return {
     request_id: charge.requestId,
@@ -366,6 +370,8 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     overage: charge.overage,
     unbilled: charge.unbilled,
     prices: charge.prices === null ? null : JSON.stringify(charge.prices),
+    service_tier: charge.serviceTier,
+    long_context: flag(charge.longContext),
     usage_source: charge.usageSource,
     status: charge.status,
     outcome: charge.outcome,

@@ -154,7 +154,7 @@ export class SqliteLedger {
         if (holdsStored) this.removeHold(charge.requestId);
         // The charge is recorded as billing priced it: a cost above the hold is overage the charge
         // itself records, and may take the balance below zero by that much, never by a race.
-        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, (at) => at.getTime())).changes > 0;
+        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, (at) => at.getTime(), Number)).changes > 0;
         if (!inserted) continue;
         recorded += 1;
         if (charge.cost > 0n) {

@@ -164,10 +164,21 @@ export interface ChargePrices {
 }
 
 /**
+ * The service level a charge was priced at (`billing/service-levels.ts`). A new kind of premium is a
+ * field here: the charges columns, the views and the CSV do not compile until they carry it.
+ */
+export interface ServiceLevel {
+  /** The tier the reply reported (`priority`, `flex`, `fast`, `default`…); null when it named none. */
+  readonly serviceTier: string | null;
+  /** Whether the request's input was above the long-context threshold, so every token paid those rates. */
+  readonly longContext: boolean;
+}
+
+/**
  * One request's entry in the ledger: recorded exactly once per request id, whatever it cost. The
  * request id is Tollgate's own, never the client's, so no client can make two requests one charge.
  */
-export interface ChargeRecord extends TokenCounts {
+export interface ChargeRecord extends TokenCounts, ServiceLevel {
   readonly requestId: string;
   /** The client's own `x-request-id`, kept for correlation only; null when it sent none. */
   readonly clientRequestId: string | null;
@@ -186,7 +197,7 @@ export interface ChargeRecord extends TokenCounts {
   readonly overage: bigint;
   /** What the upstream's usage cost above the hold but was not charged (billing.overage: cap). */
   readonly unbilled: bigint;
-  /** The prices `cost` was computed at; null for a free model. */
+  /** The prices `cost` was computed at (the tier's, or the long-context ones); null for a free model. */
   readonly prices: ChargePrices | null;
   readonly usageSource: UsageSourceRecord;
   /** HTTP status the client got (499: it left first). */

@@ -10,6 +10,13 @@ import { wireOf } from '../wire';
 /** Client headers forwarded to every provider. */
 const FORWARDED = new Set(['accept', 'user-agent']);
 
+/**
+ * Headers that choose among the provider's own organisations, workspaces or projects: the account a
+ * request is billed to upstream is the operator's choice (a provider's `headers`), never a client's,
+ * even where the protocol's prefixes would let them through.
+ */
+const PROVIDER_ACCOUNT_HEADERS: ReadonlySet<string> = new Set(['anthropic-organization-id', 'anthropic-workspace-id', 'openai-organization', 'openai-project']);
+
 /** Upstream response headers relayed to the client. */
 const RELAYED = new Set(['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'request-id']);
 
@@ -26,7 +33,7 @@ export function upstreamRequestHeaders(
   const headers: Record<string, string> = {};
   const prefixes = wireOf(provider).forwardedHeaderPrefixes;
   for (const [name, value] of Object.entries(client)) {
-    if (value === undefined) continue;
+    if (value === undefined || PROVIDER_ACCOUNT_HEADERS.has(name)) continue;
     if (FORWARDED.has(name) || prefixes.some((prefix) => name.startsWith(prefix))) {
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import path from 'node:path';
 import { divideHalfUp, formatUnits, unitsToNano } from '../../src/billing/money';
-import { costOf, dearestInputPrice, priceTable, type NanoPrice } from '../../src/billing/prices';
+import { costOf, dearestInputPrice, type NanoPrice } from '../../src/billing/prices';
+import { rateTable } from '../../src/billing/service-levels';
 import { inputTotal } from '../../src/protocols/types';
 import { loadConfigFile } from '../../src/config/load';
 import { PACKAGE_ROOT } from '../../src/paths';
@@ -45,7 +46,8 @@ describe('billing/money', () => {
 
 describe('billing/prices', () => {
   const config = loadConfigFile(path.join(PACKAGE_ROOT, 'gateway.yaml'), { ANTHROPIC_API_KEY: 'k', OPENAI_API_KEY: 'k' });
-  const table = priceTable(config);
+  /** Each model's standard rates. */
+  const table = new Map([...rateTable(config)].map(([id, rates]) => [id, rates.standard.card]));
 
   /**
    * The seed prices (docs/decisions.md#d9-prices-per-million-tokens-money-exact), per 1M tokens: input, cache

@@ -62,7 +62,11 @@ describe('the default gateway.yaml', () => {
     const prices = Object.fromEntries(
       Object.values(config.models)
         .filter((model) => model.family === 'anthropic')
-        .map((model) => [model.id, model.price]),
+        .map((model) => {
+          // The standard rates; the premium ones are checked below.
+          const { tiers: _tiers, long_context: _long, betas: _betas, ...standard } = model.price!;
+          return [model.id, standard];
+        }),
     );
     expect(prices).to.deep.equal({
       // 1-hour cache writes at 2 × input and web search at 10 per 1,000 calls, as Anthropic bills them.
@@ -72,6 +76,27 @@ describe('the default gateway.yaml', () => {
       'claude-haiku-4-5-20251001': { input: 0.08, cache_write: 0.1, cache_write_1h: 0.16, cache_hit: 0.008, output: 0.4, tool_calls: { web_search: 10 } },
     });
     for (const id of Object.keys(prices)) expect(config.models[id].routes).to.deep.equal([{ provider: 'anthropic', upstream_model: id, priority: 0, weight: 1 }]);
+  });
+
+  it('prices the premium service its models have, and no other', () => {
+    const premium = Object.fromEntries(
+      Object.values(config.models)
+        .filter((model) => model.price !== undefined)
+        .map((model) => [model.id, { tiers: Object.keys(model.price!.tiers), long: model.price!.long_context !== null, betas: model.price!.betas }]),
+    );
+    expect(premium).to.deep.equal({
+      'claude-fable-5': { tiers: [], long: false, betas: {} },
+      'claude-opus-4-8': { tiers: ['fast'], long: false, betas: {} },
+      'claude-sonnet-5': { tiers: [], long: false, betas: { 'context-1m-': 'standard' } },
+      'claude-haiku-4-5-20251001': { tiers: [], long: false, betas: {} },
+      'gpt-5.1': { tiers: ['priority', 'flex'], long: false, betas: {} },
+      'gpt-5-mini': { tiers: ['priority', 'flex'], long: false, betas: {} },
+      'gpt-4.1-mini': { tiers: ['priority'], long: false, betas: {} },
+    });
+    // OpenAI's published Priority rates for gpt-5.1 are twice its standard ones, Flex's half.
+    const gpt = config.models['gpt-5.1'].price!;
+    expect([gpt.tiers.priority.input, gpt.tiers.priority.cache_hit, gpt.tiers.priority.output]).to.deep.equal([2.5, 0.25, 20]);
+    expect([gpt.tiers.flex.input, gpt.tiers.flex.cache_hit, gpt.tiers.flex.output]).to.deep.equal([0.625, 0.0625, 5]);
   });
 
   it('routes the OpenAI models to openai, each with a price', () => {

@@ -44,6 +44,16 @@ const INVALID: readonly InvalidCase[] = [
     expected: ['gateway.yaml:12:19 models.claude-sonnet-5.routes[0].provider: unknown provider "anthropc" (known: anthropic, openai)'],
   },
   {
+    name: 'a priced beta needing a tier the price does not define',
+    text: yaml(...PROVIDERS, 'models:', '  claude-sonnet-5:', '    family: anthropic', '    routes: [{ provider: anthropic }]', '    price:', '      input: 0.30', '      output: 1.50', '      tiers: { fast: { input: 1.8, output: 9 } }', '      betas:', '        turbo-: fastest', '    max_output_tokens: 64000', '    context_window: 200000'),
+    expected: ['gateway.yaml:17:17 models.claude-sonnet-5.price.betas.turbo-: "fastest" must be long_context, standard, refuse or a tier of this model\'s price.tiers (fast)'],
+  },
+  {
+    name: 'a misspelt field of a service tier',
+    text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price:', '      input: 1.25', '      output: 10', '      tiers:', '        priority: { input: 2.5, ouput: 20 }', '    max_output_tokens: 128000', '    context_window: 400000'),
+    expected: ['gateway.yaml:16:33 models.gpt-5.1.price.tiers.priority.ouput: unknown field "ouput" (did you mean "output"?)'],
+  },
+  {
     name: 'an unknown field close to a known one (did you mean)',
     text: yaml('providers:', '  openai:', '    protocl: openai', '    base_url: https://api.openai.com/v1', 'models: {}'),
     expected: ['gateway.yaml:3:5 providers.openai.protocl: unknown field "protocl" (did you mean "protocol"?)'],
@@ -292,7 +302,8 @@ describe('config/load parseConfig', () => {
         { provider: 'anthropic', upstream_model: 'claude-sonnet-5', priority: 1, weight: 3 },
       ],
       // An OpenAI model reports no 1-hour cache writes: they default to its cache-write price.
-      price: { input: 1.25, cache_write: 1.25, cache_write_1h: 1.25, cache_hit: 0.125, output: 10, tool_calls: {} },
+      // No tiers, no long-context rates, no priced betas of its own: premium service is refused.
+      price: { input: 1.25, cache_write: 1.25, cache_write_1h: 1.25, cache_hit: 0.125, output: 10, tool_calls: {}, long_context: null, tiers: {}, betas: {} },
       free: false,
       max_output_tokens: 128000,
       context_window: 400000,

@@ -3,7 +3,8 @@ import type { ChargeRecord } from '../../src/store/store';
 
 export const PLAIN_CHARGE: Pick<
   ChargeRecord,
-  'clientRequestId' | 'toolCalls' | 'held' | 'overage' | 'unbilled' | 'prices' | 'sessionId' | 'requestedModel' | 'servedModel' | 'attempts' | 'ttfbMs' | 'userAgent' | 'origin'
+  | 'clientRequestId' | 'toolCalls' | 'held' | 'overage' | 'unbilled' | 'prices' | 'serviceTier' | 'longContext'
+  | 'sessionId' | 'requestedModel' | 'servedModel' | 'attempts' | 'ttfbMs' | 'userAgent' | 'origin'
 > = {
   clientRequestId: null,
   toolCalls: {},
@@ -11,6 +12,8 @@ export const PLAIN_CHARGE: Pick<
   overage: 0n,
   unbilled: 0n,
   prices: null,
+  serviceTier: null,
+  longContext: false,
   sessionId: null,
   requestedModel: null,
   servedModel: null,

@@ -136,6 +136,11 @@ const SOURCE_TONES: Record<Usage['usage_source'], BadgeTone> = {
 };
 const OUTCOME_TONES: Record<Usage['outcome'], BadgeTone> = { delivered: 'good', aborted: 'warn', failed: 'bad' };
 
+function serviceCell(row: Usage): HTMLElement | string {
+  if (!row.long_context) return row.service_tier ?? '—';
+  return h('span', null, row.service_tier ?? '', row.service_tier === null ? '' : ' ', badge('long context', 'warn'));
+}
+
 function usageResults(rows: readonly Usage[]): HTMLElement {
   const total = sumDecimals(rows.map((row) => row.cost));
   const summary = rows.length === 0 ? null : h('p', { class: 'muted' },
@@ -158,6 +163,8 @@ function usageResults(rows: readonly Usage[]): HTMLElement {
       { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
       { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
       { label: 'Tool calls', cell: (row) => (row.tool_calls === '' ? '—' : row.tool_calls) },
+      // The premium service the charge was priced at: the reply's tier, and long-context rates.
+      { label: 'Service', cell: (row) => serviceCell(row) },
       { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
       // Charged above what was held: the upstream billed more than the request was admitted for.
       { label: 'Overage', cell: (row) => (row.overage === '0' ? '—' : money(row.overage)), numeric: true },

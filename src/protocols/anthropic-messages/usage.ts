@@ -27,8 +27,19 @@ export function messagesUsage(usage: Record<string, unknown>, base?: UsageCounts
       cacheReadTokens: pick('cache_read_input_tokens', base?.cacheReadTokens ?? 0),
       outputTokens: pick('output_tokens', base?.outputTokens ?? 0),
       toolCalls: 'server_tool_use' in usage ? serverToolCalls(field(usage, 'server_tool_use')) : (base?.toolCalls ?? {}),
+      ...servedTier(usage, base),
     };
   });
+}
+
+/**
+ * The tier the usage reports: fast mode (`speed: "fast"`) is priced as its own tier; otherwise
+ * `service_tier` (`standard`, `priority`, `batch`). A stream's later usage that names none keeps the first's.
+ */
+function servedTier(usage: Record<string, unknown>, base?: UsageCounts): { servedTier?: string } {
+  if (usage.speed === 'fast') return { servedTier: 'fast' };
+  if (typeof usage.service_tier === 'string') return { servedTier: usage.service_tier };
+  return base?.servedTier === undefined ? {} : { servedTier: base.servedTier };
 }
 
 /** 5-minute and 1-hour cache writes; a total beyond the split (or without one) counts as 5-minute. */

@@ -1,6 +1,6 @@
 /** Usage of a Chat Completions exchange: the `usage` object of the reply or of the last stream chunk. */
-import { tryParse } from '../../json';
-import { field, readUsage, splitCachedInput } from '../usage-json';
+import { object, tryParse } from '../../json';
+import { field, readUsage, splitCachedInput, withServedTier } from '../usage-json';
 import type { UsageCounts } from '../types';
 
 /**
@@ -8,14 +8,16 @@ import type { UsageCounts } from '../types';
  * `prompt_tokens` (docs/protocols.md#chat-reply), so they are taken out of the input count to bill each token
  * once; reasoning tokens are inside `completion_tokens`.
  */
-export function chatUsage(usage: Record<string, unknown>): UsageCounts | null {
-  return readUsage(() => splitCachedInput(usage.prompt_tokens, field(usage, 'prompt_tokens_details'), usage.completion_tokens));
+export function chatUsage(usage: Record<string, unknown>, serviceTier?: unknown): UsageCounts | null {
+  const counts = readUsage(() => splitCachedInput(usage.prompt_tokens, field(usage, 'prompt_tokens_details'), usage.completion_tokens));
+  return counts === null ? null : withServedTier(counts, serviceTier);
 }
 
 /** The usage of a non-streamed chat reply body, if it has a readable one. */
 function chatUsageFromBody(text: string): UsageCounts | null {
-  const usage = field(tryParse(text), 'usage');
-  return Object.keys(usage).length === 0 ? null : chatUsage(usage);
+  const body = tryParse(text);
+  const usage = field(body, 'usage');
+  return Object.keys(usage).length === 0 ? null : chatUsage(usage, object(body).service_tier);
 }
 
 /**

@@ -4,7 +4,7 @@
  * (`web_search_call` → `web_search`).
  */
 import { tryParse } from '../../json';
-import { field, readUsage, splitCachedInput } from '../usage-json';
+import { field, readUsage, splitCachedInput, withServedTier } from '../usage-json';
 import type { ToolCalls, UsageCounts } from '../types';
 
 /** Events that carry the final response object, usage included. */
@@ -23,7 +23,7 @@ export function responsesUsage(response: Record<string, unknown>): UsageCounts |
   const usage = field(response, 'usage');
   if (Object.keys(usage).length === 0) return null;
   const counts = readUsage(() => splitCachedInput(usage.input_tokens, field(usage, 'input_tokens_details'), usage.output_tokens));
-  return counts === null ? null : { ...counts, toolCalls: hostedToolCalls(response.output) };
+  return counts === null ? null : withServedTier({ ...counts, toolCalls: hostedToolCalls(response.output) }, response.service_tier);
 }
 
 function hostedToolCalls(output: unknown): ToolCalls {

@@ -285,6 +285,15 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX charges_account_session ON charges (account_id, session_id, created_at) WHERE session_id IS NOT NULL;
     `,
   },
+  {
+    version: 10,
+    description: 'the service level each charge was priced at: the tier its reply reported, and whether long-context rates applied',
+    sql: `
+      -- NULL: the reply named no tier (and every row older than this migration).
+      ALTER TABLE charges ADD COLUMN service_tier TEXT;
+      ALTER TABLE charges ADD COLUMN long_context BOOLEAN NOT NULL DEFAULT false;
+    `,
+  },
 ];
 
 /**

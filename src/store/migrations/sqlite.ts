@@ -253,6 +253,15 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX charges_account_session ON charges (account_id, session_id, created_at) WHERE session_id IS NOT NULL;
     `,
   },
+  {
+    version: 9,
+    description: 'the service level each charge was priced at: the tier its reply reported, and whether long-context rates applied',
+    sql: `
+      -- NULL: the reply named no tier (and every row older than this migration).
+      ALTER TABLE charges ADD COLUMN service_tier TEXT;
+      ALTER TABLE charges ADD COLUMN long_context INTEGER NOT NULL DEFAULT 0 CHECK (long_context IN (0, 1));
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
