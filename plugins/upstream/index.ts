@@ -13,11 +13,12 @@ import type { PluginDefinition } from '../kit';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
 import { closeRedis, connectRedis } from '../../src/shared-state/redis';
-import type { Translator } from '../../src/translators/types';
+import type { RouteTranslator } from '../../src/upstream/attempt';
 import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
 import { dispatch } from '../../src/upstream/dispatch';
 import { RetryBudget } from '../../src/upstream/retry-budget';
+import { routeTranslator } from '../../src/upstream/route-translator';
 import { wireOf } from '../../src/wire';
 
 /** What the upstream plugin offers others: its providers' breakers, for metrics and the console. */
@@ -28,17 +29,17 @@ export interface UpstreamService {
   providerHealth(): ReadonlyMap<string, ProviderHealth>;
 }
 
-/** The translator for a target of another protocol; without the translate plugin there is none. */
-function translatorOf(ctx: GatewayContext, target: Target): Translator {
-  const translator = ctx.state.translation?.for(target) ?? null;
-  if (translator === null) {
+/** How the request crosses to `target`; without the translate plugin, only a route of the client's protocol serves. */
+function routeOf(ctx: GatewayContext, target: Target): RouteTranslator {
+  const route = ctx.state.translation?.for(target) ?? routeTranslator(ctx.state.endpoint, target.provider, false);
+  if (route === null) {
     throw new GatewayError(
       'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
       `The model '${need(ctx, 'request').model.id}' is served over the ${wireOf(target.provider).displayName} protocol and is not available on ${ctx.state.endpoint.path}.`,
       { param: 'model' },
     );
   }
-  return translator;
+  return route;
 }
 
 /** The session table: in process, or shared through Redis when the gateway has one. */
@@ -72,7 +73,7 @@ export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
       breakers,
       retryBudget,
       failover: config.failover,
-      translatorFor: translatorOf,
+      routeFor: routeOf,
       affinity: { config: config.affinity, store: affinity.store },
     };
 

@@ -8,7 +8,6 @@ import type { GatewayConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
 import type { Account, ApiKeyRecord, ChargeRecord } from '../store/store';
-import type { Translator } from '../translators/types';
 import type { ParsedRequest } from './parsed-request';
 
 export type { ParsedRequest };
@@ -106,11 +105,6 @@ interface BillingState {
   readonly charged: Promise<ChargeRecord>;
 }
 
-/** Filled by the translate plugin: the translator for one upstream attempt, null when none is needed. */
-interface TranslationState {
-  for(target: Target): Translator | null;
-}
-
 export interface GatewayState {
   /** Tollgate's own id for the request: what the ledger, holds and logs key on. */
   readonly requestId: string;
@@ -122,8 +116,6 @@ export interface GatewayState {
   request?: ParsedRequest;
   auth?: AuthState;
   billing?: BillingState;
-  /** Absent when the translate plugin is disabled: only native routes are served. */
-  translation?: TranslationState;
   rateLimit?: RateLimitState;
   exchange?: Exchange;
   /** Filled by the kernel: the request's spans (or only its incoming trace context, tracing off). */

@@ -5,10 +5,12 @@
  * reaches the client before `commit()`: that is what makes retrying safe.
  */
 import type { Readable } from 'node:stream';
-import type { GatewayContext } from '../kernel/context';
+import type { ExchangeEnd, GatewayContext } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import type { Usage } from '../protocols/types';
-import type { ExchangeEnd } from '../kernel/context';
+import type { Usage, UsageTap } from '../protocols/types';
+import type { Target } from '../routing/resolve';
+import type { ErrorReply, UpstreamCall } from '../wire/types';
+import type { UpstreamResponse } from './types';
 
 /** What failed, in the failover policy's words (`retry_on`). */
 export type FailureKind = 'connect_error' | 'reset' | 'timeout' | 'status' | 'invalid' | 'aborted';
@@ -32,6 +34,58 @@ export interface Commit {
   commit(ctx: GatewayContext, report: ReportEnd): void;
 }
 
+/**
+ * How one route carries a request and its answer between the client's protocol and the provider's:
+ * the passthrough for a route that speaks the client's protocol (its bytes go as they are, the model
+ * renamed), a translator otherwise. The attempt and the relay are the same for both.
+ */
+export interface RouteTranslator {
+  /** One attempt at `target`, its request written; throws the 400 naming what the route's protocol cannot express. */
+  begin(ctx: GatewayContext, target: Target): AttemptLeg;
+}
+
+/** One attempt's request, and how its answer reaches the client. */
+export interface AttemptLeg {
+  readonly call: UpstreamCall;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  /** An upstream error about the request (≥ 400, not 401/403), in its family's shape, as the client would get it. */
+  error(reply: ErrorReply, received: Buffer, headers: UpstreamResponse['headers']): FailureAnswer;
+  /** A whole reply, read: the answer to commit, or an `AttemptFailure` when it cannot be read. */
+  reply(bytes: Buffer, response: UpstreamResponse): PlainAnswer;
+  /** The status and headers of a streamed answer. */
+  streamHead(response: UpstreamResponse): { readonly status: number; readonly headers: Record<string, string> };
+  stream(): StreamCodec;
+}
+
+interface PlainAnswer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: unknown;
+  readonly usage: Usage | null;
+  readonly outputTokens: () => Promise<number>;
+  readonly replyId: string | null;
+}
+
+/** What the relay does with a stream's bytes on their way to the client, and what it reads on the way. */
+export interface StreamCodec {
+  /** The client's bytes for one upstream chunk (empty: none yet). Throwing breaks the stream off. */
+  push(chunk: Buffer): Buffer | string;
+  /** True once the answer is complete before the upstream's stream ends (a translator saw its terminal event). */
+  readonly complete: boolean;
+  /** The upstream's stream ended: the last bytes held back. Throws when it ended too early. */
+  flush(): Buffer | string;
+  /** The frames that end the client's stream with `error`; nothing follows them. */
+  interrupt(error: GatewayError): string;
+  /** An error the upstream reported inside its stream, which ended it; null when none. */
+  readonly upstreamError: GatewayError | null;
+  /** The usage, output count and reply id read so far; `behind()` paces the reading. */
+  readonly read: Omit<UsageTap, 'observe'>;
+}
+
+/** How the client is answered by a failure: an upstream error relayed as it came, or a GatewayError. */
+export type FailureAnswer = GatewayError | { status: number; headers: Record<string, string>; body: Buffer };
+
 export class AttemptFailure extends Error {
   override readonly name = 'AttemptFailure';
 
@@ -40,7 +94,7 @@ export class AttemptFailure extends Error {
     /** The upstream's status for `status` failures, else null. */
     readonly status: number | null,
     /** How the client is answered if nothing better comes: a relayed upstream error, or a GatewayError. */
-    private readonly answer: GatewayError | { status: number; headers: Record<string, string>; body: Buffer },
+    private readonly answer: FailureAnswer,
     /** The provider's own retry-after, in ms, when it sent one. */
     readonly retryAfterMs: number | null = null,
   ) {
@@ -66,6 +120,17 @@ export class AttemptFailure extends Error {
     ctx.set(this.answer.headers);
     ctx.body = this.answer.body;
   }
+}
+
+/** A reply the client could not read: a 502, and another route may do better. */
+export function invalidReply(target: Target, why: string): AttemptFailure {
+  return new AttemptFailure(
+    'invalid',
+    null,
+    new GatewayError('TOLLGATE_ERR_UPSTREAM_INVALID_RESPONSE', `The upstream provider '${target.provider.id}' sent an invalid reply.`, {
+      cause: new Error(why),
+    }),
+  );
 }
 
 /** An upstream `retry-after` (seconds or HTTP date) or `retry-after-ms`, in ms; null when absent or unreadable. */

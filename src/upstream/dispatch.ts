@@ -13,17 +13,15 @@ import { GatewayError } from '../kernel/errors';
 import { affinityKey, routeId, sessionOf, withAffinity, type AffinityStore } from '../routing/affinity';
 import { backoffMs, effectivePolicy, isRetryable, type Outcome } from '../routing/failover';
 import { attemptOrder } from '../routing/plan';
-import { providerHasCredentials, speaksNatively, type Target } from '../routing/resolve';
-import type { Translator } from '../translators/types';
-import { AttemptFailure, type ReportEnd } from './attempt';
+import { providerHasCredentials, type Target } from '../routing/resolve';
+import { AttemptFailure, type ReportEnd, type RouteTranslator } from './attempt';
 import { AttemptAbort } from './attempt-abort';
 import { BreakerOpenError, type ProviderBreakers } from './breakers';
 import type { RetryBudget } from './retry-budget';
 import { CLIENT_CLOSED_REQUEST, openExchange, type ExchangeRecorder } from './exchange';
 import { ClientWatch } from './client-watch';
 import { ABORTED_BY_DEADLINE } from './failures';
-import { attemptNative } from './native-attempt';
-import { attemptTranslated } from './translated-attempt';
+import { attemptRoute } from './attempt-route';
 import type { UpstreamClient } from './types';
 
 export interface DispatchDeps {
@@ -31,8 +29,8 @@ export interface DispatchDeps {
   readonly breakers: ProviderBreakers;
   readonly retryBudget: RetryBudget;
   readonly failover: FailoverPolicy;
-  /** The translator for a target of another protocol (throws a 400 when there is none). */
-  readonly translatorFor: (ctx: GatewayContext, target: Target) => Translator;
+  /** How the request crosses to a target: the passthrough or a translator (throws a 400 when neither serves). */
+  readonly routeFor: (ctx: GatewayContext, target: Target) => RouteTranslator;
   /** Session affinity, when enabled: which session a request belongs to, and where sessions last went. */
   readonly affinity: { readonly config: AffinityConfig; readonly store: AffinityStore } | null;
 }
@@ -151,14 +149,12 @@ async function attemptAll(
     // Made once the breaker lets the attempt through: a skipped route is no attempt, and has no span.
     const traced: { span: AttemptTrace | null } = { span: null };
     try {
-      const translator = speaksNatively(target.provider, ctx.state.endpoint) ? null : deps.translatorFor(ctx, target);
+      const route = deps.routeFor(ctx, target);
       const commit = await deps.breakers.run(target.provider.id, () => {
         recorder.attempt(target);
         traced.span = ctx.state.trace?.startAttempt(target, attempts + 1) ?? null;
         const sender = traced.span === null ? client : withTraceHeaders(client, traced.span.headers);
-        return translator === null
-          ? attemptNative(ctx, target, sender, attempt.signal)
-          : attemptTranslated(ctx, target, sender, translator, attempt.signal);
+        return attemptRoute(ctx, target, sender, route, attempt.signal);
       });
       log('ok');
       traced.span?.committed();

@@ -1,100 +1,64 @@
 /**
- * Relays an upstream event stream to the client chunk by chunk, as it arrives: no buffering, backpressure
- * from the client paces the upstream socket, and a side tap reads usage on the way. The relay is the
- * one place that knows how the exchange ended, so it resolves the exchange's `finished` promise.
+ * Relays an upstream event stream to the client as it arrives, through the route's codec (bytes as
+ * they are, or each event translated): no buffering, and backpressure from the client (and from the
+ * output count) paces the upstream socket. The relay is the one place that knows how the exchange
+ * ended, so it reports the end and what the codec read: usage, output tokens, the reply's id.
  */
 import { Readable } from 'node:stream';
-import type { ExchangeEnd } from '../kernel/context';
 import type { Interruptible } from '../kernel/active-streams';
+import type { ExchangeEnd } from '../kernel/context';
 import { GatewayError } from '../kernel/errors';
-import { sseFrame } from '../protocols/sse';
-import type { UsageTap } from '../protocols/types';
-import type { FrameParser } from '../wire/types';
+import type { Usage } from '../protocols/types';
+import type { StreamCodec } from './attempt';
 import { SourceGate } from './source-gate';
 
 export interface RelayOptions {
-  /** Chunks already read from `source` (to judge its first event), relayed before the rest. */
-  readonly head?: readonly Buffer[];
-  readonly tap: UsageTap;
-  /** Called exactly once: after the last byte, on an upstream failure, or when the client goes away. */
-  readonly onEnd: (end: ExchangeEnd) => void;
-  /** The frame that tells the client the stream broke; nothing follows it. */
-  readonly failureFrame: (error: unknown) => string;
-  /**
-   * For a provider whose stream is not SSE (AWS event-stream): its parser, whose events are re-framed
-   * as the SSE the client expects. Null: the bytes pass through as they are.
-   */
-  readonly reframe: FrameParser | null;
-  /** Rewrites what the client receives (the tap still sees the stream as it came); absent: bytes pass as they are. */
-  readonly filter?: StreamFilter;
-}
-
-/** A rewrite of the relayed bytes that may hold back an unfinished frame until its end arrives. */
-export interface StreamFilter {
-  push(chunk: Buffer): Buffer;
-  /** The bytes held back when the stream ends. */
-  end(): Buffer;
+  readonly providerId: string;
+  /** Chunks already read from the source (to judge its first event), relayed before the rest. */
+  readonly head: readonly Buffer[];
+  /** Called exactly once: after the end, on a failure, or when the client goes away. */
+  readonly onEnd: (end: ExchangeEnd, usage: Usage | null, outputTokens: () => Promise<number>, replyId: string | null) => void;
 }
 
 /** Why a stream still running at the shutdown deadline ends. */
-export function shutdownError(): GatewayError {
+function shutdownError(): GatewayError {
   return new GatewayError('TOLLGATE_ERR_SHUTTING_DOWN', 'The gateway is shutting down and ended the stream; retry the request.');
 }
 
 export class Relay extends Readable implements Interruptible {
-  private ended = false;
   private readonly gate: SourceGate;
+  private reported = false;
+  /** Set once the source is left to drain on its own: it must not be destroyed then. */
+  private released = false;
 
   constructor(
     private readonly source: Readable,
+    private readonly codec: StreamCodec,
     private readonly options: RelayOptions,
   ) {
     super();
     this.gate = new SourceGate(source);
-    for (const chunk of options.head ?? []) this.relay(chunk);
+    for (const chunk of options.head) this.relay(chunk);
+    // The answer was whole in its first chunks: it has ended, or failed.
+    if (this.reported) return;
     // A reply whole in one read has already ended while its first event was judged: its 'end' fired
     // before anyone here listened, so there is nothing to wait for.
     if (source.readableEnded) {
-      this.end();
+      this.sourceEnded();
       return;
     }
     if (source.destroyed) {
       this.fail(source.errored ?? new Error('upstream closed the stream before its end'));
       return;
     }
-    source.on('data', (chunk: Buffer) => {
-      if (!this.relay(chunk)) this.gate.full();
-      this.gate.waitFor(options.tap.behind());
-    });
-    source.once('end', () => this.end());
+    source.on('data', (chunk: Buffer) => this.relay(chunk));
+    source.once('end', () => this.sourceEnded());
     source.once('error', (error: Error) => this.fail(error));
+    // 'close' follows a normal end too: an Error (and its stack trace) only for a stream really cut.
     source.once('close', () => {
-      if (!this.ended) this.fail(new Error('upstream closed the stream before its end'));
+      if (!this.reported) this.fail(new Error('upstream closed the stream before its end'));
     });
     source.pause();
-  }
-
-  /** Sends one upstream chunk on (re-framed, then filtered, when needed); false when the client wants no more for now. */
-  private relay(chunk: Buffer): boolean {
-    const { reframe, tap, filter } = this.options;
-    let out = chunk;
-    if (reframe !== null) {
-      let frames = '';
-      for (const event of reframe.push(chunk)) frames += sseFrame(event.event, event.data);
-      if (frames === '') return true;
-      out = Buffer.from(frames);
-    }
-    tap.observe(out);
-    const sent = filter === undefined ? out : filter.push(out);
-    return sent.length === 0 || this.push(sent);
-  }
-
-  /** The upstream's stream ended: what the filter held back goes out, then the end. */
-  private end(): void {
-    const rest = this.options.filter?.end();
-    if (rest !== undefined && rest.length > 0) this.push(rest);
-    this.push(null);
-    this.finish({ kind: 'delivered' });
   }
 
   override _read(): void {
@@ -102,28 +66,78 @@ export class Relay extends Readable implements Interruptible {
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    // The client went away (or Koa tore the response down): stop the upstream at once.
-    this.finish({ kind: 'aborted' });
-    this.source.destroy();
+    // The client went away (or the response was torn down): stop the upstream at once.
+    this.report({ kind: 'aborted' });
+    if (!this.released) this.source.destroy();
     callback(error);
   }
 
   shutdown(): void {
-    if (this.ended) return;
+    if (this.reported) return;
     this.fail(shutdownError());
-    this.source.destroy();
+    if (!this.released) this.source.destroy();
   }
 
-  private fail(error: unknown): void {
-    if (this.ended) return;
-    this.push(this.options.failureFrame(error));
+  /** Sends one upstream chunk on, as the codec makes it; then reads on when the client and the count allow. */
+  private relay(chunk: Buffer): void {
+    let out: Buffer | string;
+    try {
+      out = this.codec.push(chunk);
+    } catch (error) {
+      // An event over the size cap: the upstream is broken, and the stream ends with an error event.
+      return this.fail(error);
+    }
+    if (out.length > 0 && !this.push(out)) this.gate.full();
+    if (this.codec.complete) return this.complete();
+    this.gate.waitFor(this.codec.read.behind());
+  }
+
+  private sourceEnded(): void {
+    if (this.codec.complete) return this.complete();
+    let rest: Buffer | string;
+    try {
+      rest = this.codec.flush();
+    } catch (error) {
+      return this.fail(error);
+    }
+    if (rest.length > 0) this.push(rest);
     this.push(null);
-    this.finish({ kind: 'failed', error });
+    this.report({ kind: 'delivered' });
   }
 
-  private finish(end: ExchangeEnd): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.options.onEnd(end);
+  /**
+   * The answer is complete before the upstream's stream ended: the client's stream ends, and whatever
+   * the upstream still sends is drained unread, so its connection goes back to the pool instead of
+   * being torn down.
+   */
+  private complete(): void {
+    if (this.reported) return;
+    const error = this.codec.upstreamError;
+    this.push(null);
+    this.report(error === null ? { kind: 'delivered' } : { kind: 'failed', error });
+    this.released = true;
+    this.source.removeAllListeners('data');
+    this.source.on('error', () => undefined);
+    this.source.resume();
+  }
+
+  /** The upstream broke off (or the gateway is stopping): end the client's stream with an error event, never a fake success. */
+  private fail(cause: unknown): void {
+    if (this.reported) return;
+    const error =
+      cause instanceof GatewayError
+        ? cause
+        : new GatewayError('TOLLGATE_ERR_STREAM_INTERRUPTED', `The upstream provider '${this.options.providerId}' broke off the stream.`, { cause });
+    const frames = this.codec.interrupt(error);
+    if (frames !== '') this.push(frames);
+    this.push(null);
+    this.report({ kind: 'failed', error });
+  }
+
+  private report(end: ExchangeEnd): void {
+    if (this.reported) return;
+    this.reported = true;
+    const { read } = this.codec;
+    this.options.onEnd(end, read.result(), () => read.outputTokens(), read.replyId?.() ?? null);
   }
 }

@@ -30,4 +30,4 @@ export function speaksNatively(provider: ProviderConfig, endpoint: Endpoint): bo
   return wireOf(provider).nativeEndpoints.includes(endpoint.id);
 }
 
-export type { WireFamily, WireProtocol, UpstreamCall } from './types';
+export type { WireFamily, WireProtocol } from './types';

@@ -18,6 +18,7 @@ import { ENDPOINTS } from '../../src/protocols/types';
 import { LocalAffinityStore } from '../../src/routing/affinity';
 import { ProviderBreakers } from '../../src/upstream/breakers';
 import { dispatch, type DispatchDeps } from '../../src/upstream/dispatch';
+import { PASSTHROUGH } from '../../src/upstream/passthrough';
 import { RetryBudget } from '../../src/upstream/retry-budget';
 import type { UpstreamClient, UpstreamRequest, UpstreamResponse } from '../../src/upstream/types';
 
@@ -159,9 +160,8 @@ describe('upstream/dispatch', () => {
       breakers,
       retryBudget: new RetryBudget(100, 10),
       failover: POLICY,
-      translatorFor: () => {
-        throw new Error('every provider here speaks Messages natively');
-      },
+      // Every provider here speaks Messages, the client's protocol.
+      routeFor: () => PASSTHROUGH,
       affinity: null,
       ...overrides,
     };

@@ -1,0 +1,93 @@
+/**
+ * A route of another protocol: the client's request rewritten in the provider's by a translator, and
+ * the provider's answer (whole, streamed or an error) rewritten back in the client's.
+ */
+import { tryParse } from '../json';
+import type { GatewayContext } from '../kernel/context';
+import { GatewayError } from '../kernel/errors';
+import { need } from '../kernel/need';
+import { countTokensAsync } from '../billing/tokenizer';
+import { OutputTokenCount } from '../protocols/output-count';
+import { replyText } from '../protocols/output-text';
+import type { Target } from '../routing/resolve';
+import { translationContext, type Translator } from '../translators';
+import type { StreamTranslation } from '../translators/types';
+import { wireOf } from '../wire';
+import type { FrameParser } from '../wire/types';
+import { AttemptFailure, invalidReply, type AttemptLeg, type RouteTranslator, type StreamCodec } from './attempt';
+import { translatedRequestHeaders } from './headers';
+
+const SSE = 'text/event-stream; charset=utf-8';
+
+/** The route translator of each translator, made once. */
+const ROUTES = new WeakMap<Translator, RouteTranslator>();
+
+export function translating(translator: Translator): RouteTranslator {
+  let route = ROUTES.get(translator);
+  if (route === undefined) ROUTES.set(translator, (route = { begin: (ctx, target) => translatedLeg(ctx, target, translator) }));
+  return route;
+}
+
+function translatedLeg(ctx: GatewayContext, target: Target, translator: Translator): AttemptLeg {
+  const request = need(ctx, 'request');
+  const { provider } = target;
+  const wire = wireOf(provider);
+  // Tool names are mapped per attempt: each upstream has its own limits.
+  const context = translationContext(request.model, target, request.body);
+  const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };
+  return {
+    call,
+    headers: translatedRequestHeaders(provider, ctx.state.clientRequestId ?? ctx.state.requestId),
+    body: wire.translatedBody(translator.request(context), call),
+    // In the family's own shape first (Bedrock's and Google's errors), then in the client's.
+    error: (reply, _received, headers) => translator.error(reply.status, reply.body, headers),
+    reply(received) {
+      const parsed = tryParse(received.toString('utf8'));
+      if (parsed === null) throw invalidReply(target, 'the reply body is not JSON');
+      let reply: ReturnType<Translator['reply']>;
+      try {
+        reply = translator.reply(parsed, context);
+      } catch (error) {
+        if (error instanceof GatewayError) throw new AttemptFailure('invalid', null, error);
+        throw error;
+      }
+      return {
+        status: 200,
+        headers: {},
+        body: reply.body,
+        usage: reply.usage,
+        outputTokens: () => countTokensAsync(replyText(translator.upstreamEndpoint, parsed)),
+        replyId: null,
+      };
+    },
+    streamHead: () => ({ status: 200, headers: { 'content-type': SSE } }),
+    stream: () => translatedStream(translator.stream(context), wire.framing.newParser(), new OutputTokenCount(translator.upstreamEndpoint)),
+  };
+}
+
+/** A translated stream: the upstream's events, split by its framing, each rewritten at once as the client's frames. */
+function translatedStream(translation: StreamTranslation, frames: FrameParser, output: OutputTokenCount): StreamCodec {
+  return {
+    get complete() {
+      return translation.ended;
+    },
+    get upstreamError() {
+      return translation.upstreamError;
+    },
+    // The output is counted as it passes, in a bounded window: nothing read is kept.
+    read: { result: () => translation.usage(), outputTokens: () => output.total(), behind: () => output.behind() },
+    push(chunk) {
+      let out = '';
+      for (const event of frames.push(chunk)) {
+        output.add(event.data);
+        out += translation.event(event);
+        if (translation.ended) break;
+      }
+      return out;
+    },
+    flush() {
+      throw new Error('upstream ended the stream before its terminal event');
+    },
+    interrupt: (error) => translation.interrupt(error),
+  };
+}
