@@ -14,6 +14,7 @@ import type { CliIo } from './cli/context';
 import { EXIT_ERROR, EXIT_OK, EXIT_USAGE } from './cli/context';
 import { keyCommand } from './cli/key-command';
 import { ledgerCommand } from './cli/ledger-command';
+import { paymentsCommand } from './cli/payments-command';
 import { redeemCodesCommand } from './cli/redeem-codes-command';
 import { reloadServerCommand } from './cli/reload-command';
 import { serveCommand } from './cli/serve-command';
@@ -63,6 +64,9 @@ Commands:
   redemption-codes list [--limit N] [--json]  list codes (amount, expiry, who redeemed; never the code)
   ledger verify                               check every balance (stored and live) against the ledger; exits 1 on drift
   ledger heal                                 rebuild drifting live balances (Redis) from the ledger
+  payments reconcile                          look every pending card payment up in Stripe and credit
+                                              what Stripe says was paid (once); exits 1 when Stripe
+                                              could not be asked about some of them
   audit list [--actor A] [--target ID] [--action ACTION] [--since DAY] [--until DAY] [--limit N] [--csv]
                                               the audit log, newest first: who changed which account,
                                               balance, key, token or code, and every config reload
@@ -70,7 +74,7 @@ Commands:
   --version                                   print Tollgate's version
 
 \`redeem-codes\` is another name for \`redemption-codes\` (the console's Admin → Codes page).
-The account, key, redemption-codes, ledger and audit commands also take --config FILE.
+The account, key, redemption-codes, ledger, payments and audit commands also take --config FILE.
 Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
 --json prints the listing as one JSON document; money is a decimal string of units.
 
@@ -145,6 +149,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return ledgerCommand(args, io);
     case 'audit':
       return auditCommand(args, io);
+    case 'payments':
+      return paymentsCommand(args, io);
     default:
       throw new UsageError(`unknown command "${command}"; run "tollgate help"`);
   }

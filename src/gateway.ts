@@ -18,6 +18,8 @@ import { liveView } from './metrics/live';
 import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
 import { PACKAGE_VERSION } from './paths';
+import { Payments } from './payments/payments';
+import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
 import { tracesSettings } from './telemetry/settings';
 import type * as ExportingTracing from './telemetry/exporting-tracing';
@@ -147,6 +149,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | null = null;
   let draining = false;
   const streams = new ActiveStreams();
+  const funds = liveFunds(reloader.runtime, store);
+  const stripeConfig = () => reloader.runtime.current.config.payments.stripe;
+  const payments = new Payments({ store, funds, logger, metrics: metrics.payments, config: stripeConfig });
+  const reconcileJob = startReconcileJob(payments, store, stripeConfig, logger);
   const { app, listener } = createApp(
     reloader.runtime,
     logger,
@@ -155,7 +161,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       store,
       runtime: reloader.runtime,
       logger,
-      funds: liveFunds(reloader.runtime, store),
+      funds,
+      payments,
       loginLimiter: new LoginLimiter(config.console.login_failures_per_window),
       metrics,
       version: PACKAGE_VERSION,
@@ -198,6 +205,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       await Promise.race([closed, sleep(STREAM_GOODBYE_MS)]);
     }
     clearInterval(sweeper);
+    reconcileJob.stop();
     server.closeAllConnections();
     metrics.stop();
     await reloader.close();

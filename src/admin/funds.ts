@@ -14,6 +14,8 @@ export interface Funds {
   balance(accountId: string): Promise<AccountBalance>;
   credit(input: NewCredit): Promise<CreditRecord>;
   redeem(code: string, accountId: string, actor: string | null): Promise<RedeemResult>;
+  /** A balance change the store writes itself (a card payment's credit or debit), seen by the live book (`BalanceBook.applyStored`). */
+  applyStored<T>(accountId: string, write: () => Promise<T>, moved: (result: T) => bigint): Promise<T>;
 }
 
 function bookOf(runtime: RuntimeRef): BalanceBook | null {
@@ -29,6 +31,10 @@ export function liveFunds(runtime: RuntimeRef, store: Store): Funds {
       const hash = hashRedemptionCode(code);
       const book = bookOf(runtime);
       return book === null ? store.redeemCode(hash, accountId, actor) : book.redeem(hash, accountId, actor);
+    },
+    applyStored(accountId, write, moved) {
+      const book = bookOf(runtime);
+      return book === null ? write() : book.applyStored(accountId, write, moved);
     },
   };
 }

@@ -13,6 +13,7 @@ import { adminCodeRoutes } from './routes/admin-codes';
 import { adminProviderRoutes } from './routes/admin-providers';
 import { insightRoutes } from './routes/insight';
 import { keyRoutes } from './routes/keys';
+import { paymentRoutes } from './routes/payments';
 import { publicRoutes } from './routes/public';
 import { sessionRoutes } from './routes/session';
 import { tokenRoutes } from './routes/tokens';
@@ -65,6 +66,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);
   adminAuditRoutes(router, deps);
+  paymentRoutes(router, deps);
   return router;
 }
 

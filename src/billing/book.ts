@@ -29,6 +29,12 @@ export interface BalanceBook {
    * in one transaction, at most once however many race; the live balance sees the credit too.
    */
   redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult>;
+  /**
+   * A balance change the store writes in a transaction of its own (a card payment's credit, a refund's
+   * debit): `write` makes it, at most once however many race, and `moved` says by how much it moved
+   * the balance (0n when it had been made already); the live balance moves by as much.
+   */
+  applyStored<T>(accountId: string, write: () => Promise<T>, moved: (result: T) => bigint): Promise<T>;
   /** The live balance and what is held. */
   balance(accountId: string): Promise<AccountBalance>;
   /** Releases holds older than their expiry (their instance died); returns how many. */

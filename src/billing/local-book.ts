@@ -100,6 +100,12 @@ export class LocalBook implements BalanceBook {
     return result;
   }
 
+  async applyStored<T>(accountId: string, write: () => Promise<T>): Promise<T> {
+    const result = await write();
+    this.forget(accountId);
+    return result;
+  }
+
   async balance(accountId: string): Promise<AccountBalance> {
     const stored = await this.store.balance(accountId);
     return { balance: stored.balance - (this.queuedByAccount.get(accountId) ?? 0n), held: this.heldByAccount.get(accountId) ?? 0n };

@@ -168,6 +168,29 @@ export class RedisBook implements BalanceBook {
     return result;
   }
 
+  /** A payment's credit or debit, written by the store itself: fenced as a redemption is. */
+  async applyStored<T>(accountId: string, write: () => Promise<T>, moved: (result: T) => bigint): Promise<T> {
+    const token = randomUUID();
+    await this.script('creditBegin', [this.fenceKey(accountId)], [String(CREDIT_FENCE_TTL_S)]);
+    let result: T;
+    try {
+      result = await write();
+    } catch (error) {
+      await this.endCredit(accountId, token, 0n).catch(() => undefined);
+      throw error;
+    }
+    const amount = moved(result);
+    try {
+      await this.endCredit(accountId, token, amount);
+    } catch (error) {
+      if (amount !== 0n) {
+        const message = `a payment of ${amount} nano-units is in the ledger but not in the Redis balance of account ${accountId}, which is off by it until rebuilt from the ledger`;
+        this.options.onError?.(new Error(message, { cause: error }));
+      }
+    }
+    return result;
+  }
+
   /** Where seeding learns what this instance's ledger writer has not written yet, by account. */
   countUnwritten(unwritten: (accountId: string) => bigint): void {
     this.unwritten = unwritten;

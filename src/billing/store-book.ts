@@ -23,6 +23,10 @@ export class StoreBook implements BalanceBook {
     return this.store.credit(input);
   }
 
+  applyStored<T>(_accountId: string, write: () => Promise<T>): Promise<T> {
+    return write();
+  }
+
   redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {
     return this.store.redeemCode(codeHash, accountId, actor);
   }

@@ -64,14 +64,14 @@ export async function withStore<T>(
 export async function withBook<T>(
   configFlag: string | undefined,
   io: CliIo,
-  work: (store: Store, book: BalanceBook) => Promise<T>,
+  work: (store: Store, book: BalanceBook, config: GatewayConfig) => Promise<T>,
 ): Promise<T> {
   return withStore(configFlag, io, async (store, config) => {
     // Loaded on demand so that commands without a book do not pull in the Redis client.
     const { openBook } = await import('../billing/open-book.js');
     const book = await openBook(config, store);
     try {
-      return await work(store, book);
+      return await work(store, book, config);
     } finally {
       await book.close();
     }

@@ -10,10 +10,12 @@ import type { LedgerTotals, Store } from '../store/store';
 /** What is wrong with one account's totals; empty when nothing is. */
 function driftOf(totals: LedgerTotals): string[] {
   const problems: string[] = [];
-  const expected = totals.credits - totals.charges;
+  const expected = totals.credits - totals.charges - totals.debits;
   if (totals.balance !== expected) {
+    // Debits (refunds, disputes of card payments) are named only where there are any.
+    const debits = totals.debits === 0n ? '' : ` − debits ${formatUnits(totals.debits)}`;
     problems.push(
-      `balance ${formatUnits(totals.balance)} but credits ${formatUnits(totals.credits)} − charges ${formatUnits(totals.charges)} = ${formatUnits(expected)} (off by ${formatUnits(totals.balance - expected)})`,
+      `balance ${formatUnits(totals.balance)} but credits ${formatUnits(totals.credits)} − charges ${formatUnits(totals.charges)}${debits} = ${formatUnits(expected)} (off by ${formatUnits(totals.balance - expected)})`,
     );
   }
   if (totals.held !== totals.openHolds) {

@@ -3,6 +3,7 @@
  * providers, models must be priced or free, providers need an address unless they are the demo.
  */
 import type { ErrorObject } from 'ajv';
+import { unitsToNano } from '../billing/money';
 import { isObject } from '../json';
 import type { ConfigIssue } from './config-error';
 import { deriveModel, deriveProvider, type ValidatedGatewayData } from './derive';
@@ -25,7 +26,7 @@ const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor 
  * id the file defines, so a route to a provider with a schema error is not also called unknown.
  */
 export function crossCheck(
-  config: Pick<GatewayConfig, 'providers' | 'models'>,
+  config: Pick<GatewayConfig, 'providers' | 'models'> & Partial<Pick<GatewayConfig, 'payments'>>,
   locator: YamlLocator,
   knownProviders: readonly string[] = Object.keys(config.providers).sort(),
 ): ConfigIssue[] {
@@ -33,7 +34,30 @@ export function crossCheck(
     ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
     ...Object.values(config.models).flatMap((model) => checkModel(model, knownProviders, locator)),
     ...checkAliases(config, locator),
+    ...checkPayments(config.payments, locator),
   ];
+}
+
+/** Card amounts must make sense together, and the rate must be exact in nano-units. */
+function checkPayments(payments: GatewayConfig['payments'] | undefined, locator: YamlLocator): ConfigIssue[] {
+  const stripe = payments?.stripe;
+  if (stripe === undefined) return [];
+  const at = ['payments', 'stripe'];
+  const issues: ConfigIssue[] = [];
+  if (stripe.min_amount > stripe.max_amount) {
+    issues.push(locator.issue([...at, 'min_amount'], `min_amount (${stripe.min_amount}) is above max_amount (${stripe.max_amount})`));
+  }
+  stripe.presets.forEach((preset, index) => {
+    if (preset < stripe.min_amount || preset > stripe.max_amount) {
+      issues.push(locator.issue([...at, 'presets', index], `${preset} is outside min_amount..max_amount (${stripe.min_amount}..${stripe.max_amount})`));
+    }
+  });
+  try {
+    unitsToNano(stripe.units_per_currency_unit);
+  } catch {
+    issues.push(locator.issue([...at, 'units_per_currency_unit'], 'units_per_currency_unit may have at most nine decimals'));
+  }
+  return issues;
 }
 
 /** An alias may not be another model's id, nor belong to two models: a name must mean one model. */

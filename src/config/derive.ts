@@ -26,6 +26,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     console: data.console,
     store: data.store,
     redis: data.redis,
+    payments: data.payments,
     telemetry: data.telemetry,
     providers: mapValues(data.providers, deriveProvider),
     models: mapValues(data.models, deriveModel),

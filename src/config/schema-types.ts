@@ -84,6 +84,12 @@ export interface GatewayData {
      * stream (docs/benchmarks.md). Needs a restart to change.
      */
     readonly heap_growing_percent: number;
+    /**
+     * The address clients and browsers reach this gateway at (https://llm.example.com), without a trailing
+     * path: Stripe's return and cancel addresses are built on it. Empty: the origin the console's request
+     * came in on.
+     */
+    readonly public_url: string;
   };
   /** The web console under /console and the management API under /api it is a client of. */
   readonly console: {
@@ -133,6 +139,64 @@ export interface GatewayData {
      * (503), rate limiting falls back to per-instance limits.
      */
     readonly command_timeout_ms: number;
+  };
+  /** Money in: card payments. Redemption codes and an administrator's credit work whether or not this is set. */
+  readonly payments: {
+    /**
+     * Card payments through Stripe Checkout: the console's Top Up takes cards, webhooks credit each paid
+     * order once. Absent: no card payments, and the stripe package is never loaded.
+     */
+    readonly stripe?: {
+      /** Stripe's secret API key (sk_live_… or sk_test_…, or a restricted rk_… key), as ${STRIPE_SECRET_KEY}. */
+      readonly secret_key: string;
+      /**
+       * The signing secret of the webhook endpoint (whsec_…), as ${STRIPE_WEBHOOK_SECRET}: a webhook whose
+       * signature does not verify is refused.
+       */
+      readonly webhook_secret: string;
+      /**
+       * ISO 4217 code, lower case (usd, eur, jpy): what customers pay in. Amounts below are in its minor unit
+       * (cents; yen for jpy).
+       */
+      readonly currency: string;
+      /** Smallest top-up, in minor units of the currency (500 = 5.00). */
+      readonly min_amount: number;
+      /** Largest top-up, in minor units of the currency (100000 = 1,000.00). */
+      readonly max_amount: number;
+      /**
+       * The amounts offered as buttons on Top Up, in minor units, each between min_amount and max_amount; a
+       * custom amount is always offered too.
+       */
+      readonly presets: readonly number[];
+      /**
+       * Balance units credited per one unit of the currency paid (1: one dollar buys one unit). Up to nine
+       * decimals; the credit is exact, rounded half up to the nano-unit only when the rate has more decimals
+       * than that leaves room for.
+       */
+      readonly units_per_currency_unit: number;
+      /**
+       * Whether Stripe e-mails a receipt to the account's e-mail address (when it has one); the receipt's
+       * link is shown in Payments either way.
+       */
+      readonly receipts: boolean;
+      /**
+       * Where Stripe's API is reached: Stripe's own by default; tests and egress proxies set another
+       * (http://127.0.0.1:12111).
+       */
+      readonly api_base: string;
+      /**
+       * A pending order this old is looked up in Stripe by the background job: credited if paid, else marked
+       * expired once Stripe says the session is over.
+       */
+      readonly pending_expiry_minutes: number;
+      /**
+       * How often the background job looks for pending orders (one instance at a time on PostgreSQL); 0 turns
+       * it off, leaving tollgate payments reconcile.
+       */
+      readonly reconcile_interval_seconds: number;
+      /** Longest wait for one call to Stripe's API before Top Up says Stripe cannot be reached. */
+      readonly timeout_ms: number;
+    };
   };
   /**
    * OpenTelemetry tracing (docs/observability.md). Off unless an endpoint is set here or in

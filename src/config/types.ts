@@ -89,6 +89,8 @@ type TelemetryConfig = GatewayData['telemetry'];
 export type TracesConfig = TelemetryConfig['traces'];
 export type StoreConfig = GatewayData['store'];
 export type RedisConfig = GatewayData['redis'];
+/** Card payments through Stripe Checkout (src/payments); absent when card payments are off. */
+export type StripeConfig = NonNullable<GatewayData['payments']['stripe']>;
 
 export type FailoverPolicy = UpstreamFailover;
 /** An outcome of an attempt worth retrying: a transport failure or an upstream status. */

@@ -6,6 +6,7 @@
  * model ids, configured provider ids, fixed outcome words; account ids only when the operator asks.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { PaymentMetrics } from './payment-metrics';
 import { LedgerMetrics } from './ledger-metrics';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { CellCounter, CellGauge, CellHistogram, type ValueCell } from './cells';
@@ -86,6 +87,8 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   /** The ledger writer's backlog, refused charges and drift. */
   readonly ledger = new LedgerMetrics(this.registry);
+  /** Card payments and auto-recharge. */
+  readonly payments = new PaymentMetrics(this.registry);
   private live: LiveView | null = null;
   private scrapeSource: (() => Promise<{ body: string; contentType: string }>) | null = null;
   /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */

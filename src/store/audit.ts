@@ -22,7 +22,14 @@ export type AuditAction =
   | 'key.limits'
   | 'token.create'
   | 'token.revoke'
-  | 'config.reload';
+  | 'config.reload'
+  | 'payment.create'
+  | 'payment.paid'
+  | 'payment.failed'
+  | 'payment.expired'
+  | 'payment.refund'
+  | 'payment.dispute'
+  | 'payment.settings';
 
 /** A JSON object of plain values: what the changed thing looked like before or after. */
 export type AuditState = Readonly<Record<string, unknown>>;
@@ -75,6 +82,13 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'token.create',
   'token.revoke',
   'config.reload',
+  'payment.create',
+  'payment.paid',
+  'payment.failed',
+  'payment.expired',
+  'payment.refund',
+  'payment.dispute',
+  'payment.settings',
 ];
 
 /** Row as both stores return it: JSON as text, the time in the backend's date type. */

@@ -40,6 +40,7 @@ export async function ledgerTotals(pool: Pool): Promise<LedgerTotals[]> {
     `SELECT a.id AS account_id, a.name,
               COALESCE((SELECT sum(amount) FROM credits c WHERE c.account_id = a.id), 0) AS credits,
               COALESCE((SELECT sum(cost) FROM charges g WHERE g.account_id = a.id), 0) AS charges,
+              COALESCE((SELECT sum(amount) FROM debits d WHERE d.account_id = a.id), 0) AS debits,
               a.balance, a.held,
               COALESCE((SELECT sum(amount) FROM holds h WHERE h.account_id = a.id), 0) AS holds
          FROM accounts a ORDER BY a.created_at, a.seq`,

@@ -4,6 +4,8 @@
  * statement (statement_timeout_ms on the server, a little more on the client for a dead network), so
  * a slow or unreachable database turns into an error the caller can answer with 503, never a hang.
  */
+import type { PaymentStore } from './payments';
+import { PostgresPayments } from './postgres-payments';
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
@@ -93,6 +95,8 @@ export class PostgresStore implements Store {
   readonly shared = true;
   private readonly pool: Pool;
   private readonly ledger: PostgresLedger;
+  /** Card payments (postgres-payments.ts). */
+  readonly payments: PaymentStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -123,6 +127,7 @@ export class PostgresStore implements Store {
     this.pool.on('error', (error) => this.onBackgroundError(error));
     retryTerminatedConnections(this.pool);
     this.ledger = new PostgresLedger(this.pool);
+    this.payments = new PostgresPayments(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
   }
 

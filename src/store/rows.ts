@@ -196,6 +196,7 @@ export interface TotalsRow {
   name: string;
   credits: string;
   charges: string;
+  debits: string;
   balance: string;
   held: string;
   holds: string;
@@ -335,6 +336,7 @@ export function toLedgerTotals(row: TotalsRow): LedgerTotals {
     accountName: row.name,
     credits: BigInt(row.credits),
     charges: BigInt(row.charges),
+    debits: BigInt(row.debits),
     balance: BigInt(row.balance),
     held: BigInt(row.held),
     openHolds: BigInt(row.holds),

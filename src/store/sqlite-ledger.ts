@@ -100,6 +100,7 @@ function prepare(db: SqliteDatabase) {
       `SELECT a.id AS account_id, a.name,
               CAST(COALESCE((SELECT sum(amount) FROM credits c WHERE c.account_id = a.id), 0) AS TEXT) AS credits,
               CAST(COALESCE((SELECT sum(cost) FROM charges g WHERE g.account_id = a.id), 0) AS TEXT) AS charges,
+              CAST(COALESCE((SELECT sum(amount) FROM debits d WHERE d.account_id = a.id), 0) AS TEXT) AS debits,
               CAST(a.balance AS TEXT) AS balance, CAST(a.held AS TEXT) AS held,
               CAST(COALESCE((SELECT sum(amount) FROM holds h WHERE h.account_id = a.id), 0) AS TEXT) AS holds
          FROM accounts a ORDER BY a.created_at, a.rowid`,

@@ -5,6 +5,8 @@
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
+import type { PaymentStore } from './payments';
+import { SqlitePayments } from './sqlite-payments';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
@@ -122,10 +124,18 @@ const RETRIED_METHODS = [
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
 ] as const satisfies readonly (keyof SqliteStore)[];
 
+/** Every payments call may meet another process's lock too (the CLI's reconcile). */
+const PAYMENT_METHODS = [
+  'createOrder', 'createRechargeOrder', 'findOrder', 'listOrders', 'updateOrder', 'creditOrder', 'refundOrder', 'disputeOrder',
+  'recordEvent', 'seenEvent', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
+] as const satisfies readonly (keyof PaymentStore)[];
+
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
+
 export class SqliteStore implements Store {
   readonly shared = false;
   readonly durable: boolean;
+  readonly payments: PaymentStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -165,6 +175,8 @@ export class SqliteStore implements Store {
     this.dataVersion = this.db.prepare<[], number>('PRAGMA data_version').pluck();
     this.selectOne = this.db.prepare<[], number>('SELECT 1').pluck();
     retryWhileBusy<SqliteStore>(this, RETRIED_METHODS);
+    this.payments = new SqlitePayments(this.db, () => (this.localFundsRevision += 1));
+    retryWhileBusy<PaymentStore>(this.payments, PAYMENT_METHODS);
   }
 
   /** The prepared statements; made on first use because they need the tables `migrate()` creates. */

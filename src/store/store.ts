@@ -1,4 +1,5 @@
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
+import type { PaymentStore } from './payments';
 
 /**
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
@@ -274,6 +275,8 @@ export interface LedgerTotals {
   readonly accountName: string;
   readonly credits: bigint;
   readonly charges: bigint;
+  /** Funds taken back from card payments (refunds, disputes). */
+  readonly debits: bigint;
   readonly balance: bigint;
   readonly held: bigint;
   /** Σ of the open holds' amounts, which `held` must equal. */
@@ -466,6 +469,9 @@ export interface Store {
   /** Redeems a code once, whoever races for it: one credit, later attempts `used`. */
   redeemCode(hash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult>;
   listRedemptionCodes(limit?: number): Promise<RedemptionCodeRecord[]>;
+
+  /** Card payments: orders, debits, Stripe events, payment profiles (payments.ts). */
+  readonly payments: PaymentStore;
 
   /** Appends one entry to the audit log (store/audit.ts); never anything secret. */
   appendAudit(entry: NewAuditEntry): Promise<AuditRecord>;

@@ -254,9 +254,9 @@ describe('schemas/management-api.yaml', () => {
       }
     });
 
-    it('need no credential only for meta, prices, login and sign-up', () => {
+    it('need no credential only for meta, prices, login, sign-up and the Stripe webhook (signed by Stripe)', () => {
       const open = operations.filter((operation) => Array.isArray(operation.operation.security) && operation.operation.security.length === 0);
-      expect(open.map((operation) => operation.id).sort()).to.deep.equal(['GET /api/meta', 'GET /api/prices', 'POST /api/session', 'POST /api/signup']);
+      expect(open.map((operation) => operation.id).sort()).to.deep.equal(['GET /api/meta', 'GET /api/prices', 'POST /api/payments/stripe/webhook', 'POST /api/session', 'POST /api/signup']);
     });
 
     it('require the CSRF token with the cookie on every state change', () => {

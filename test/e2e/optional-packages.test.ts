@@ -1,8 +1,8 @@
 /**
  * What a gateway loads is what its configuration uses: ioredis only with Redis, the OpenTelemetry SDK
  * only with tracing on, the AWS SDK only with a Bedrock provider, pg only on PostgreSQL, the tokenizer
- * never in the main thread. Each is memory (about 24 MiB of the idle RSS together) and start-up time
- * that a deployment without it should not spend. Checked on `tollgate serve` itself, through a
+ * never in the main thread, the Stripe library only with card payments. Each is memory (about 24 MiB
+ * of the idle RSS together) and start-up time that a deployment without it should not spend. Checked on `tollgate serve` itself, through a
  * preloaded module that lists, at exit, the packages the process loaded.
  */
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,7 +20,7 @@ const PRELOAD = path.join(__dirname, '..', 'helpers', 'loaded-packages-preload.j
  * The packages a configuration may only load when it uses them. `@opentelemetry/api` is not one:
  * prom-client's default metrics load it (for exemplars), and it is small.
  */
-const OPTIONAL = /^(ioredis|pg|gpt-tokenizer|@opentelemetry\/(?!api$).+|@smithy\/.+|@aws-sdk\/.+)$/;
+const OPTIONAL = /^(ioredis|pg|gpt-tokenizer|stripe|@opentelemetry\/(?!api$).+|@smithy\/.+|@aws-sdk\/.+)$/;
 
 /** Serves `dir` with the preload, runs `use` against it, stops it with SIGTERM and returns what it loaded. */
 async function packagesLoaded(dir: string, use: (served: ServedChild) => Promise<void>): Promise<string[]> {
@@ -94,5 +94,30 @@ models:
     const loaded = await packagesLoaded(dir, async () => undefined);
     expect(loaded).to.include.members(['ioredis', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@aws-sdk/credential-providers', '@smithy/signature-v4']);
     expect(loaded).to.not.include.members(['pg', 'gpt-tokenizer']);
+  });
+
+  it('card payments load the Stripe library at their first use, and nothing else optional', async () => {
+    const port = await closedPort();
+    writeFileSync(
+      path.join(dir, 'gateway.yaml'),
+      `version: 1
+store: { url: "sqlite:./data/tollgate.db" }
+payments: { stripe: { secret_key: sk_test_x, webhook_secret: whsec_x, currency: usd, api_base: "http://127.0.0.1:${port}" } }
+providers:
+  echo: { protocol: echo }
+models:
+  tollgate-echo: { family: openai, routes: [{ provider: echo }], free: true }
+`,
+    );
+    const loaded = await packagesLoaded(dir, async (served) => {
+      const response = await request(`${served.url}/api/payments/stripe/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+        body: '{}',
+      });
+      expect(response.statusCode).to.equal(400);
+      await response.body.dump();
+    });
+    expect(loaded.filter((name) => OPTIONAL.test(name))).to.deep.equal(['stripe']);
   });
 });

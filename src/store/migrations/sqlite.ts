@@ -262,6 +262,81 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ALTER TABLE charges ADD COLUMN long_context INTEGER NOT NULL DEFAULT 0 CHECK (long_context IN (0, 1));
     `,
   },
+  {
+    version: 10,
+    description: 'card payments: orders, the Stripe events seen, debits (refunds, disputes), payment profiles',
+    sql: `
+      -- One row per top-up asked of Stripe. Amounts: amount_minor in the currency's minor unit (what
+      -- Stripe charges), credit_amount in nano-units (what the ledger gets), fixed when the order is made.
+      -- credit_id is set once, by the transaction that writes the credit: the exactly-once guard.
+      CREATE TABLE payment_orders (
+        id                TEXT PRIMARY KEY,
+        account_id        TEXT NOT NULL REFERENCES accounts (id),
+        kind              TEXT NOT NULL CHECK (kind IN ('checkout', 'auto_recharge')),
+        status            TEXT NOT NULL CHECK (status IN ('pending', 'paid', 'failed', 'expired')),
+        currency          TEXT NOT NULL,
+        amount_minor      INTEGER NOT NULL CHECK (amount_minor > 0),
+        credit_amount     INTEGER NOT NULL CHECK (credit_amount > 0),
+        session_id        TEXT UNIQUE,
+        payment_intent_id TEXT UNIQUE,
+        credit_id         TEXT UNIQUE REFERENCES credits (id),
+        refunded_minor    INTEGER NOT NULL DEFAULT 0 CHECK (refunded_minor >= 0),
+        disputed          INTEGER NOT NULL DEFAULT 0 CHECK (disputed IN (0, 1)),
+        receipt_url       TEXT,
+        error             TEXT,
+        created_at        INTEGER NOT NULL,
+        updated_at        INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX payment_orders_account ON payment_orders (account_id, created_at);
+      CREATE INDEX payment_orders_status ON payment_orders (status, created_at);
+
+      -- Append-only: funds taken back from a paid order. source names the Stripe object and state it
+      -- came from, once: a webhook delivered twice finds its debit already there.
+      CREATE TABLE debits (
+        id         TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount     INTEGER NOT NULL CHECK (amount > 0),
+        kind       TEXT NOT NULL CHECK (kind IN ('refund', 'dispute')),
+        order_id   TEXT NOT NULL REFERENCES payment_orders (id),
+        source     TEXT NOT NULL UNIQUE,
+        note       TEXT,
+        created_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX debits_account_time ON debits (account_id, created_at);
+
+      -- Every Stripe event handled, by Stripe's id: a repeat is answered without being handled again.
+      CREATE TABLE payment_events (
+        id          TEXT PRIMARY KEY,
+        type        TEXT NOT NULL,
+        order_id    TEXT,
+        received_at INTEGER NOT NULL
+      ) STRICT;
+
+      -- Per account: the Stripe customer and saved card, auto-recharge settings and state, the dispute flag.
+      CREATE TABLE payment_profiles (
+        account_id          TEXT PRIMARY KEY REFERENCES accounts (id),
+        customer_id         TEXT,
+        payment_method_id   TEXT,
+        auto_recharge       INTEGER NOT NULL DEFAULT 0 CHECK (auto_recharge IN (0, 1)),
+        threshold           INTEGER NOT NULL DEFAULT 0 CHECK (threshold >= 0),
+        recharge_minor      INTEGER NOT NULL DEFAULT 0 CHECK (recharge_minor >= 0),
+        monthly_cap_minor   INTEGER NOT NULL DEFAULT 0 CHECK (monthly_cap_minor >= 0),
+        failures            INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0),
+        last_error          TEXT,
+        needs_action        INTEGER NOT NULL DEFAULT 0 CHECK (needs_action IN (0, 1)),
+        flagged_at          INTEGER,
+        flag_reason         TEXT,
+        updated_at          INTEGER NOT NULL
+      ) STRICT;
+
+      -- Background work one instance does at a time (the reconcile job): held until expires_at.
+      CREATE TABLE payment_leases (
+        name       TEXT PRIMARY KEY,
+        holder     TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `

@@ -1,0 +1,151 @@
+/**
+ * Card payments: what Top Up offers, a checkout for the signed-in account, its payment history, the
+ * Stripe webhook (signed by Stripe, no session), and the administrators' view with reconciliation.
+ * Every amount a client sends is validated here and priced on the server; the figure shown, the
+ * figure asked of Stripe and the figure credited are one (amounts.ts).
+ */
+import type Router from '@koa/router';
+import { formatUnits } from '../../billing/money';
+import { readRawBody } from '../../kernel/body';
+import { GatewayError } from '../../kernel/errors';
+import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
+import { StripeUnreachableError, WebhookSignatureError } from '../../payments/payments';
+import type { OrderStatus, PaymentDebit, PaymentOrder } from '../../store/payments';
+import { ApiError, invalid } from '../api-error';
+import { adminOnly, signedIn } from '../authenticate';
+import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
+import { readJsonObject } from '../json-body';
+import { limitParam, single } from './query';
+
+/** Stripe's event payloads are a few KiB; a Checkout Session with its line items stays well under this. */
+const MAX_WEBHOOK_BYTES = 512 * 1024;
+const ORDER_STATUSES: readonly OrderStatus[] = ['pending', 'paid', 'failed', 'expired'];
+
+function orderView(order: PaymentOrder) {
+  return {
+    id: order.id,
+    account_id: order.accountId,
+    kind: order.kind,
+    status: order.status,
+    currency: order.currency,
+    amount_minor: order.amountMinor,
+    amount: formatMinor(order.amountMinor, order.currency),
+    credit: formatUnits(order.creditAmount),
+    refunded: formatMinor(order.refundedMinor, order.currency),
+    disputed: order.disputed,
+    receipt_url: order.receiptUrl,
+    error: order.error,
+    created_at: order.createdAt.toISOString(),
+    updated_at: order.updatedAt.toISOString(),
+  };
+}
+
+function debitView(debit: PaymentDebit) {
+  return { id: debit.id, account_id: debit.accountId, order_id: debit.orderId, kind: debit.kind, amount: formatUnits(debit.amount), note: debit.note, created_at: debit.createdAt.toISOString() };
+}
+
+/** Where Stripe sends the browser back: `server.public_url`, else the origin this request came in on. */
+function returnBase(deps: AdminDeps, ctx: ApiContext): string {
+  const configured = deps.runtime.current.config.server.public_url;
+  return configured !== '' ? configured.replace(/\/$/, '') : `${ctx.protocol}://${ctx.host}`;
+}
+
+function stripeConfig(deps: AdminDeps) {
+  const config = deps.runtime.current.config.payments.stripe;
+  if (config === undefined) throw new ApiError('not_found', 'Card payments are not set up on this gateway (payments.stripe); top up with a redemption code.');
+  return config;
+}
+
+export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
+  const admin = [signedIn(deps), adminOnly] as const;
+
+  router.get('/payments/options', signedIn(deps), async (ctx) => {
+    const config = deps.runtime.current.config.payments.stripe;
+    if (config === undefined) {
+      ctx.body = { enabled: false };
+      return;
+    }
+    const option = (minor: number) => ({ amount_minor: minor, amount: formatMinor(minor, config.currency), credit: formatUnits(creditForMinor(minor, config.currency, config.units_per_currency_unit)) });
+    ctx.body = {
+      enabled: true,
+      currency: config.currency,
+      min: option(config.min_amount),
+      max: option(config.max_amount),
+      presets: config.presets.map(option),
+      units_per_currency_unit: String(config.units_per_currency_unit),
+    };
+  });
+
+  router.post('/payments/checkout', signedIn(deps), async (ctx) => {
+    const config = stripeConfig(deps);
+    const { account, via } = callerOf(ctx);
+    const body = await readJsonObject(ctx);
+    const amountMinor = parseMinor(body.amount, config.currency);
+    const range = `${formatMinor(config.min_amount, config.currency)} to ${formatMinor(config.max_amount, config.currency)} ${config.currency.toUpperCase()}`;
+    if (amountMinor === null) throw invalid('amount', `The amount is in minor units of ${config.currency.toUpperCase()} (an integer, 1050 for 10.50) or a decimal string ("10.50"), from ${range}.`);
+    if (amountMinor < config.min_amount || amountMinor > config.max_amount) throw invalid('amount', `The amount must be from ${range}.`);
+    try {
+      const { order, url } = await deps.payments.checkout(account, amountMinor, returnBase(deps, ctx), account.name, via === 'token' ? 'api' : 'console', ctx.state.requestId);
+      ctx.status = 201;
+      ctx.body = { order_id: order.id, url, order: orderView(order) };
+    } catch (error) {
+      if (error instanceof StripeUnreachableError) throw new ApiError('unavailable', 'The payment provider (Stripe) could not be reached; nothing was charged. Try again in a moment.');
+      throw error;
+    }
+  });
+
+  router.get('/payments', signedIn(deps), async (ctx) => {
+    const { account } = callerOf(ctx);
+    const [orders, debits, profile] = await Promise.all([
+      deps.store.payments.listOrders({ accountId: account.id, limit: limitParam(ctx.query.limit, 100, 1000) }),
+      deps.store.payments.listDebits(account.id),
+      deps.store.payments.profile(account.id),
+    ]);
+    ctx.body = { payments: orders.map(orderView), debits: debits.map(debitView), flagged: profile?.flaggedAt != null };
+  });
+
+  router.get('/payments/:id', signedIn(deps), async (ctx) => {
+    const { account } = callerOf(ctx);
+    const order = await deps.store.payments.findOrder(ctx.params.id);
+    if (order === null || (order.accountId !== account.id && account.role !== 'admin')) throw new ApiError('not_found', 'No such payment.');
+    ctx.body = { payment: orderView(order) };
+  });
+
+  router.post('/payments/stripe/webhook', async (ctx) => {
+    if (deps.runtime.current.config.payments.stripe === undefined) throw new ApiError('not_found', 'Card payments are not set up on this gateway.');
+    const signature = ctx.get('stripe-signature');
+    if (signature === '') throw new ApiError('invalid_request', 'A Stripe webhook carries a Stripe-Signature header.');
+    let raw: Buffer;
+    try {
+      raw = await readRawBody(ctx.req, MAX_WEBHOOK_BYTES);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'TOLLGATE_ERR_BODY_TOO_LARGE') throw new ApiError('payload_too_large', `The body exceeds ${MAX_WEBHOOK_BYTES} bytes.`);
+      throw error;
+    }
+    try {
+      const result = await deps.payments.webhook(raw, signature);
+      ctx.body = { received: true, event: result.event, duplicate: result.duplicate };
+    } catch (error) {
+      if (error instanceof WebhookSignatureError) throw new ApiError('invalid_request', `The webhook's signature does not verify: ${error.message}`);
+      throw error;
+    }
+  });
+
+  router.get('/admin/payments', ...admin, async (ctx) => {
+    const status = single(ctx.query.status, 'status');
+    if (status !== undefined && !ORDER_STATUSES.includes(status as OrderStatus)) throw invalid('status', `The status is one of ${ORDER_STATUSES.join(', ')}.`);
+    const account = single(ctx.query.account, 'account');
+    const accountId = account === undefined ? undefined : ((await deps.store.findAccountByName(account))?.id ?? account);
+    const [orders, debits] = await Promise.all([
+      deps.store.payments.listOrders({ ...(accountId !== undefined && { accountId }), ...(status !== undefined && { status: status as OrderStatus }), limit: limitParam(ctx.query.limit, 200, 5000) }),
+      deps.store.payments.listDebits(accountId ?? null, 1000),
+    ]);
+    ctx.body = { payments: orders.map(orderView), debits: debits.map(debitView) };
+  });
+
+  router.post('/admin/payments/reconcile', ...admin, async (ctx) => {
+    stripeConfig(deps);
+    const summary = await deps.payments.reconcile({ expire: false });
+    ctx.body = summary;
+  });
+}

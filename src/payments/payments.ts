@@ -1,0 +1,361 @@
+/**
+ * Card payments through Stripe Checkout: an order is written before Stripe is asked, the webhook (or
+ * reconciliation, when a webhook never came) credits it through the store's guarded transaction, at
+ * most once whatever arrives and wherever, and refunds and disputes take their share back. Every
+ * state change is an audit entry and a metric. The Stripe client is made on first use, for the
+ * configuration of the moment (a reload may change the key).
+ */
+import type { Logger } from 'pino';
+import type { Funds } from '../admin/funds';
+import { formatUnits } from '../billing/money';
+import type { StripeConfig } from '../config/types';
+import type { PaymentMetrics } from '../metrics/payment-metrics';
+import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
+import type { PaymentOrder } from '../store/payments';
+import type { Account, Store } from '../store/store';
+import { creditForMinor, formatMinor } from './amounts';
+import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient, type StripeEvent } from './stripe-client';
+
+/** Stripe's own default: a signature older than this is refused (a replayed webhook). */
+const SIGNATURE_TOLERANCE_S = 300;
+/** The metadata key naming Tollgate's order on every Stripe object made for it. */
+const ORDER_METADATA = 'tollgate_order';
+
+/** Who an audit entry names: the account at the console or API, or Stripe (through its webhook or a lookup). */
+type AuditBy = Pick<NewAuditEntry, 'actor' | 'surface' | 'requestId'>;
+const STRIPE: AuditBy = { actor: 'stripe', surface: 'server', requestId: null };
+
+export class StripeUnreachableError extends Error {
+  override readonly name = 'StripeUnreachableError';
+}
+
+export class WebhookSignatureError extends Error {
+  override readonly name = 'WebhookSignatureError';
+}
+
+export interface PaymentsDeps {
+  readonly store: Store;
+  /** Where a payment's credit or debit reaches the live balances (the gateway's funds, or the CLI's book). */
+  readonly funds: Pick<Funds, 'applyStored'>;
+  readonly logger: Logger;
+  readonly metrics: PaymentMetrics;
+  /** The configuration of the moment; undefined when card payments are off. */
+  readonly config: () => StripeConfig | undefined;
+}
+
+export interface CheckoutResult {
+  readonly order: PaymentOrder;
+  readonly url: string;
+}
+
+export interface ReconcileSummary {
+  readonly checked: number;
+  readonly credited: number;
+  readonly expired: number;
+  readonly failed: number;
+  readonly pending: number;
+  readonly errors: readonly string[];
+}
+
+type Outcome = 'credited' | 'expired' | 'failed' | 'pending' | 'unchanged';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** An id Stripe sent as a string or as the expanded object. */
+function idOf(value: string | { id: string } | null | undefined): string | null {
+  if (value === null || value === undefined) return null;
+  return typeof value === 'string' ? value : value.id;
+}
+
+export class Payments {
+  private client: { readonly config: StripeConfig; readonly stripe: StripeClient } | null = null;
+
+  constructor(private readonly deps: PaymentsDeps) {}
+
+  /** The configuration, or an error for a caller that should not have got here. */
+  settings(): StripeConfig {
+    const config = this.deps.config();
+    if (config === undefined) throw new Error('card payments are not configured (payments.stripe)');
+    return config;
+  }
+
+  enabled(): boolean {
+    return this.deps.config() !== undefined;
+  }
+
+  private stripe(): StripeClient {
+    const config = this.settings();
+    if (this.client?.config !== config) this.client = { config, stripe: openStripe(config) };
+    return this.client.stripe;
+  }
+
+  /**
+   * Writes a pending order, then asks Stripe for a Checkout Session priced from it (never from the
+   * client). Stripe unreachable: the order is marked failed (nothing pending forever) and
+   * `StripeUnreachableError` says so.
+   */
+  async checkout(account: Account, amountMinor: number, returnBase: string, actor: string, surface: 'console' | 'api', requestId: string | null): Promise<CheckoutResult> {
+    const config = this.settings();
+    const creditAmount = creditForMinor(amountMinor, config.currency, config.units_per_currency_unit);
+    const order = await this.deps.store.payments.createOrder({ accountId: account.id, kind: 'checkout', currency: config.currency, amountMinor, creditAmount });
+    this.deps.metrics.order('created');
+    await this.audit('payment.create', order, null, { status: 'pending', amount: formatMinor(amountMinor, config.currency), currency: config.currency, credit: formatUnits(creditAmount) }, { actor, surface, requestId });
+    const profile = await this.deps.store.payments.profile(account.id);
+    let session: CheckoutSession;
+    try {
+      session = await this.stripe().checkout.sessions.create(
+        {
+          mode: 'payment',
+          line_items: [
+            {
+              quantity: 1,
+              price_data: { currency: config.currency, unit_amount: amountMinor, product_data: { name: `Balance top-up (${formatUnits(creditAmount)} units)` } },
+            },
+          ],
+          client_reference_id: order.id,
+          metadata: { [ORDER_METADATA]: order.id },
+          payment_intent_data: {
+            metadata: { [ORDER_METADATA]: order.id },
+            ...(config.receipts && account.email !== null && { receipt_email: account.email }),
+          },
+          ...(profile?.customerId != null ? { customer: profile.customerId } : { customer_creation: 'always' as const }),
+          success_url: `${returnBase}/console/payments?order=${order.id}`,
+          cancel_url: `${returnBase}/console/topup?cancelled=${order.id}`,
+        },
+        { idempotencyKey: `tollgate-checkout-${order.id}` },
+      );
+    } catch (error) {
+      const reason = `Stripe could not be reached: ${messageOf(error)}`;
+      await this.deps.store.payments.updateOrder(order.id, { status: 'failed', error: reason });
+      this.deps.metrics.order('unreachable');
+      await this.audit('payment.failed', order, { status: 'pending' }, { status: 'failed', error: reason }, { ...STRIPE, requestId });
+      this.deps.logger.warn({ err: error, order: order.id }, 'payments: checkout session not created');
+      throw new StripeUnreachableError(reason, { cause: error });
+    }
+    const updated = (await this.deps.store.payments.updateOrder(order.id, { sessionId: session.id }))!;
+    if (session.url === null) throw new Error(`Stripe returned checkout session ${session.id} without a URL`);
+    return { order: updated, url: session.url };
+  }
+
+  /** Verifies and handles one webhook; a repeated event id is answered without being handled again. */
+  async webhook(raw: Buffer, signature: string): Promise<{ readonly event: string; readonly duplicate: boolean }> {
+    const config = this.settings();
+    let event: StripeEvent;
+    try {
+      event = this.stripe().webhooks.constructEvent(raw, signature, config.webhook_secret, SIGNATURE_TOLERANCE_S);
+    } catch (error) {
+      throw new WebhookSignatureError(messageOf(error), { cause: error });
+    }
+    if (await this.deps.store.payments.seenEvent(event.id)) return { event: event.id, duplicate: true };
+    const orderId = await this.handle(event);
+    await this.deps.store.payments.recordEvent(event.id, event.type, orderId);
+    return { event: event.id, duplicate: false };
+  }
+
+  /** Handles one verified event; returns the order it concerned, if any. */
+  private async handle(event: StripeEvent): Promise<string | null> {
+    switch (event.type) {
+      case 'checkout.session.completed':
+      case 'checkout.session.async_payment_succeeded':
+      case 'checkout.session.async_payment_failed':
+      case 'checkout.session.expired':
+        return this.onSession(event.type, event.data.object);
+      case 'payment_intent.succeeded':
+      case 'payment_intent.payment_failed':
+        return this.onPaymentIntent(event.type, event.data.object);
+      case 'charge.refunded': {
+        const charge = event.data.object;
+        const order = await this.orderOf(charge.metadata, idOf(charge.payment_intent));
+        if (order === null) return null;
+        await this.refund(order, charge.amount_refunded, `${charge.id}:refunded:${charge.amount_refunded}`);
+        return order.id;
+      }
+      case 'charge.dispute.created': {
+        const dispute = event.data.object;
+        const order = await this.orderOf(dispute.metadata, idOf(dispute.payment_intent));
+        if (order === null) return null;
+        await this.dispute(order, dispute.amount, dispute.id, dispute.reason);
+        return order.id;
+      }
+      default:
+        // Events the endpoint was not set to send: acknowledged, so Stripe does not retry them.
+        return null;
+    }
+  }
+
+  private async onSession(type: string, session: CheckoutSession): Promise<string | null> {
+    const orderId = session.client_reference_id ?? session.metadata?.[ORDER_METADATA] ?? null;
+    const order = orderId === null ? null : await this.deps.store.payments.findOrder(orderId);
+    if (order === null) {
+      this.deps.logger.warn({ session: session.id }, 'payments: a checkout session names no order of this gateway; ignored');
+      return null;
+    }
+    await this.applySession(order, session, type);
+    return order.id;
+  }
+
+  /**
+   * Brings an order in line with its session: paid → credited once; `async_payment_failed` → failed;
+   * expired → expired; complete but unpaid (a delayed method) → still pending, Stripe's session id and
+   * payment intent noted.
+   */
+  private async applySession(order: PaymentOrder, session: CheckoutSession, type: string): Promise<Outcome> {
+    const paymentIntentId = idOf(session.payment_intent);
+    if (session.amount_total !== order.amountMinor || session.currency !== order.currency) {
+      // Never credit a figure other than the one the order was made for.
+      this.deps.logger.error(
+        { order: order.id, session: session.id, asked: order.amountMinor, paid: session.amount_total, currency: session.currency },
+        'payments: the session\'s amount is not the order\'s; nothing credited',
+      );
+      return 'unchanged';
+    }
+    if (session.payment_status === 'paid' && type !== 'checkout.session.async_payment_failed') {
+      return (await this.credit(order, paymentIntentId)) ? 'credited' : 'unchanged';
+    }
+    if (type === 'checkout.session.async_payment_failed') return this.markFailed(order, 'The payment did not go through.', paymentIntentId);
+    if (type === 'checkout.session.expired' || session.status === 'expired') return this.markExpired(order);
+    await this.deps.store.payments.updateOrder(order.id, { sessionId: session.id, ...(paymentIntentId !== null && { paymentIntentId }) });
+    return 'pending';
+  }
+
+  private async onPaymentIntent(type: string, intent: PaymentIntent): Promise<string | null> {
+    const order = await this.orderOf(intent.metadata, intent.id);
+    if (order === null) return null;
+    if (intent.amount !== order.amountMinor || intent.currency !== order.currency) {
+      this.deps.logger.error({ order: order.id, intent: intent.id }, 'payments: the payment intent\'s amount is not the order\'s; nothing credited');
+      return order.id;
+    }
+    if (type === 'payment_intent.succeeded') await this.credit(order, intent.id);
+    else await this.markFailed(order, intent.last_payment_error?.message ?? 'The payment did not go through.', intent.id);
+    return order.id;
+  }
+
+  private async orderOf(metadata: Record<string, string> | null | undefined, paymentIntentId: string | null): Promise<PaymentOrder | null> {
+    const orderId = metadata?.[ORDER_METADATA];
+    if (orderId !== undefined) {
+      const order = await this.deps.store.payments.findOrder(orderId);
+      if (order !== null) return order;
+    }
+    return paymentIntentId === null ? null : this.deps.store.payments.findOrderByPaymentIntent(paymentIntentId);
+  }
+
+  /** Credits the order once, through the live book; true when this call did. */
+  private async credit(order: PaymentOrder, paymentIntentId: string | null): Promise<boolean> {
+    const receiptUrl = paymentIntentId === null ? null : await this.receiptOf(paymentIntentId);
+    const result = await this.deps.funds.applyStored(
+      order.accountId,
+      () => this.deps.store.payments.creditOrder(order.id, { ...(paymentIntentId !== null && { paymentIntentId }), ...(receiptUrl !== null && { receiptUrl }) }),
+      (credited) => credited?.credit?.amount ?? 0n,
+    );
+    if (result?.credit == null) return false;
+    this.deps.metrics.order('paid');
+    this.deps.metrics.credit(result.credit.amount);
+    this.deps.logger.info({ order: order.id, account: order.accountId, credit: result.credit.id, amount: formatUnits(result.credit.amount) }, 'payments: order paid and credited');
+    await this.audit('payment.paid', order, { status: order.status }, { status: 'paid', credit_id: result.credit.id, amount: formatUnits(result.credit.amount), payment_intent: paymentIntentId }, STRIPE);
+    return true;
+  }
+
+  /** The receipt's address from the payment's charge; null when Stripe cannot say now (it never blocks a credit). */
+  private async receiptOf(paymentIntentId: string): Promise<string | null> {
+    try {
+      const intent = await this.stripe().paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
+      const charge = intent.latest_charge;
+      return charge !== null && typeof charge === 'object' ? (charge.receipt_url ?? null) : null;
+    } catch (error) {
+      this.deps.logger.warn({ err: error, paymentIntentId }, 'payments: the receipt could not be read from Stripe');
+      return null;
+    }
+  }
+
+  private async markFailed(order: PaymentOrder, reason: string, paymentIntentId: string | null): Promise<Outcome> {
+    if (order.creditId !== null || order.status === 'failed') return 'unchanged';
+    await this.deps.store.payments.updateOrder(order.id, { status: 'failed', error: reason, ...(paymentIntentId !== null && { paymentIntentId }) });
+    this.deps.metrics.order('failed');
+    await this.audit('payment.failed', order, { status: order.status }, { status: 'failed', error: reason }, STRIPE);
+    return 'failed';
+  }
+
+  private async markExpired(order: PaymentOrder): Promise<Outcome> {
+    if (order.creditId !== null || order.status === 'expired') return 'unchanged';
+    await this.deps.store.payments.updateOrder(order.id, { status: 'expired' });
+    this.deps.metrics.order('expired');
+    await this.audit('payment.expired', order, { status: order.status }, { status: 'expired' }, STRIPE);
+    return 'expired';
+  }
+
+  private async refund(order: PaymentOrder, refundedMinor: number, source: string): Promise<void> {
+    const result = await this.deps.funds.applyStored(
+      order.accountId,
+      () => this.deps.store.payments.refundOrder(order.id, refundedMinor, source),
+      (debited) => -(debited?.debit?.amount ?? 0n),
+    );
+    if (result?.debit == null) return;
+    this.deps.metrics.order('refunded');
+    this.deps.metrics.debit('refund', result.debit.amount);
+    await this.audit('payment.refund', order, { refunded: formatMinor(order.refundedMinor, order.currency) }, { refunded: formatMinor(refundedMinor, order.currency), debit_id: result.debit.id, amount: formatUnits(result.debit.amount) }, STRIPE);
+  }
+
+  private async dispute(order: PaymentOrder, disputedMinor: number, source: string, reason: string): Promise<void> {
+    const result = await this.deps.funds.applyStored(
+      order.accountId,
+      () => this.deps.store.payments.disputeOrder(order.id, disputedMinor, source, reason),
+      (debited) => -(debited?.debit?.amount ?? 0n),
+    );
+    if (result === null) return;
+    this.deps.metrics.order('disputed');
+    if (result.debit !== null) this.deps.metrics.debit('dispute', result.debit.amount);
+    this.deps.logger.warn({ order: order.id, account: order.accountId, reason }, 'payments: a payment is disputed; the account is flagged');
+    await this.audit('payment.dispute', order, { disputed: order.disputed }, { disputed: true, reason, debit_id: result.debit?.id ?? null, amount: result.debit === null ? '0' : formatUnits(result.debit.amount) }, STRIPE);
+  }
+
+  /**
+   * Looks one pending order up in Stripe and settles it as Stripe says. `expire`: an order Stripe still
+   * has open is expired there and here (the background job's old orders); without it, it stays pending.
+   */
+  async reconcileOrder(order: PaymentOrder, expire: boolean): Promise<Outcome> {
+    if (order.creditId !== null) return 'unchanged';
+    const stripe = this.stripe();
+    if (order.sessionId !== null) {
+      let session = await stripe.checkout.sessions.retrieve(order.sessionId);
+      if (session.status === 'open' && expire) session = await stripe.checkout.sessions.expire(order.sessionId);
+      return this.applySession(order, session, session.status === 'expired' ? 'checkout.session.expired' : 'checkout.session.completed');
+    }
+    if (order.paymentIntentId !== null) {
+      const intent = await stripe.paymentIntents.retrieve(order.paymentIntentId);
+      if (intent.status === 'succeeded') return (await this.credit(order, intent.id)) ? 'credited' : 'unchanged';
+      if (intent.status === 'canceled' || intent.status === 'requires_payment_method') return this.markFailed(order, intent.last_payment_error?.message ?? 'The payment did not go through.', intent.id);
+      return 'pending';
+    }
+    // Never reached Stripe (the instance stopped between writing the order and asking Stripe).
+    return expire ? this.markFailed(order, 'The payment was never started with Stripe.', null) : 'pending';
+  }
+
+  /**
+   * Every pending order (made before `before`, when given) looked up in Stripe. `expire`: sessions still
+   * open are expired. A failure to reach Stripe for one order is reported and leaves it pending.
+   */
+  async reconcile(options: { before?: Date; expire: boolean }): Promise<ReconcileSummary> {
+    const pending = await this.deps.store.payments.listOrders({ status: 'pending', ...(options.before !== undefined && { createdBefore: options.before }), limit: 1000 });
+    const counts = { credited: 0, expired: 0, failed: 0, pending: 0 };
+    const errors: string[] = [];
+    for (const order of pending) {
+      try {
+        const outcome = await this.reconcileOrder(order, options.expire);
+        if (outcome !== 'unchanged') counts[outcome] += 1;
+      } catch (error) {
+        errors.push(`${order.id}: ${messageOf(error)}`);
+      }
+    }
+    return { checked: pending.length, ...counts, errors };
+  }
+
+  private async audit(action: AuditAction, order: PaymentOrder, before: AuditState | null, after: AuditState, by: AuditBy): Promise<void> {
+    try {
+      await this.deps.store.appendAudit({ action, ...by, target: order.id, accountId: order.accountId, before, after });
+    } catch (err) {
+      this.deps.logger.error({ err, order: order.id, action }, 'audit: appending a payment entry failed');
+    }
+  }
+}
