@@ -190,6 +190,8 @@ describe('browser: console', function () {
     expect(cell(rows[0], 'Token')).to.equal('laptop');
     expect(cell(rows[0], 'Cost')).to.equal('0.0048');
     expect(cell(rows[0], 'Usage source')).to.equal('upstream');
+    // The tier the reply reported (the fake's chat completions say "default"); no long-context badge.
+    expect(cell(rows[0], 'Service')).to.equal('default');
     expect(cell(rows[0], 'Input')).to.equal('1,200');
     expect(cell(rows[0], 'Output')).to.equal('300');
     await goTo('Dashboard');
