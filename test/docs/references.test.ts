@@ -16,6 +16,7 @@ const SCANNED = ['src', 'plugins', 'test', 'bench', 'console', 'docs', 'README.m
 const SAMPLE: Repository = {
   exists: (relative) => ['docs', 'docs/decisions.md', 'src', 'src/app.ts'].includes(relative),
   anchors: (relative) => (relative === 'docs/decisions.md' ? new Set(['d2-native-requests-pass-through', 'f15']) : new Set()),
+  hasFileNamed: (name) => ['decisions.md', 'app.ts'].includes(name),
 };
 
 function reasons(file: string, text: string): string[] {
@@ -61,6 +62,13 @@ describe('docs: references', () => {
     it('looks up no path in a file marked as naming made-up paths, but still refuses the outside documents', () => {
       const marked = `// ${SAMPLES_MARKER}\nsee src/missing.ts\n// ${'RELIA' + 'BILITY'} A4`;
       expect(reasons('test/x.test.ts', marked)).to.have.length(1);
+    });
+
+    it('fails on a file named bare in Markdown code that no longer exists anywhere', () => {
+      expect(reasons('docs/x.md', 'the relay (`app.ts`, `translating-relay.ts`)')).to.deep.equal([
+        '1: translating-relay.ts: no file named translating-relay.ts in the repository',
+      ]);
+      expect(reasons('src/x.ts', '// `translating-relay.ts` in code is not looked up')).to.deep.equal([]);
     });
 
     it('fails on any mention of the outside documents', () => {

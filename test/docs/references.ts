@@ -13,6 +13,8 @@ import path from 'node:path';
 export interface Repository {
   exists(relativePath: string): boolean;
   anchors(relativeMarkdownPath: string): ReadonlySet<string>;
+  /** Whether some file anywhere in the repository has this name (`relay.ts`). */
+  hasFileNamed(name: string): boolean;
 }
 
 /** Top-level folders whose paths count as references when written from the repository's root. */
@@ -23,6 +25,12 @@ const ROOTS = ['src', 'plugins', 'test', 'bench', 'console', 'docs', 'scripts', 
  * of path characters, optionally with an anchor.
  */
 const ROOT_PATH = new RegExp(`(?<![\\w./@:-])((?:${ROOTS.join('|')})/[\\w./-]*)(#[\\w-]+)?`, 'g');
+
+/**
+ * A file named bare in Markdown code (`relay.ts`): the page says where it lives around it, so it is
+ * enough that a file of that name exists; a file renamed or merged away leaves it naming nothing.
+ */
+const BARE_FILE = /`([\w][\w.-]*\.(?:ts|js|mjs|json|md|ya?ml))`/g;
 
 /** A Markdown link or image target: `](target)`. */
 const MARKDOWN_LINK = /\]\(([^)\s]+)\)/g;
@@ -105,6 +113,9 @@ export function referenceProblems(file: string, text: string, repo: Repository):
       checkTarget(file, target, match[2]?.slice(1), `${target}${match[2] ?? ''}`, repo, at);
     }
     if (!isMarkdown) return;
+    for (const match of line.matchAll(BARE_FILE)) {
+      if (!repo.hasFileNamed(match[1])) at(match[1], `no file named ${match[1]} in the repository`);
+    }
     for (const match of line.matchAll(MARKDOWN_LINK)) {
       const link = match[1];
       if (/^[a-z][a-z0-9+.-]*:/i.test(link)) continue;
@@ -150,8 +161,13 @@ function checkTarget(
 /** The repository on disk under `root`. */
 export function repositoryAt(root: string): Repository {
   const cache = new Map<string, ReadonlySet<string>>();
+  let names: Set<string> | undefined;
   return {
     exists: (relative) => existsSync(path.join(root, relative)),
+    hasFileNamed: (name) => {
+      names ??= new Set(allFiles(root).map((file) => path.posix.basename(file)));
+      return names.has(name);
+    },
     anchors: (relative) => {
       let anchors = cache.get(relative);
       if (!anchors) {
@@ -161,6 +177,21 @@ export function repositoryAt(root: string): Repository {
       return anchors;
     },
   };
+}
+
+/** Every file of the repository, as paths from `root`; build output, dependencies and dot folders left out. */
+function allFiles(root: string): string[] {
+  const files: string[] = [];
+  const walk = (relative: string): void => {
+    for (const entry of readdirSync(path.join(root, relative), { withFileTypes: true })) {
+      if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue;
+      const child = relative === '' ? entry.name : `${relative}/${entry.name}`;
+      if (entry.isDirectory()) walk(child);
+      else files.push(child);
+    }
+  };
+  walk('');
+  return files;
 }
 
 const TEXT = /\.(?:ts|mts|js|mjs|cjs|md|json|ya?ml|html|css|sh|txt)$|(?:^|\/)Dockerfile$/;
