@@ -8,11 +8,23 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
-import type { AuthState, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import type { GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition } from '../kit';
-import type { KeyIdentity } from '../../src/store/store';
+import type { Account, ApiKeyRecord, KeyIdentity } from '../../src/store/store';
+
+/** The auth plugin's slot: who the request's key belongs to. */
+export interface AuthState {
+  readonly account: Account;
+  readonly key: ApiKeyRecord;
+}
+
+declare module '../../src/kernel/context' {
+  interface GatewayState {
+    auth?: AuthState;
+  }
+}
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 

@@ -19,13 +19,25 @@ import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
 import { chargedLevel, FREE_RATES, rateTable, tierRates, type ModelRates } from '../../src/billing/service-levels';
 import { billedTokens } from '../../src/billing/settlement';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
-import type { AuthState, ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import type { ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
+import type { AuthState } from '../auth';
 import { need } from '../../src/kernel/need';
 import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
 import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
+
+/** The billing plugin's slot: the request's charge once it is settled (what metrics and logs read). */
+interface BillingState {
+  readonly charged: Promise<ChargeRecord>;
+}
+
+declare module '../../src/kernel/context' {
+  interface GatewayState {
+    billing?: BillingState;
+  }
+}
 
 /** The outbox's group window: the most a kill -9 can lose, in time. */
 const OUTBOX_SYNC_MS = 10;

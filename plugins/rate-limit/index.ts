@@ -7,7 +7,8 @@
  */
 import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
-import type { AuthState, GatewayContext, Next } from '../../src/kernel/context';
+import type { GatewayContext, Next } from '../../src/kernel/context';
+import type { AuthState } from '../auth';
 import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginInstance } from '../../src/kernel/plugin';
@@ -17,6 +18,22 @@ import { ClusterLimiter } from '../../src/rate-limit/cluster';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
 import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
+
+/** The rate-limit plugin's slot, for a limited key: what it decided, for logs and metrics. */
+interface RateLimitState {
+  /** Where the counters live; `local` includes a Redis outage's fallback. */
+  readonly backend: 'local' | 'redis';
+  /** The limit that refused the request; null when it was admitted. */
+  readonly refused: 'requests' | 'tokens' | 'concurrency' | null;
+  /** Tokens reserved against the tokens-per-minute limits (0 when refused). */
+  readonly reservedTokens: number;
+}
+
+declare module '../../src/kernel/context' {
+  interface GatewayState {
+    rateLimit?: RateLimitState;
+  }
+}
 
 /** What the rate-limit plugin offers others: its live state, for metrics and readiness. */
 export interface RateLimitService {

@@ -1,21 +1,17 @@
 /**
  * The typed request state. Each stage owns one slot: the kernel fills `endpoint` and `request`, the
- * auth plugin `auth`, the upstream plugin `exchange`. No untyped bags: a new plugin adds its slot here.
+ * upstream plugin `exchange` (the contract every outer stage awaits). No untyped bags: a plugin that
+ * keeps per-request state declares its slot in its own file, by augmenting `GatewayState` (as
+ * `plugins/auth` does for `auth`), so the kernel names no plugin's types.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ParsedUrlQuery } from 'node:querystring';
 import type { GatewayConfig } from '../config/types';
 import type { Endpoint, Usage } from '../protocols/types';
 import type { Target } from '../routing/resolve';
-import type { Account, ApiKeyRecord, ChargeRecord } from '../store/store';
 import type { ParsedRequest } from './parsed-request';
 
 export type { ParsedRequest };
-
-export interface AuthState {
-  readonly account: Account;
-  readonly key: ApiKeyRecord;
-}
 
 /** How an exchange with the client ended. */
 export type ExchangeEnd =
@@ -90,21 +86,6 @@ export interface Exchange {
   readonly finished: Promise<ExchangeOutcome>;
 }
 
-/** Filled by the rate-limit plugin for a limited key: what it decided, for logs and metrics. */
-interface RateLimitState {
-  /** Where the counters live; `local` includes a Redis outage's fallback. */
-  readonly backend: 'local' | 'redis';
-  /** The limit that refused the request; null when it was admitted. */
-  readonly refused: 'requests' | 'tokens' | 'concurrency' | null;
-  /** Tokens reserved against the tokens-per-minute limits (0 when refused). */
-  readonly reservedTokens: number;
-}
-
-/** Filled by the billing plugin: the request's charge once it is settled (what metrics and logs read). */
-interface BillingState {
-  readonly charged: Promise<ChargeRecord>;
-}
-
 export interface GatewayState {
   /** Tollgate's own id for the request: what the ledger, holds and logs key on. */
   readonly requestId: string;
@@ -114,9 +95,6 @@ export interface GatewayState {
   readonly config: GatewayConfig;
   readonly endpoint: Endpoint;
   request?: ParsedRequest;
-  auth?: AuthState;
-  billing?: BillingState;
-  rateLimit?: RateLimitState;
   exchange?: Exchange;
   /** Filled by the kernel: the request's spans (or only its incoming trace context, tracing off). */
   trace?: TraceState;

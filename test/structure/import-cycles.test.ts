@@ -16,8 +16,6 @@ const KERNEL_MAY_IMPORT: readonly { readonly prefix: string; readonly why: strin
   { prefix: 'src/protocols/request-reach.ts', why: "the request's reach, read once by the request stage for rate limiting and billing" },
   { prefix: 'src/protocols/types.ts', why: 'endpoints, error shapes and usage: types only' },
   { prefix: 'src/routing/resolve.ts', why: "a route's target (state type); whether a provider can serve the endpoint (request stage)" },
-  { prefix: 'src/store/store.ts', why: 'the account, key and charge records in the request state: types only' },
-  { prefix: 'src/translators/types.ts', why: "the translate plugin's slot in the request state: a type only" },
 ];
 
 function describeCycle(graph: ImportGraph, component: readonly string[]): string {
