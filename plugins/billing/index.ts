@@ -26,7 +26,11 @@ import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
 import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
-import type { ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
+import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
+import { PeriodCache } from '../../src/billing/budget-period';
+import { budgetChecks, budgetName, resetTime } from '../../src/billing/budgets';
+
+const NO_BUDGETS: readonly BudgetCheck[] = [];
 
 /** The billing plugin's slot: the request's charge once it is settled (what metrics and logs read). */
 interface BillingState {
@@ -53,6 +57,14 @@ function ratesFor(config: GatewayConfig, modelId: string): ModelRates {
 
 function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
   const need = `this request can cost up to ${formatUnits(estimate.amount)} (up to ${estimate.inputTokens} input tokens and ${estimate.outputTokens} output tokens${toolsText(estimate)})`;
+  if (result.reason === 'budget') {
+    const reset = resetTime(result.budget);
+    return new GatewayError(
+      'TOLLGATE_ERR_BUDGET_EXCEEDED',
+      `${budgetName(result.budget)} is reached: ${need} and the budget has ${formatUnits(result.available)} left until it resets at ${reset}.`,
+      { headers: { 'x-tollgate-budget-reset': reset } },
+    );
+  }
   if (result.reason === 'key_spend_limit') {
     return new GatewayError(
       'TOLLGATE_ERR_KEY_SPEND_LIMIT',
@@ -137,6 +149,8 @@ interface Bill {
   readonly rates: ModelRates;
   /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
+  /** The budgets the hold was checked against; the charge counts in each. */
+  readonly budgets: readonly BudgetCheck[];
   readonly startedAt: number;
   readonly trail: ClientTrail;
 }
@@ -204,6 +218,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   dependsOn: ['auth'],
   async setup(config: BillingPluginConfig, kit) {
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
+    const periods = new PeriodCache();
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const outbox = config.outbox_max_bytes > 0 && kit.store.durable !== false ? acquireOutbox(outboxFolder(config.outbox_path), { syncMs: OUTBOX_SYNC_MS, logger: kit.logger }) : null;
     const writer = new LedgerWriter(
@@ -230,7 +245,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
     }
     if (outbox !== null) kit.metrics.ledger.watchOutbox(() => outbox.undrainedBytes);
     kit.metrics.ledger.watchBacklog(() => writer.backlog());
-    book.countUnwritten?.((accountId) => writer.unwritten().reduce((sum, charge) => (charge.accountId === accountId ? sum + charge.cost : sum), 0n));
+    book.countUnwritten?.((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
     let admitted = 0;
     const settling = new Set<Promise<void>>();
@@ -269,7 +284,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       }
       remember(bill, outcome, charge);
       try {
-        await book.settle(charge);
+        await book.settle(charge, bill.budgets);
       } catch (error) {
         // The ledger still gets the charge; the live hold expires and the sweeper frees it.
         kit.logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');
@@ -305,9 +320,11 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         const rates = ratesFor(ctx.state.config, request.model.id);
         const { reach } = request;
         let held: bigint | null = null;
+        let budgets: readonly BudgetCheck[] = NO_BUDGETS;
         if (!isFree(rates.standard.card)) {
           // Refused before anything is held or forwarded: premium service the model has no price for.
           const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
+          budgets = budgetChecks(ctx.state.config, auth.account, auth.key, new Date(), periods);
           const referenced = [...reach.responseIds, ...reach.conversationIds];
           const estimate = dearestHold(
             {
@@ -335,6 +352,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
               amount: estimate.amount,
               expiresAt,
               keyLimited: auth.key.spendLimit !== null,
+              budgets,
             });
           } catch (error) {
             admitted -= 1;
@@ -349,7 +367,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
 
         const { clientRequestId } = ctx.state;
         const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
-        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held, startedAt: performance.now(), trail };
+        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held, budgets, startedAt: performance.now(), trail };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
         const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));

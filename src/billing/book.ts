@@ -5,7 +5,7 @@
  * behind atomic Lua scripts, the ledger still in the store). The ledger itself (charges, credits) is
  * always the store's; the book only keeps the live numbers in front of it.
  */
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult } from '../store/store';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult } from '../store/store';
 
 export interface BalanceBook {
   /** Holds `hold.amount` atomically, or says why not and what was available. */
@@ -13,9 +13,12 @@ export interface BalanceBook {
   /**
    * Applies a finished request's charge to the live balances and frees its hold. The charge is
    * recorded in the ledger separately (batched, `LedgerWriter`); a book whose live numbers are the
-   * store's own does nothing here, since recording the charge is what updates them.
+   * store's own does nothing here, since recording the charge is what updates them. `budgets` are the
+   * ones the hold was checked against: the charge counts in their period at its own time.
    */
-  settle(charge: ChargeRecord): Promise<void>;
+  settle(charge: ChargeRecord, budgets?: readonly BudgetCheck[]): Promise<void>;
+  /** What a budget's key or account was charged in its period, written to the ledger or not. */
+  budgetSpent(check: BudgetCheck): Promise<bigint>;
   /** Adds funds: written to the ledger at once, and to the live balance. */
   credit(input: NewCredit): Promise<CreditRecord>;
   /**
@@ -40,12 +43,14 @@ export interface BalanceBook {
   /** Releases holds older than their expiry (their instance died); returns how many. */
   releaseExpired(now: Date): Promise<number>;
   /**
-   * Told where to read the charges this instance settled but has not written to the ledger yet, by
-   * account: a book that rebuilds live balances from the ledger must subtract them.
+   * Told where to sum the charges this instance settled but has not written to the ledger yet (those
+   * `counts` accepts): a book that rebuilds live figures from the ledger must allow for them.
    */
-  countUnwritten?(unwritten: (accountId: string) => bigint): void;
+  countUnwritten?(unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint): void;
   /** Accounts whose live balance differs from the ledger's less charges not yet written (a book with its own copy). */
   drift?(totals: readonly LedgerTotals[]): Promise<AccountDrift[]>;
+  /** Budgets whose live period spend differs from the ledger's (a book with its own copy). */
+  budgetDrift?(): Promise<BudgetDrift[]>;
   /** Rebuilds these accounts' live balances from the ledger. */
   rebuild?(accountIds: readonly string[]): Promise<void>;
   /**
@@ -74,6 +79,15 @@ export interface AccountDrift {
   readonly accountId: string;
   readonly accountName: string;
   /** The live balance plus the charges it has taken that the ledger has not recorded yet. */
+  readonly live: bigint;
+  readonly ledger: bigint;
+}
+
+/** A budget whose live period spend is not the ledger's sum for the period (less charges not yet written). */
+export interface BudgetDrift {
+  readonly scope: BudgetScope;
+  readonly id: string;
+  readonly start: Date;
   readonly live: bigint;
   readonly ledger: bigint;
 }

@@ -12,16 +12,35 @@
  * by another process (the CLI) is read at the next hold. Each account's check-and-hold runs
  * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
 import type { AdoptedCharge, BalanceBook } from './book';
 
 /** How many times a read overtaken by a written charge or a credit is done again before it is used unkept. */
 const STALE_READS_RETRIED = 2;
 
+/**
+ * What a key or an account was charged in the period starting at `start`: the ledger's sum when first
+ * asked, plus every charge settled here since (written to the ledger yet or not).
+ */
+interface PeriodSpend {
+  readonly start: number;
+  readonly end: number;
+  spent: bigint;
+}
+
 /** A stored balance as read, and the store revision it was read at. */
 interface StoredBalance {
   readonly balance: bigint;
   readonly revision: number;
+}
+
+function inPeriod(charge: ChargeRecord, start: number, end: number): boolean {
+  const at = charge.createdAt.getTime();
+  return at >= start && at < end;
+}
+
+function chargedTo(charge: ChargeRecord, scope: BudgetScope, id: string): boolean {
+  return (scope === 'account' ? charge.accountId : charge.keyId) === id;
 }
 
 function add(map: Map<string, bigint>, id: string, amount: bigint): void {
@@ -42,6 +61,11 @@ export class LocalBook implements BalanceBook {
   private readonly stored = new Map<string, StoredBalance>();
   /** Moved whenever a kept balance may have gone stale, so a read under way when it moves is not kept. */
   private generation = 0;
+  /** Charges settled and not yet written, for the period spends read from the ledger meanwhile. */
+  private readonly queued = new Map<string, ChargeRecord>();
+  /** Moved whenever a queued charge reaches the ledger, so a period spend read across it is read again. */
+  private writtenGeneration = 0;
+  private readonly periodSpends = new Map<string, PeriodSpend>();
 
   constructor(private readonly store: Store) {}
 
@@ -63,6 +87,9 @@ export class LocalBook implements BalanceBook {
     if (charge.cost > 0n) {
       add(this.queuedByAccount, charge.accountId, charge.cost);
       add(this.queuedByKey, charge.keyId, charge.cost);
+      this.queued.set(charge.requestId, charge);
+      this.countInPeriod('account', charge.accountId, charge);
+      this.countInPeriod('key', charge.keyId, charge);
     }
   }
 
@@ -72,14 +99,21 @@ export class LocalBook implements BalanceBook {
       if (charge.cost === 0n) continue;
       add(this.queuedByAccount, charge.accountId, charge.cost);
       add(this.queuedByKey, charge.keyId, charge.cost);
+      this.queued.set(charge.requestId, charge);
     }
+  }
+
+  budgetSpent(check: BudgetCheck): Promise<bigint> {
+    return this.periodSpend(check);
   }
 
   /** The ledger writer wrote these charges: the store's balance now includes them. */
   written(charges: readonly ChargeRecord[]): void {
     this.generation += 1;
+    this.writtenGeneration += 1;
     for (const charge of charges) {
       if (charge.cost === 0n) continue;
+      this.queued.delete(charge.requestId);
       // The stored balance now includes this charge: read it again rather than reckon it here.
       this.stored.delete(charge.accountId);
       add(this.queuedByAccount, charge.accountId, -charge.cost);
@@ -132,6 +166,11 @@ export class LocalBook implements BalanceBook {
       const left = spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n);
       if (left < hold.amount) return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
     }
+    for (const budget of hold.budgets ?? []) {
+      const held = (budget.scope === 'account' ? this.heldByAccount : this.heldByKey).get(budget.id) ?? 0n;
+      const left = budget.amount - (await this.periodSpend(budget)) - held;
+      if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
+    }
     this.holds.set(hold.requestId, hold);
     add(this.heldByAccount, hold.accountId, hold.amount);
     add(this.heldByKey, hold.keyId, hold.amount);
@@ -157,6 +196,38 @@ export class LocalBook implements BalanceBook {
     }
     // Charges kept landing while reading: this read is as good as one without the kept balance; not kept.
     return balance;
+  }
+
+  /**
+   * The budget's spend in its period: kept from the first read, moved by every charge settled here
+   * since. Read as the ledger's sum plus the charges still queued for it; a read that a ledger write
+   * overtook is done again (the write may or may not be in the sum, the queue no longer has it).
+   */
+  private async periodSpend(check: BudgetCheck): Promise<bigint> {
+    const name = `${check.scope}:${check.id}`;
+    const start = check.start.getTime();
+    const end = check.end.getTime();
+    const kept = this.periodSpends.get(name);
+    if (kept !== undefined && kept.start === start) return kept.spent;
+    for (;;) {
+      const generation = this.writtenGeneration;
+      const ledger = await this.store.periodSpend(check.scope, check.id, check.start, check.end);
+      if (generation !== this.writtenGeneration) continue;
+      const again = this.periodSpends.get(name);
+      if (again !== undefined && again.start === start) return again.spent;
+      let spent = ledger;
+      for (const charge of this.queued.values()) {
+        if (chargedTo(charge, check.scope, check.id) && inPeriod(charge, start, end)) spent += charge.cost;
+      }
+      this.periodSpends.set(name, { start, end, spent });
+      return spent;
+    }
+  }
+
+  /** A settled charge moves the kept spend of its period, if that period is the one kept. */
+  private countInPeriod(scope: BudgetScope, id: string, charge: ChargeRecord): void {
+    const kept = this.periodSpends.get(`${scope}:${id}`);
+    if (kept !== undefined && inPeriod(charge, kept.start, kept.end)) kept.spent += charge.cost;
   }
 
   private forget(accountId: string): void {

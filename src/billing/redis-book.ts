@@ -18,8 +18,9 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
-import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook } from './book';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
+import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift } from './book';
+import { chargedInPeriod, PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
@@ -40,6 +41,8 @@ const SEED_RETRY_MS = 25;
 const INSTANCE_TTL_MS = 15_000;
 const INSTANCE_HEARTBEAT_MS = 5_000;
 const SEED_ATTEMPTS = 40;
+/** A budget's hash outlives its period by this much, for the drift check and late settlements. */
+const BUDGET_KEPT_AFTER_MS = 2 * 24 * 60 * 60 * 1000;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
@@ -57,10 +60,13 @@ export async function openRedisBook(config: RedisConfig, store: Store, options: 
 export class RedisBook implements BalanceBook {
   private readonly run: RunScript;
   private readonly expiries: string;
-  private unwritten: (accountId: string) => bigint;
+  private unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint;
   /** This book's instance, which the `unwritten:<instance>` figures in account hashes belong to. */
   readonly instance: string;
   private readonly heartbeat: NodeJS.Timeout;
+  private readonly periods = new PeriodCache();
+  /** The budget hashes each settled charge moved, until the ledger has it (their `unwritten` figures). */
+  private readonly budgetsUnwritten = new Map<string, readonly string[]>();
 
   constructor(
     private readonly redis: Redis,
@@ -81,8 +87,14 @@ export class RedisBook implements BalanceBook {
 
   async hold(hold: Hold): Promise<HoldResult> {
     checkAmount('a hold', hold.amount, 1n);
+    const budgets = hold.budgets ?? [];
     const keys = [this.accountKey(hold.accountId), this.keyKey(hold.keyId), this.holdKey(hold.requestId), this.expiries];
     const args = [String(hold.amount), hold.accountId, hold.keyId, String(hold.expiresAt.getTime()), hold.requestId];
+    for (const budget of budgets) {
+      checkAmount('a budget', budget.amount, 1n);
+      keys.push(this.budgetKey(budget.scope, budget.id, budget.start, budget.end));
+      args.push(budget.scope, String(budget.amount));
+    }
     for (let attempt = 1; ; attempt++) {
       const reply = replyList(await this.script('hold', keys, args));
       switch (reply[0]) {
@@ -92,6 +104,10 @@ export class RedisBook implements BalanceBook {
           return { ok: false, reason: 'balance', available: atLeastZero(big(reply[1]) - big(reply[2])) };
         case 'key_spend_limit':
           return { ok: false, reason: 'key_spend_limit', available: atLeastZero(big(reply[1]) - big(reply[2]) - big(reply[3])) };
+        case 'budget': {
+          const budget = budgets[Number(reply[1]) - 1];
+          return { ok: false, reason: 'budget', budget, available: atLeastZero(budget.amount - big(reply[2]) - big(reply[3])) };
+        }
         case 'conflict':
           throw new Error(`request ${hold.requestId} already holds funds for another account, key or amount`);
         case 'seed':
@@ -99,6 +115,9 @@ export class RedisBook implements BalanceBook {
           if (attempt > 1) throw new BookUnavailableError(`the Redis balance of account ${hold.accountId} vanished right after seeding`);
           if (reply[1] === 1 && !(await this.seedAccount(hold.accountId))) return { ok: false, reason: 'balance', available: 0n };
           if (reply[2] === 1 && !(await this.seedKey(hold.accountId, hold.keyId))) return { ok: false, reason: 'key_spend_limit', available: 0n };
+          for (const [index, missing] of [...String(reply[3] ?? '')].entries()) {
+            if (missing === '1') await this.seedBudget(budgets[index]);
+          }
           break;
         default:
           throw new Error(`unexpected reply from the hold script: ${JSON.stringify(reply)}`);
@@ -106,8 +125,18 @@ export class RedisBook implements BalanceBook {
     }
   }
 
-  async settle(charge: ChargeRecord): Promise<void> {
+  async settle(charge: ChargeRecord, budgets: readonly BudgetCheck[] = []): Promise<void> {
     checkAmount('a charge', charge.cost, 0n);
+    // Counted in the budgets before the hold is freed: in between, a racing hold sees the charge
+    // twice (too careful), never not at all.
+    if (budgets.length > 0 && charge.cost > 0n) {
+      const keys = budgets.map((budget) => {
+        const period = this.periods.at(charge.createdAt, budget.period, budget.timezone);
+        return this.budgetKey(budget.scope, budget.id, period.start, period.end);
+      });
+      await this.script('chargeBudgets', keys, [String(charge.cost), this.instance]);
+      this.budgetsUnwritten.set(charge.requestId, keys);
+    }
     const keys = [
       this.holdKey(charge.requestId),
       this.expiries,
@@ -192,7 +221,7 @@ export class RedisBook implements BalanceBook {
   }
 
   /** Where seeding learns what this instance's ledger writer has not written yet, by account. */
-  countUnwritten(unwritten: (accountId: string) => bigint): void {
+  countUnwritten(unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint): void {
     this.unwritten = unwritten;
   }
 
@@ -215,8 +244,20 @@ export class RedisBook implements BalanceBook {
     }
   }
 
-  /** The ledger has the charges: they leave the accounts' `unwritten` figures (see the settle script). */
+  /** The ledger has the charges: they leave the accounts' and budgets' `unwritten` figures (see the settle script). */
   written(charges: readonly ChargeRecord[]): void {
+    const byBudget = new Map<string, bigint>();
+    for (const charge of charges) {
+      const keys = this.budgetsUnwritten.get(charge.requestId);
+      if (keys === undefined) continue;
+      this.budgetsUnwritten.delete(charge.requestId);
+      for (const key of keys) byBudget.set(key, (byBudget.get(key) ?? 0n) + charge.cost);
+    }
+    if (byBudget.size > 0) {
+      this.script('budgetsWritten', [...byBudget.keys()], [...[...byBudget.values()].map(String), this.instance]).catch((error: unknown) =>
+        this.options.onError?.(new Error(`the unwritten figures of ${byBudget.size} budgets in Redis missed charges just written (drift until healed)`, { cause: error })),
+      );
+    }
     const byAccount = new Map<string, bigint>();
     for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
     for (const [accountId, amount] of byAccount) {
@@ -271,9 +312,59 @@ export class RedisBook implements BalanceBook {
     return drifts;
   }
 
-  /** Drops these accounts' live balances; each is seeded again from the ledger when next used. */
+  /** Drops these accounts' live balances and budget spends (theirs and their keys'); each is seeded again from the ledger when next used. */
   async rebuild(accountIds: readonly string[]): Promise<void> {
-    if (accountIds.length > 0) await this.guard(() => this.redis.del(...accountIds.map((id) => this.accountKey(id))));
+    if (accountIds.length === 0) return;
+    await this.guard(() => this.redis.del(...accountIds.map((id) => this.accountKey(id))));
+    const owners = [...accountIds.map((id) => `account:${id}`)];
+    for (const accountId of accountIds) owners.push(...(await this.store.listKeys({ accountId })).map((key) => `key:${key.id}`));
+    const budgets = await this.scanKeys(`${this.prefix}budget:*`);
+    const dropped = budgets.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}budget:${owner}:`)));
+    if (dropped.length > 0) await this.guard(() => this.redis.del(...dropped));
+  }
+
+  private async scanKeys(pattern: string): Promise<string[]> {
+    const names: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.guard(() => this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
+      cursor = next;
+      names.push(...batch);
+    } while (cursor !== '0');
+    return names;
+  }
+
+  /** The budget's period spend in Redis, seeded from the ledger when its hash is missing. */
+  async budgetSpent(check: BudgetCheck): Promise<bigint> {
+    const key = this.budgetKey(check.scope, check.id, check.start, check.end);
+    for (let attempt = 1; attempt <= 2; attempt++) {
+      const spent = await this.guard(() => this.redis.hget(key, 'spent'));
+      if (spent !== null) return BigInt(spent);
+      await this.seedBudget(check);
+    }
+    throw new BookUnavailableError(`the Redis budget of ${check.scope} ${check.id} vanished right after seeding`);
+  }
+
+  /**
+   * Live budget spends that differ from the ledger's sum for their period plus what live instances
+   * have not written yet; a hash whose key or account is gone is skipped.
+   */
+  async budgetDrift(): Promise<BudgetDrift[]> {
+    const names = await this.scanKeys(`${this.prefix}budget:*`);
+    const drifts: BudgetDrift[] = [];
+    for (const name of names) {
+      const [scope, id, start, end] = name.slice(this.prefix.length + 'budget:'.length).split(':');
+      if ((scope !== 'account' && scope !== 'key') || id === undefined || start === undefined || end === undefined) continue;
+      const hash = await this.guard(() => this.redis.hgetall(name));
+      if (hash.spent === undefined) continue;
+      let live = BigInt(hash.spent);
+      for (const [field, value] of Object.entries(hash)) {
+        if (field.startsWith('unwritten:') && (await this.guard(() => this.redis.exists(this.instanceKey(field.slice(10))))) === 1) live -= BigInt(value);
+      }
+      const ledger = await this.store.periodSpend(scope, id, new Date(Number(start)), new Date(Number(end)));
+      if (live !== ledger) drifts.push({ scope, id, start: new Date(Number(start)), live, ledger });
+    }
+    return drifts;
   }
 
   /** Safe with several instances sweeping at once: a hold is released by whichever script pops it. */
@@ -314,13 +405,25 @@ export class RedisBook implements BalanceBook {
       if (inflight == null || inflight === '0') {
         const { balance } = await this.store.balance(accountId);
         // Charges this instance settled and has not written yet are not in that balance (docs/faults.md#f18).
-        const unwritten = this.unwritten(accountId);
+        const unwritten = this.unwritten((charge) => charge.accountId === accountId);
         const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten), this.instance]);
         if (answer !== 'busy') return true;
       }
       await delay(SEED_RETRY_MS);
     }
     throw new BookUnavailableError(`credits to account ${accountId} kept being written; its Redis balance could not be seeded`);
+  }
+
+  /**
+   * Writes the budget's period spend from the ledger (plus this instance's charges on their way to it)
+   * unless someone already has. Another instance's charges settled but not yet written when the
+   * ledger is read are missed: a short window at the start of a period, which the drift check shows.
+   */
+  private async seedBudget(check: BudgetCheck): Promise<void> {
+    const ledger = await this.store.periodSpend(check.scope, check.id, check.start, check.end);
+    const unwritten = this.unwritten((charge) => chargedInPeriod(charge, check));
+    const expiry = check.end.getTime() + BUDGET_KEPT_AFTER_MS;
+    await this.script('seedBudget', [this.budgetKey(check.scope, check.id, check.start, check.end)], [String(ledger + unwritten), String(expiry), this.instance, String(unwritten)]);
   }
 
   /** Writes the key's spend and limit from the store unless someone already has; false for an unknown key. */
@@ -372,6 +475,10 @@ export class RedisBook implements BalanceBook {
 
   private keyKey(keyId: string): string {
     return `${this.prefix}key:${keyId}`;
+  }
+
+  private budgetKey(scope: BudgetScope, id: string, start: Date, end: Date): string {
+    return `${this.prefix}budget:${scope}:${id}:${start.getTime()}:${end.getTime()}`;
   }
 
   private holdKey(requestId: string): string {

@@ -16,6 +16,7 @@
  *   settled:<request id> string  the amount taken, for a day: a repeated settlement changes nothing
  *   credit-fence:<id>   hash  inflight, gen: credits being written, so a seed never races one
  *   credit-done:<token> string  a credit's Redis step already applied (its command may be retried)
+ *   budget:<scope>:<id>:<start ms>:<end ms>  hash  spent, unwritten:<instance>; expires after its period
  *
  * The sweep derives account and key names from a hold's fields inside the script: fine on a single
  * Redis (or a primary with replicas), not on Redis Cluster, where keys must be declared up front.
@@ -61,15 +62,25 @@ end
 `;
 
 /**
- * KEYS: account, key, hold, hold-expiries. ARGV: amount, account id, key id, expiry ms, request id.
- * Replies {'seed', account missing 0|1, key missing 0|1}, {'ok'}, {'conflict'},
- * {'balance', balance, held} or {'key_spend_limit', limit, spent, held}.
+ * KEYS: account, key, hold, hold-expiries, then one budget hash per budget. ARGV: amount, account id,
+ * key id, expiry ms, request id, then per budget its scope ('account' or 'key') and its amount.
+ * Replies {'seed', account missing 0|1, key missing 0|1, budgets missing ('0'/'1' per budget)},
+ * {'ok'}, {'conflict'}, {'balance', balance, held}, {'key_spend_limit', limit, spent, held} or
+ * {'budget', budget number (1-based), spent, held}.
  */
 const HOLD = `
 local account, key, hold, expiries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local amount = ARGV[1]
 local accountMissing, keyMissing = redis.call('EXISTS', account) == 0, redis.call('EXISTS', key) == 0
-if accountMissing or keyMissing then return {'seed', accountMissing and 1 or 0, keyMissing and 1 or 0} end
+local budgetsMissing, anyBudgetMissing = '', false
+for i = 5, #KEYS do
+  local missing = redis.call('EXISTS', KEYS[i]) == 0
+  anyBudgetMissing = anyBudgetMissing or missing
+  budgetsMissing = budgetsMissing .. (missing and '1' or '0')
+end
+if accountMissing or keyMissing or anyBudgetMissing then
+  return {'seed', accountMissing and 1 or 0, keyMissing and 1 or 0, budgetsMissing}
+end
 
 local previous = redis.call('HMGET', hold, 'account', 'key', 'amount')
 if previous[3] then
@@ -83,6 +94,15 @@ if cmp(add(account, balance, neg(held)), amount) < 0 then return {'balance', bal
 local limit, spent, keyHeld = unpack(redis.call('HMGET', key, 'limit', 'spent', 'held'))
 if limit and cmp(add(account, add(account, limit, neg(spent)), neg(keyHeld)), amount) < 0 then
   return {'key_spend_limit', limit, spent, keyHeld}
+end
+-- A budget's period spend lives in its own hash; what it holds is its key's or account's held.
+for i = 5, #KEYS do
+  local scope, budget = ARGV[6 + (i - 5) * 2], ARGV[7 + (i - 5) * 2]
+  local budgetSpent = redis.call('HGET', KEYS[i], 'spent')
+  local budgetHeld = redis.call('HGET', scope == 'account' and account or key, 'held')
+  if cmp(add(account, add(account, budget, neg(budgetSpent)), neg(budgetHeld)), amount) < 0 then
+    return {'budget', i - 4, budgetSpent, budgetHeld}
+  end
 end
 
 redis.call('HINCRBY', account, 'held', amount)
@@ -175,6 +195,44 @@ if redis.call('HGET', KEYS[1], 'unwritten:' .. ARGV[2]) == '0' then redis.call('
 return 1
 `;
 
+/**
+ * KEYS: budget. ARGV: spent in the period per the ledger, the hash's expiry (ms since the epoch: after
+ * the period ends), this instance, its charges in the period not yet in the ledger. 'seeded' or 'exists'.
+ */
+const SEED_BUDGET = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'unwritten:' .. ARGV[3], ARGV[4])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return 'seeded'
+`;
+
+/**
+ * KEYS: the charge's budget hashes. ARGV: cost, instance. A settled charge counts in each period
+ * whose hash exists (a missing one is seeded from the ledger, which will hold the charge);
+ * 'unwritten:<instance>' keeps what the ledger has not recorded yet, as in account hashes.
+ * Replies each hash's spend after it ('' for a missing hash).
+ */
+const CHARGE_BUDGETS = `
+local spent = {}
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('HINCRBY', KEYS[i], 'unwritten:' .. ARGV[2], ARGV[1])
+    spent[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[1])
+  else
+    spent[i] = ''
+  end
+end
+return spent
+`;
+
+/** KEYS: budget hashes. ARGV: amount per hash, instance. The ledger recorded these charges. */
+const BUDGETS_WRITTEN = `
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('HINCRBY', KEYS[i], 'unwritten:' .. ARGV[#ARGV], neg(ARGV[i])) end
+end
+return 1
+`;
+
 /** KEYS: key. ARGV: spent, limit ('' for none). Replies 'seeded' or 'exists'. */
 const SEED_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
@@ -216,14 +274,18 @@ redis.call('SET', done, '1', 'EX', ARGV[3])
 return 1
 `;
 
+/** `numberOfKeys: null`: the count of keys varies, and is passed first. */
 const SCRIPTS = {
-  hold: { numberOfKeys: 4, lua: HOLD },
+  hold: { numberOfKeys: null, lua: HOLD },
   settle: { numberOfKeys: 5, lua: SETTLE },
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
   seedAccount: { numberOfKeys: 2, lua: SEED_ACCOUNT },
   written: { numberOfKeys: 1, lua: WRITTEN },
   adopt: { numberOfKeys: 1, lua: ADOPT },
   seedKey: { numberOfKeys: 1, lua: SEED_KEY },
+  seedBudget: { numberOfKeys: 1, lua: SEED_BUDGET },
+  chargeBudgets: { numberOfKeys: null, lua: CHARGE_BUDGETS },
+  budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
@@ -238,11 +300,12 @@ export type RunScript = (name: BookScript, keys: readonly string[], args: readon
  */
 export function defineBookScripts(redis: Redis): RunScript {
   for (const [name, script] of Object.entries(SCRIPTS)) {
-    redis.defineCommand(commandName(name), { numberOfKeys: script.numberOfKeys, lua: HELPERS + script.lua });
+    redis.defineCommand(commandName(name), script.numberOfKeys === null ? { lua: HELPERS + script.lua } : { numberOfKeys: script.numberOfKeys, lua: HELPERS + script.lua });
   }
   // defineCommand adds methods ioredis's types cannot know about.
-  const commands = redis as unknown as Record<string, (...args: string[]) => Promise<unknown>>;
-  return (name, keys, args) => commands[commandName(name)](...keys, ...args);
+  const commands = redis as unknown as Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+  return (name, keys, args) =>
+    SCRIPTS[name].numberOfKeys === null ? commands[commandName(name)](keys.length, ...keys, ...args) : commands[commandName(name)](...keys, ...args);
 }
 
 function commandName(name: string): string {

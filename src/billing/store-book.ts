@@ -3,13 +3,16 @@
  * moves the balance. Exact across instances sharing PostgreSQL, since every hold is a conditional
  * UPDATE the database serialises.
  */
-import type { AccountBalance, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { AccountBalance, BudgetCheck, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
 import type { BalanceBook } from './book';
+import { chargedInPeriod } from './budget-period';
 
 /** Expired holds released per sweep; the next sweep takes the rest. */
 const SWEEP_BATCH = 500;
 
 export class StoreBook implements BalanceBook {
+  private unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint = () => 0n;
+
   constructor(private readonly store: Store) {}
 
   hold(hold: Hold): Promise<HoldResult> {
@@ -18,6 +21,16 @@ export class StoreBook implements BalanceBook {
 
   /** Nothing to do: `recordCharges` removes the hold and takes the cost in one transaction. */
   async settle(_charge: ChargeRecord): Promise<void> {}
+
+  /** The ledger's sum and this instance's charges on their way to it (another instance's are not seen). */
+  async budgetSpent(check: BudgetCheck): Promise<bigint> {
+    const queued = this.unwritten((charge) => chargedInPeriod(charge, check));
+    return (await this.store.periodSpend(check.scope, check.id, check.start, check.end)) + queued;
+  }
+
+  countUnwritten(unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint): void {
+    this.unwritten = unwritten;
+  }
 
   credit(input: NewCredit): Promise<CreditRecord> {
     return this.store.credit(input);

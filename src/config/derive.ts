@@ -27,6 +27,8 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     store: data.store,
     redis: data.redis,
     payments: data.payments,
+    budgets: data.budgets,
+    alerts: data.alerts,
     telemetry: data.telemetry,
     providers: mapValues(data.providers, deriveProvider),
     models: mapValues(data.models, deriveModel),

@@ -199,6 +199,53 @@ export interface GatewayData {
     };
   };
   /**
+   * Operator defaults for spending per period. An account's own budget (console, management API, CLI)
+   * replaces its role's default; a key's budget applies on top of its account's.
+   */
+  readonly budgets: {
+    /** The budget of every account of a role that has none of its own. */
+    readonly role_defaults: {
+      /** Budget of user accounts without one of their own. */
+      readonly user?: BudgetData;
+      /** Budget of admin accounts without one of their own. */
+      readonly admin?: BudgetData;
+    };
+  };
+  /**
+   * Warnings before budgets and balances run out: each fires once per budget period (or once per fall below
+   * the balance threshold), to the webhook, the account's console banner, the audit log and
+   * tollgate_budget_alerts_total.
+   */
+  readonly alerts: {
+    /** Percentages of a budget whose crossing raises an alert. */
+    readonly thresholds: readonly number[];
+    /**
+     * Balance (in currency units, a decimal such as "5" or "0.5") below which an account's alert fires; empty
+     * for none.
+     */
+    readonly low_balance: string;
+    /**
+     * Operator endpoint that receives each alert as a signed JSON POST, retried with backoff until it answers
+     * 2xx.
+     */
+    readonly webhook: {
+      /** http(s) URL; empty for no webhook. */
+      readonly url: string;
+      /**
+       * Key of the HMAC-SHA256 signature in x-tollgate-signature (t=<unix seconds>,v1=<hex of HMAC(secret, t
+       * + '.' + body)>). Required with a url.
+       */
+      readonly secret: string;
+      /** Longest wait for one delivery attempt. */
+      readonly timeout_ms: number;
+      /**
+       * Delivery attempts per alert before it is left undelivered (listed in the console's alert history);
+       * backoff doubles from 1 s up to 5 minutes.
+       */
+      readonly max_attempts: number;
+    };
+  };
+  /**
    * OpenTelemetry tracing (docs/observability.md). Off unless an endpoint is set here or in
    * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT. Changes need a restart.
    */
@@ -245,6 +292,19 @@ export interface GatewayData {
     /** Sending requests to providers, with failover between a model's routes. */
     readonly upstream: UpstreamPluginConfig;
   };
+}
+
+/**
+ * Most that may be spent per calendar period; the spend of a period is what the ledger charged in it plus
+ * what is held now, so nothing is ever reset.
+ */
+export interface BudgetData {
+  /** Currency units per period, a decimal such as "200" or "5.5" (at most nine decimals). */
+  readonly amount: string;
+  /** day, week (Monday to Monday) or month, in the timezone's local time. */
+  readonly period: 'day' | 'week' | 'month';
+  /** IANA time zone the period's midnights are in, e.g. Europe/Berlin. */
+  readonly timezone: string;
 }
 
 /** One upstream provider: the protocol it speaks, its address and its credentials. */

@@ -8,10 +8,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SessionKind, SessionRecord } from './store';
-import { rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
+import { budgetText, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
 /** The columns of an `AccountRow`; never the password hash. */
-export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at';
+export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
 
 const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(POSTGRES_CODEC);
@@ -41,6 +41,7 @@ export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): P
   if (limits.spendLimit !== undefined) assign('spend_limit', spendLimitParam(limits.spendLimit));
   if (limits.models !== undefined) assign('models', modelsParam(limits.models));
   if (limits.rateLimits !== undefined) assign('rate_limits', rateLimitsParam(limits.rateLimits));
+  if (limits.budget !== undefined) assign('budget', budgetText(limits.budget));
   if (set.length === 0) {
     const { rowCount } = await pool.query('SELECT 1 FROM api_keys WHERE id = $1', params);
     return rowCount === 0 ? 'unknown' : 'unchanged';
@@ -98,7 +99,7 @@ export async function findSession(pool: Pool, hash: Buffer, now: Date): Promise<
   const { rows } = await pool.query<SessionAccountRow<PostgresColumns>>(
     `SELECT ${SESSION_COLUMNS},
             a.name AS account_name, a.email AS account_email, a.role AS account_role,
-            a.disabled AS account_disabled, a.created_at AS account_created_at
+            a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
        FROM sessions s JOIN accounts a ON a.id = s.account_id
       WHERE s.hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
     [hash, now],

@@ -3,21 +3,51 @@
  * batch of them is one set-based statement, after the ledger's locks.
  */
 import type { Pool } from 'pg';
-import type { Hold, HoldResult } from './store';
+import type { BudgetCheck, Hold, HoldResult } from './store';
 import { lockRows, unique } from './postgres-locks';
 import { inTransaction, retried } from './postgres-tx';
 
+type HoldQuery = Pick<Pool, 'query'>;
+
 export async function holdFunds(pool: Pool, hold: Hold): Promise<HoldResult> {
+  if (hold.budgets !== undefined && hold.budgets.length > 0) return holdWithinBudgets(pool, hold, hold.budgets);
   // One statement is its own transaction: the function's steps all happen or none do.
-  const { rows } = await retried(() =>
-    pool.query<{ refused: 'balance' | 'key_spend_limit' | null; available: string | null }>({
-      name: 'tollgate_hold_funds',
-      text: 'SELECT refused, available FROM tollgate_hold_funds($1, $2, $3, $4::bigint, $5, $6)',
-      values: [hold.requestId, hold.accountId, hold.keyId, String(hold.amount), new Date(), hold.expiresAt],
-    }),
-  );
+  return retried(() => holdStatement(pool, hold));
+}
+
+async function holdStatement(client: HoldQuery, hold: Hold): Promise<HoldResult> {
+  const { rows } = await client.query<{ refused: 'balance' | 'key_spend_limit' | null; available: string | null }>({
+    name: 'tollgate_hold_funds',
+    text: 'SELECT refused, available FROM tollgate_hold_funds($1, $2, $3, $4::bigint, $5, $6)',
+    values: [hold.requestId, hold.accountId, hold.keyId, String(hold.amount), new Date(), hold.expiresAt],
+  });
   const { refused, available } = rows[0];
   return refused === null ? { ok: true } : { ok: false, reason: refused, available: BigInt(available ?? '0') };
+}
+
+/** A budget's spend in its period (the ledger's charges) and what its key or account holds now. */
+const BUDGET_SPEND = `
+  SELECT COALESCE((SELECT sum(cost) FROM charges WHERE CASE WHEN $1 = 'account' THEN account_id ELSE key_id END = $2 AND created_at >= $3 AND created_at < $4), 0)::text AS spent,
+         COALESCE(CASE WHEN $1 = 'account' THEN (SELECT held FROM accounts WHERE id = $2) ELSE (SELECT held FROM api_keys WHERE id = $2) END, 0)::text AS held`;
+
+/**
+ * Budgets are checked under the account's row lock, which every hold and every charge of the account
+ * takes first: no hold or charge of its keys can move the figures between the check and the hold.
+ */
+function holdWithinBudgets(pool: Pool, hold: Hold, budgets: readonly BudgetCheck[]): Promise<HoldResult> {
+  return inTransaction(
+    pool,
+    async (client) => {
+      await lockRows(client, [hold.accountId], [], []);
+      for (const budget of budgets) {
+        const { rows } = await client.query<{ spent: string; held: string }>({ name: 'tollgate_budget_spend', text: BUDGET_SPEND, values: [budget.scope, budget.id, budget.start, budget.end] });
+        const left = budget.amount - BigInt(rows[0].spent) - BigInt(rows[0].held);
+        if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left } as const;
+      }
+      return holdStatement(client, hold);
+    },
+    (result) => result.ok,
+  );
 }
 
 /** Deletes holds and un-holds their amounts, each account and key once; answers how many there were. */

@@ -19,7 +19,7 @@ import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
 import { chargeJson, columnText } from './set-aside';
-import { rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
+import { budgetText, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
   type Account,
@@ -28,6 +28,8 @@ import {
   type AccountRole,
   type AccountSummary,
   type ApiKeyRecord,
+  type Budget,
+  type BudgetScope,
   type ChargeFilter,
   type ChargeRecord,
   type CreditRecord,
@@ -73,7 +75,7 @@ export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
 const UNIQUE_VIOLATION = '23505';
 
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models, k.rate_limits`;
+  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget`;
 
 /** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
 function newId(prefix: 'acc_' | 'key_'): string {
@@ -158,6 +160,7 @@ export class PostgresStore implements Store {
       role: input.role,
       disabled: false,
       created_at: new Date(),
+      budget: null,
     };
     try {
       await this.pool.query('INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -214,6 +217,22 @@ export class PostgresStore implements Store {
     return true;
   }
 
+  async setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean> {
+    const { rowCount } = await this.pool.query('UPDATE accounts SET budget = $2 WHERE id = $1', [accountId, budgetText(budget)]);
+    if (rowCount === 0) return false;
+    this.listener.bump();
+    return true;
+  }
+
+  async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
+    const column = scope === 'account' ? 'account_id' : 'key_id';
+    const { rows } = await this.pool.query<{ spent: string }>(
+      `SELECT COALESCE(sum(cost), 0)::text AS spent FROM charges WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
+      [id, since, until],
+    );
+    return BigInt(rows[0].spent);
+  }
+
   async createKey(input: NewKey): Promise<ApiKeyRecord> {
     // Checked here for a clear message; the foreign key would reject it too, but only as a constraint name.
     if ((await this.findAccountById(input.accountId)) === null) {
@@ -232,13 +251,14 @@ export class PostgresStore implements Store {
       spent: '0',
       models: modelsParam(input.models),
       rate_limits: rateLimitsParam(input.rateLimits),
+      budget: budgetText(input.budget ?? null),
     };
     await this.pool.query(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
-        row.spend_limit, row.models, row.rate_limits,
+        row.spend_limit, row.models, row.rate_limits, row.budget,
       ],
     );
     this.listener.bump();
@@ -267,7 +287,7 @@ export class PostgresStore implements Store {
     const { rows } = await this.pool.query<KeyIdentityRow<PostgresColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at
+              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = $1`,
       [hash],

@@ -16,6 +16,8 @@ import type {
   ApiKeyRecord,
   ChargeAttempt,
   ChargeOrigin,
+  Budget,
+  BudgetPeriod,
   ChargePrices,
   ChargeRecord,
   CreditRecord,
@@ -61,6 +63,8 @@ export interface AccountRow<T extends ColumnTypes> {
   role: AccountRole;
   disabled: T['flag'];
   created_at: T['date'];
+  /** JSON text of a budget (`budgetText`), in both stores. */
+  budget: string | null;
 }
 
 export interface KeyRow<T extends ColumnTypes> {
@@ -72,6 +76,8 @@ export interface KeyRow<T extends ColumnTypes> {
   models: T['models'] | null;
   /** JSON text of `KeyRateLimits` in both stores. */
   rate_limits: string | null;
+  /** JSON text of a budget (`budgetText`), in both stores. */
+  budget: string | null;
   prefix: string;
   last4: string;
   created_at: T['date'];
@@ -87,6 +93,7 @@ export interface JoinedAccountColumns<T extends ColumnTypes> {
   account_role: AccountRole;
   account_disabled: T['flag'];
   account_created_at: T['date'];
+  account_budget: string | null;
 }
 
 /** One row of the key + account join that authentication reads. */
@@ -202,6 +209,18 @@ export interface TotalsRow {
   holds: string;
 }
 
+/** A budget as its column stores it: JSON with the amount as a decimal string of nano-units. */
+export function budgetText(budget: Budget | null): string | null {
+  if (budget === null) return null;
+  return JSON.stringify({ amount: String(budget.amount), period: budget.period, timezone: budget.timezone });
+}
+
+function budgetOf(text: string | null): Budget | null {
+  if (text === null) return null;
+  const stored = JSON.parse(text) as { amount: string; period: BudgetPeriod; timezone: string };
+  return { amount: BigInt(stored.amount), period: stored.period, timezone: stored.timezone };
+}
+
 /** Builds the row → record mappers for one backend. */
 export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
   const optionalDate = (value: T['date'] | null): Date | null => (value === null ? null : codec.date(value));
@@ -215,6 +234,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         role: row.role,
         disabled: codec.flag(row.disabled),
         createdAt: codec.date(row.created_at),
+        budget: budgetOf(row.budget),
       };
     },
 
@@ -247,6 +267,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         spent: BigInt(row.spent),
         models: row.models === null ? null : codec.models(row.models),
         rateLimits: row.rate_limits === null ? null : (JSON.parse(row.rate_limits) as KeyRateLimits),
+        budget: budgetOf(row.budget),
       };
     },
 
@@ -258,6 +279,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         role: row.account_role,
         disabled: row.account_disabled,
         created_at: row.account_created_at,
+        budget: row.account_budget,
       });
     },
 

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import type { SqliteDatabase } from './sqlite-driver';
 import type {
   AccountBalance,
+  BudgetScope,
   ChargeFilter,
   ChargeRecord,
   CreditRecord,
@@ -53,6 +54,14 @@ function prepare(db: SqliteDatabase) {
       'UPDATE api_keys SET held = held + ? WHERE id = ? AND (spend_limit IS NULL OR spend_limit - spent - held >= ?)',
     ),
     keyAvailable: db.prepare<[string], string>('SELECT CAST(spend_limit - spent - held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
+    accountSpendSince: db.prepare<[string, number, number], string>(
+      'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND created_at >= ? AND created_at < ?',
+    ).pluck(),
+    keySpendSince: db.prepare<[string, number, number], string>(
+      'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE key_id = ? AND created_at >= ? AND created_at < ?',
+    ).pluck(),
+    accountHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM accounts WHERE id = ?').pluck(),
+    keyHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
     insertHold: db.prepare<[string, string, string, bigint, number, number]>(
       'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
     ),
@@ -124,8 +133,18 @@ export class SqliteLedger {
     this.sql = prepare(db);
   }
 
+  periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): bigint {
+    const statement = scope === 'account' ? this.sql.accountSpendSince : this.sql.keySpendSince;
+    return BigInt(statement.get(id, since.getTime(), until.getTime()) ?? '0');
+  }
+
   holdFunds(hold: Hold): HoldResult {
     return this.db.transaction((): HoldResult => {
+      for (const budget of hold.budgets ?? []) {
+        const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
+        const left = budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held);
+        if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
+      }
       if (this.sql.holdAccount.run(hold.amount, hold.accountId, hold.amount).changes === 0) {
         return { ok: false, reason: 'balance', available: BigInt(this.sql.accountAvailable.get(hold.accountId) ?? '0') };
       }

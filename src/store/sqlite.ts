@@ -48,16 +48,18 @@ import {
   type Store,
   type UsageSummaryQuery,
   type UsageSummaryRow,
+  type Budget,
+  type BudgetScope,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
-import { rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
+import { budgetText, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
 /** The file name SQLite understands as "no file, keep it in memory" (tests). */
 export const SQLITE_MEMORY = ':memory:';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits`;
+  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget`;
 
 /** Every statement the store runs, prepared once after the schema exists. */
 function prepareStatements(db: SqliteDatabase) {
@@ -71,8 +73,8 @@ function prepareStatements(db: SqliteDatabase) {
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
     keysRevision: db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits)
-       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits)`,
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget)
+       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget)`,
     ),
     keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
       'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
@@ -82,6 +84,8 @@ function prepareStatements(db: SqliteDatabase) {
     setKeySpendLimit: db.prepare<[bigint | null, string]>('UPDATE api_keys SET spend_limit = ? WHERE id = ?'),
     setKeyModels: db.prepare<[string | null, string]>('UPDATE api_keys SET models = ? WHERE id = ?'),
     setKeyRateLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET rate_limits = ? WHERE id = ?'),
+    setKeyBudget: db.prepare<[string | null, string]>('UPDATE api_keys SET budget = ? WHERE id = ?'),
+    setAccountBudget: db.prepare<[string | null, string]>('UPDATE accounts SET budget = ? WHERE id = ?'),
     allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
     keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
@@ -91,7 +95,7 @@ function prepareStatements(db: SqliteDatabase) {
     keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at
+              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = ?`,
     ),
@@ -117,7 +121,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
-  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
@@ -228,11 +232,23 @@ export class SqliteStore implements Store {
       if (limits.spendLimit !== undefined) this.sql.setKeySpendLimit.run(limits.spendLimit, id);
       if (limits.models !== undefined) this.sql.setKeyModels.run(jsonOrNull(limits.models), id);
       if (limits.rateLimits !== undefined) this.sql.setKeyRateLimits.run(jsonOrNull(limits.rateLimits), id);
+      if (limits.budget !== undefined) this.sql.setKeyBudget.run(budgetText(limits.budget), id);
       return true;
     });
     const found = update.immediate();
     if (found) this.localRevision += 1;
     return found;
+  }
+
+  async setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean> {
+    const { changes } = this.sql.setAccountBudget.run(budgetText(budget), accountId);
+    // Cached keys carry their account's budget: the auth cache must look again.
+    if (changes > 0) this.localRevision += 1;
+    return changes > 0;
+  }
+
+  async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
+    return this.ledger.periodSpend(scope, id, since, until);
   }
 
   async listAccounts(): Promise<AccountSummary[]> {
@@ -365,6 +381,7 @@ export class SqliteStore implements Store {
       role: input.role,
       disabled: 0,
       created_at: Date.now(),
+      budget: null,
     };
     try {
       this.sql.insertAccount.run({ ...row, password_hash: input.passwordHash ?? null });
@@ -406,6 +423,7 @@ export class SqliteStore implements Store {
       spent: '0',
       models: jsonOrNull(input.models ?? null),
       rate_limits: jsonOrNull(input.rateLimits ?? null),
+      budget: budgetText(input.budget ?? null),
     };
     this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null });
     this.localRevision += 1;

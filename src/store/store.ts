@@ -18,6 +18,36 @@ export interface Account {
   readonly role: AccountRole;
   readonly disabled: boolean;
   readonly createdAt: Date;
+  /** Most the account may spend per period; null: the operator's default for its role, if any. */
+  readonly budget: Budget | null;
+}
+
+export type BudgetPeriod = 'day' | 'week' | 'month';
+
+/** Most that may be spent per calendar period in a time zone; nothing resets it, a new period starts empty. */
+export interface Budget {
+  /** Nano-units, > 0. */
+  readonly amount: bigint;
+  readonly period: BudgetPeriod;
+  /** IANA name (`Europe/Berlin`, `UTC`); weeks start on Monday there. */
+  readonly timezone: string;
+}
+
+/** What a budget applies to: a key's spend, or an account's (every key of it). */
+export type BudgetScope = 'key' | 'account';
+
+/**
+ * One budget as a hold checks it: the spend of `scope` `id` charged in [start, end) plus what it holds
+ * now, plus the new hold, must stay within `amount`.
+ */
+export interface BudgetCheck {
+  readonly scope: BudgetScope;
+  readonly id: string;
+  readonly amount: bigint;
+  readonly period: BudgetPeriod;
+  readonly timezone: string;
+  readonly start: Date;
+  readonly end: Date;
 }
 
 export interface ApiKeyRecord {
@@ -32,6 +62,8 @@ export interface ApiKeyRecord {
   readonly models: readonly string[] | null;
   /** Limits the key's owner set on it; each applies on top of the operator's (the lower wins). */
   readonly rateLimits: KeyRateLimits | null;
+  /** Most the key may spend per period; null for none. */
+  readonly budget: Budget | null;
   /** The first characters of the key (`sk-AbCd`), safe to show. */
   readonly prefix: string;
   /** The last four characters of the key, safe to show. */
@@ -66,6 +98,7 @@ export interface NewKey {
   readonly spendLimit?: bigint | null;
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
+  readonly budget?: Budget | null;
 }
 
 /** What a key's owner may change after creating it; an absent field is left as it is, null clears it. */
@@ -73,6 +106,7 @@ export interface KeyLimits {
   readonly spendLimit?: bigint | null;
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
+  readonly budget?: Budget | null;
 }
 
 /** An account with its stored balance, for the operator's list. */
@@ -145,12 +179,16 @@ export interface Hold {
   readonly expiresAt: Date;
   /** False when the key (as authenticated) has no spend limit, sparing the book a lookup. */
   readonly keyLimited?: boolean;
+  /** The budgets that apply to the request, each checked in the same step as the balance. */
+  readonly budgets?: readonly BudgetCheck[];
 }
 
 export type HoldResult =
   | { readonly ok: true }
   /** `available` is what could have been held: the balance (or key limit) minus what is held already. */
-  | { readonly ok: false; readonly reason: 'balance' | 'key_spend_limit'; readonly available: bigint };
+  | { readonly ok: false; readonly reason: 'balance' | 'key_spend_limit'; readonly available: bigint }
+  /** A budget's period spend plus its holds leaves less than the hold: `available` is what it leaves. */
+  | { readonly ok: false; readonly reason: 'budget'; readonly budget: BudgetCheck; readonly available: bigint };
 
 /** Where a charge's token counts came from (`none`: nothing was produced, nothing is owed). */
 export type UsageSourceRecord = 'upstream' | 'estimated' | 'partial' | 'none';
@@ -413,6 +451,10 @@ export interface Store {
   keySpend(keyId: string): Promise<KeySpend | null>;
   /** Changes a key's limits: the fields given are set (null clears one), the others are kept. */
   setKeyLimits(id: string, limits: KeyLimits): Promise<boolean>;
+  /** Sets an account's own budget (null: none of its own); false when no such account exists. */
+  setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean>;
+  /** What the ledger charged a key or an account (all its keys) from `since` until before `until`, in nano-units. */
+  periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint>;
 
   // Console sessions and management tokens, looked up by the SHA-256 of their secret.
   createSession(input: NewSession): Promise<SessionRecord>;

@@ -371,6 +371,41 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 12,
+    description: 'budgets per period on keys and accounts, and the alerts they raise',
+    sql: `
+      -- JSON {"amount": nano-units as text, "period": "day"|"week"|"month", "timezone": IANA name}, or NULL.
+      ALTER TABLE accounts ADD COLUMN budget TEXT;
+      ALTER TABLE api_keys ADD COLUMN budget TEXT;
+
+      -- Authentication reads budgets with the key: a change must reach every instance's key cache.
+      DROP TRIGGER accounts_changed ON accounts;
+      CREATE TRIGGER accounts_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, name, email, role, disabled, budget ON accounts
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+
+      -- One row per alert that fired; once is unique, so racing instances fire each alert once.
+      CREATE TABLE budget_alerts (
+        id           TEXT PRIMARY KEY,
+        seq          BIGINT GENERATED ALWAYS AS IDENTITY,
+        once         TEXT NOT NULL UNIQUE,
+        account_id   TEXT NOT NULL REFERENCES accounts (id),
+        key_id       TEXT REFERENCES api_keys (id),
+        kind         TEXT NOT NULL CHECK (kind IN ('budget', 'balance')),
+        body         TEXT NOT NULL,
+        created_at   TIMESTAMPTZ NOT NULL,
+        delivered_at TIMESTAMPTZ,
+        attempts     INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE INDEX budget_alerts_account_time ON budget_alerts (account_id, created_at);
+      CREATE INDEX budget_alerts_undelivered ON budget_alerts (created_at) WHERE delivered_at IS NULL;
+    `,
+  },
 ];
 
 /**

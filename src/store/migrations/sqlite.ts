@@ -337,6 +337,39 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 11,
+    description: 'budgets per period on keys and accounts, and the alerts they raise',
+    sql: `
+      -- JSON {"amount": nano-units as text, "period": "day"|"week"|"month", "timezone": IANA name}, or NULL.
+      ALTER TABLE accounts ADD COLUMN budget TEXT;
+      ALTER TABLE api_keys ADD COLUMN budget TEXT;
+
+      -- Authentication reads budgets with the key: a change must reach every process's key cache.
+      DROP TRIGGER accounts_update_revision;
+      CREATE TRIGGER accounts_update_revision AFTER UPDATE OF id, name, email, role, disabled, budget ON accounts
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      DROP TRIGGER api_keys_update_revision;
+      CREATE TRIGGER api_keys_update_revision
+        AFTER UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+
+      -- One row per alert that fired; once is unique, so racing instances fire each alert once.
+      CREATE TABLE budget_alerts (
+        id           TEXT PRIMARY KEY,
+        once         TEXT NOT NULL UNIQUE,
+        account_id   TEXT NOT NULL REFERENCES accounts (id),
+        key_id       TEXT REFERENCES api_keys (id),
+        kind         TEXT NOT NULL CHECK (kind IN ('budget', 'balance')),
+        body         TEXT NOT NULL,
+        created_at   INTEGER NOT NULL,
+        delivered_at INTEGER,
+        attempts     INTEGER NOT NULL DEFAULT 0
+      ) STRICT;
+      CREATE INDEX budget_alerts_account_time ON budget_alerts (account_id, created_at);
+      CREATE INDEX budget_alerts_undelivered ON budget_alerts (created_at) WHERE delivered_at IS NULL;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
