@@ -43,6 +43,10 @@ Commands:
                                               and last 5 credits
   account credit NAME AMOUNT --note TEXT      add AMOUNT units to the account (up to 9 decimals);
                                               prints the new balance
+  account budget NAME --amount A --period day|week|month [--timezone TZ] | --none
+                                              most the account may spend per day, week (from Monday)
+                                              or month of local time in TZ (default UTC); --none
+                                              removes it (its role's default in gateway.yaml applies)
   account disable NAME                        refuse the account's keys and end its console sessions
   account enable NAME                         let a disabled account in again
   account password NAME [--password-stdin]    set a new console password (generated unless given)
@@ -56,6 +60,9 @@ Commands:
                 [--concurrency N|none]
                                               change what a key may spend, which models it may use
                                               and its own rate limits (the operator's still apply)
+  key budget ID --amount A --period day|week|month [--timezone TZ] | --none
+                                              most the key may spend per period, on top of its
+                                              account's; --none removes it
   key revoke ID                               revoke a key; a running server refuses it at once
   redemption-codes create --amount A --count N [--expires-days D]
                                               make N codes worth A units each; the codes are the

@@ -3,7 +3,8 @@
  * or throws a 400 naming the field, with a message a person can act on.
  */
 import { formatUnits, unitsToNano } from '../billing/money';
-import type { KeyRateLimits } from '../store/store';
+import type { Budget, BudgetPeriod, KeyRateLimits } from '../store/store';
+import { isTimezone } from '../billing/budget-period';
 import { invalid } from './api-error';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
 import type { JsonObject } from './json-body';
@@ -123,6 +124,26 @@ export function optionalRateLimits(body: JsonObject, field: string): KeyRateLimi
     limits[name] = limit;
   }
   return Object.keys(limits).length === 0 ? null : limits;
+}
+
+const BUDGET_FIELDS = ['amount', 'period', 'timezone'] as const;
+const PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
+
+/** Absent: undefined (leave as is); null: null (remove it); otherwise `{amount, period, timezone}` (timezone defaults to UTC). */
+export function optionalBudget(body: JsonObject, field: string): Budget | null | undefined {
+  if (!has(body, field)) return undefined;
+  const value = body[field];
+  if (value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalid(field, 'A budget is an object with amount, period (day, week or month) and timezone, or null for none.');
+  const given = value as JsonObject;
+  const stray = Object.keys(given).find((name) => !(BUDGET_FIELDS as readonly string[]).includes(name));
+  if (stray !== undefined) throw invalid(`${field}.${stray}`, `Unknown budget field "${stray}"; use amount, period and timezone.`);
+  const worth = amount(given, 'amount', 'The budget');
+  const period = given.period;
+  if (typeof period !== 'string' || !(PERIODS as readonly string[]).includes(period)) throw invalid(`${field}.period`, 'The period is day, week or month.');
+  const timezone = given.timezone ?? 'UTC';
+  if (typeof timezone !== 'string' || !isTimezone(timezone)) throw invalid(`${field}.timezone`, 'The time zone must be an IANA name such as UTC or Europe/Berlin.');
+  return { amount: worth, period: period as BudgetPeriod, timezone };
 }
 
 export function integerInRange(body: JsonObject, field: string, label: string, min: number, max: number): number {

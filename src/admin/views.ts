@@ -4,7 +4,7 @@
  */
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, ApiKeyRecord, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
+import type { Account, AccountSummary, ApiKeyRecord, Budget, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
@@ -17,7 +17,13 @@ export function accountView(account: Account) {
     role: account.role,
     disabled: account.disabled,
     created_at: iso(account.createdAt),
+    budget: budgetView(account.budget),
   };
+}
+
+/** A budget as the API shows it: the amount in units, as a decimal string. */
+function budgetView(budget: Budget | null) {
+  return budget === null ? null : { amount: formatUnits(budget.amount), period: budget.period, timezone: budget.timezone };
 }
 
 export function accountSummaryView(account: AccountSummary) {
@@ -38,6 +44,7 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     spent: formatUnits(key.spent),
     models: key.models,
     rate_limits: key.rateLimits,
+    budget: budgetView(key.budget),
   };
 }
 

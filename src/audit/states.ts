@@ -5,7 +5,7 @@
  */
 import { formatUnits } from '../billing/money';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
-import type { ApiKeyRecord, CreditRecord, SessionRecord } from '../store/store';
+import type { Account, ApiKeyRecord, Budget, CreditRecord, SessionRecord } from '../store/store';
 
 /** An entry minus who made it: what each surface's own `audit` helper completes. */
 export type AuditChange = Pick<NewAuditEntry, 'action' | 'target' | 'accountId' | 'before' | 'after'>;
@@ -16,7 +16,16 @@ function keyLimitsState(key: ApiKeyRecord): AuditState {
     spend_limit: key.spendLimit === null ? null : formatUnits(key.spendLimit),
     models: key.models,
     rate_limits: key.rateLimits,
+    budget: budgetState(key.budget),
   };
+}
+
+function budgetState(budget: Budget | null): AuditState | null {
+  return budget === null ? null : { amount: formatUnits(budget.amount), period: budget.period, timezone: budget.timezone };
+}
+
+export function accountBudgetChanged(before: Account, after: Budget | null): AuditChange {
+  return { action: 'account.budget', target: before.id, accountId: before.id, before: { budget: budgetState(before.budget) }, after: { budget: budgetState(after) } };
 }
 
 /** A new key as issued: its shown prefix and last four characters, its name and limits. */

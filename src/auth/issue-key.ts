@@ -2,7 +2,7 @@
  * Issuing and judging keys against the store: the one place a new key is generated and saved (CLI,
  * first run, console later), and the one rule for whether a stored key still works.
  */
-import type { ApiKeyRecord, KeyRateLimits, Store } from '../store/store';
+import type { ApiKeyRecord, Budget, KeyRateLimits, Store } from '../store/store';
 import { generateApiKey } from './keys';
 
 export interface IssuedKey {
@@ -21,6 +21,7 @@ export async function issueApiKey(
     spendLimit?: bigint | null;
     models?: readonly string[] | null;
     rateLimits?: KeyRateLimits | null;
+    budget?: Budget | null;
   },
 ): Promise<IssuedKey> {
   const generated = generateApiKey();
@@ -34,6 +35,7 @@ export async function issueApiKey(
     spendLimit: input.spendLimit ?? null,
     models: input.models ?? null,
     rateLimits: input.rateLimits ?? null,
+    budget: input.budget ?? null,
   });
   return { key: generated.key, record };
 }

@@ -51,6 +51,8 @@ export interface BalanceBook {
   drift?(totals: readonly LedgerTotals[]): Promise<AccountDrift[]>;
   /** Budgets whose live period spend differs from the ledger's (a book with its own copy). */
   budgetDrift?(): Promise<BudgetDrift[]>;
+  /** Drops these live period spends; each is seeded again from the ledger when next used. */
+  rebuildBudgets?(drifts: readonly BudgetDrift[]): Promise<void>;
   /** Rebuilds these accounts' live balances from the ledger. */
   rebuild?(accountIds: readonly string[]): Promise<void>;
   /**
@@ -88,6 +90,7 @@ export interface BudgetDrift {
   readonly scope: BudgetScope;
   readonly id: string;
   readonly start: Date;
+  readonly end: Date;
   readonly live: bigint;
   readonly ledger: bigint;
 }

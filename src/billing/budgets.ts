@@ -12,7 +12,7 @@ import { formatUnits, unitsToNano } from './money';
 const defaultsByConfig = new WeakMap<GatewayConfig, ReadonlyMap<AccountRole, Budget>>();
 
 /** A budget as gateway.yaml writes it (amount in units, timezone defaulted by the schema). */
-export function budgetFromConfig(data: BudgetData): Budget {
+function budgetFromConfig(data: BudgetData): Budget {
   return { amount: unitsToNano(data.amount), period: data.period, timezone: data.timezone };
 }
 
@@ -27,7 +27,7 @@ function roleDefaults(config: GatewayConfig): ReadonlyMap<AccountRole, Budget> {
 }
 
 /** The account's budget: its own, else its role's default; null for none. */
-export function accountBudget(config: GatewayConfig, account: Account): Budget | null {
+function accountBudget(config: GatewayConfig, account: Account): Budget | null {
   return account.budget ?? roleDefaults(config).get(account.role) ?? null;
 }
 
@@ -40,7 +40,7 @@ export function budgetChecks(config: GatewayConfig, account: Account, key: ApiKe
   return checks;
 }
 
-export function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Date, periods: PeriodCache): BudgetCheck {
+function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Date, periods: PeriodCache): BudgetCheck {
   const { start, end } = periods.at(now, budget.period, budget.timezone);
   return { scope, id, amount: budget.amount, period: budget.period, timezone: budget.timezone, start, end };
 }

@@ -115,7 +115,7 @@ export class RedisBook implements BalanceBook {
           if (attempt > 1) throw new BookUnavailableError(`the Redis balance of account ${hold.accountId} vanished right after seeding`);
           if (reply[1] === 1 && !(await this.seedAccount(hold.accountId))) return { ok: false, reason: 'balance', available: 0n };
           if (reply[2] === 1 && !(await this.seedKey(hold.accountId, hold.keyId))) return { ok: false, reason: 'key_spend_limit', available: 0n };
-          for (const [index, missing] of [...String(reply[3] ?? '')].entries()) {
+          for (const [index, missing] of [...(typeof reply[3] === 'string' ? reply[3] : '')].entries()) {
             if (missing === '1') await this.seedBudget(budgets[index]);
           }
           break;
@@ -362,9 +362,13 @@ export class RedisBook implements BalanceBook {
         if (field.startsWith('unwritten:') && (await this.guard(() => this.redis.exists(this.instanceKey(field.slice(10))))) === 1) live -= BigInt(value);
       }
       const ledger = await this.store.periodSpend(scope, id, new Date(Number(start)), new Date(Number(end)));
-      if (live !== ledger) drifts.push({ scope, id, start: new Date(Number(start)), live, ledger });
+      if (live !== ledger) drifts.push({ scope, id, start: new Date(Number(start)), end: new Date(Number(end)), live, ledger });
     }
     return drifts;
+  }
+
+  async rebuildBudgets(drifts: readonly BudgetDrift[]): Promise<void> {
+    if (drifts.length > 0) await this.guard(() => this.redis.del(...drifts.map((drift) => this.budgetKey(drift.scope, drift.id, drift.start, drift.end))));
   }
 
   /** Safe with several instances sweeping at once: a hold is released by whichever script pops it. */

@@ -5,7 +5,8 @@ import { creditAccountCommand } from './account-credit';
 import { listAccountsCommand, setAccountDisabledCommand } from './account-list';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
-import { credited, passwordChanged, tokenCreated } from '../audit/states';
+import { accountBudgetChanged, credited, passwordChanged, tokenCreated } from '../audit/states';
+import { formatBudget, parseBudgetFlags } from './budget';
 import { auditFromCli } from './audit';
 import { requireAccount } from './lookup';
 import { expectPositionals, parse, UsageError } from './args';
@@ -32,6 +33,10 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
         name: { type: 'string' },
         'password-stdin': { type: 'boolean' },
         json: { type: 'boolean' },
+        amount: { type: 'string' },
+        period: { type: 'string' },
+        timezone: { type: 'string' },
+        none: { type: 'boolean' },
       },
     }),
   );
@@ -87,11 +92,23 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       expectPositionals(rest, 1, `account ${action} NAME`);
       await withStore(values.config, io, (store) => setAccountDisabledCommand(store, rest[0], action === 'disable', io.out));
       return EXIT_OK;
+    case 'budget': {
+      const usage = 'account budget NAME --amount AMOUNT --period day|week|month [--timezone TZ] | --none';
+      expectPositionals(rest, 1, usage);
+      const budget = parseBudgetFlags(values, usage);
+      await withStore(values.config, io, async (store) => {
+        const account = await requireAccount(store, rest[0]);
+        if (!(await store.setAccountBudget(account.id, budget))) throw new Error(`no account named "${account.name}"`);
+        io.out(`account ${account.name}: budget ${formatBudget(budget)}${budget === null ? " (its role's default, if gateway.yaml sets one, applies)" : ''}`);
+        await auditFromCli(store, io, accountBudgetChanged(account, budget));
+      });
+      return EXIT_OK;
+    }
     case 'show':
       expectPositionals(rest, 1, 'account show NAME');
       await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate account create|list|show|credit|disable|enable|password|token …; run "tollgate help account"');
+      throw new UsageError('usage: tollgate account create|list|show|credit|budget|disable|enable|password|token …; run "tollgate help account"');
   }
 }

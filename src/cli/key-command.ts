@@ -1,4 +1,4 @@
-/** `tollgate key create|list|limits|revoke`: argument handling; the work is in keys.ts. */
+/** `tollgate key create|list|limits|budget|revoke`: argument handling; the work is in keys.ts. */
 import { parseArgs } from 'node:util';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
@@ -8,6 +8,8 @@ import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsComman
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
 import type { ApiKeyRecord, Store } from '../store/store';
 import { auditFromCli } from './audit';
+import { formatBudget, parseBudgetFlags } from './budget';
+import { requireKey } from './lookup';
 
 /** The key as stored now; null when there is none (the command itself then says so). */
 async function keyById(store: Store, id: string): Promise<ApiKeyRecord | null> {
@@ -29,6 +31,10 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
         tpm: { type: 'string' },
         concurrency: { type: 'string' },
         json: { type: 'boolean' },
+        amount: { type: 'string' },
+        period: { type: 'string' },
+        timezone: { type: 'string' },
+        none: { type: 'boolean' },
       },
     }),
   );
@@ -56,6 +62,19 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       });
       return EXIT_OK;
     }
+    case 'budget': {
+      const usage = 'key budget ID --amount AMOUNT --period day|week|month [--timezone TZ] | --none';
+      expectPositionals(rest, 1, usage);
+      const budget = parseBudgetFlags(values, usage);
+      await withStore(values.config, io, async (store) => {
+        const before = await requireKey(store, rest[0]);
+        if (!(await store.setKeyLimits(before.id, { budget }))) throw new Error(`no key with id "${before.id}"`);
+        const after = { ...before, budget };
+        io.out(`key ${before.id}: budget ${formatBudget(budget)}`);
+        await auditFromCli(store, io, keyLimitsChanged(before, after));
+      });
+      return EXIT_OK;
+    }
     case 'list':
       expectPositionals(rest, 0, 'key list [--account NAME] [--json]');
       await withStore(values.config, io, (store) => listKeysCommand(store, { account: values.account }, io.out, new Date(), values.json === true));
@@ -70,6 +89,6 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       });
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate key create|list|limits|revoke …; run "tollgate help key"');
+      throw new UsageError('usage: tollgate key create|list|limits|budget|revoke …; run "tollgate help key"');
   }
 }

@@ -3,7 +3,7 @@
  * ledger write updates the account row in the same transaction, so any difference is a bug or a hand
  * edit, and worth a non-zero exit for a cron job to catch.
  */
-import type { BalanceBook } from '../billing/book';
+import type { BalanceBook, BudgetDrift } from '../billing/book';
 import { formatUnits } from '../billing/money';
 import type { LedgerTotals, Store } from '../store/store';
 
@@ -56,6 +56,26 @@ export async function verifyLiveBalances(store: Store, book: BalanceBook, out: (
     );
   }
   out(drifts.length === 0 ? 'live balances OK' : `live balances DRIFT: ${drifts.length} accounts differ from the ledger`);
+  return drifts.length + (await verifyLiveBudgets(book, out));
+}
+
+function budgetLine(drift: BudgetDrift): string {
+  return `${drift.scope} ${drift.id}, period from ${drift.start.toISOString()} to ${drift.end.toISOString()}`;
+}
+
+/**
+ * The live period spends (Redis) against the ledger: each budget's spend less what live instances have
+ * not written yet must be the ledger's charges in its period. Prints DRIFT per budget; returns how many.
+ */
+async function verifyLiveBudgets(book: BalanceBook, out: (line: string) => void): Promise<number> {
+  if (book.budgetDrift === undefined) return 0;
+  const drifts = await book.budgetDrift();
+  for (const drift of drifts) {
+    out(
+      `DRIFT  budget of ${budgetLine(drift)}: live period spend (less unwritten charges) ${formatUnits(drift.live)} but the ledger says ${formatUnits(drift.ledger)} (off by ${formatUnits(drift.live - drift.ledger)}); run tollgate ledger heal`,
+    );
+  }
+  out(drifts.length === 0 ? 'live budget spends OK' : `live budget spends DRIFT: ${drifts.length} budgets differ from the ledger`);
   return drifts.length;
 }
 
@@ -73,6 +93,11 @@ export async function healLiveBalances(store: Store, book: BalanceBook, out: (li
   await book.rebuild(drifts.map((drift) => drift.accountId));
   for (const drift of drifts) out(`HEALED ${drift.accountName} (${drift.accountId}): live balance rebuilt from the ledger (${formatUnits(drift.ledger)})`);
   out(`healed ${drifts.length} accounts`);
+  const budgets = (await book.budgetDrift?.()) ?? [];
+  await book.rebuildBudgets?.(budgets);
+  for (const drift of budgets) out(`HEALED budget of ${budgetLine(drift)}: live period spend rebuilt from the ledger (${formatUnits(drift.ledger)})`);
+  if (budgets.length > 0) out(`healed ${budgets.length} budgets`);
   const left = await book.drift(await store.ledgerTotals());
-  return left.length === 0;
+  const budgetsLeft = (await book.budgetDrift?.()) ?? [];
+  return left.length === 0 && budgetsLeft.length === 0;
 }

@@ -15,6 +15,8 @@ export type AuditAction =
   | 'account.enable'
   | 'account.credit'
   | 'account.password'
+  | 'account.budget'
+  | 'budget.alert'
   | 'code.create'
   | 'code.redeem'
   | 'key.create'
@@ -74,6 +76,8 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'account.enable',
   'account.credit',
   'account.password',
+  'account.budget',
+  'budget.alert',
   'code.create',
   'code.redeem',
   'key.create',

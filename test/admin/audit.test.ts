@@ -78,8 +78,8 @@ describe('management API: audit log', function () {
     expect((await ada.patch(`/api/keys/${id}`, { spend_limit: '2', rate_limits: { rpm: 5 } })).status).to.equal(200);
     expect(await latest('key.limits')).to.deep.include({
       target: id,
-      before: { spend_limit: null, models: null, rate_limits: null },
-      after: { spend_limit: '2', models: null, rate_limits: { rpm: 5 } },
+      before: { spend_limit: null, models: null, rate_limits: null, budget: null },
+      after: { spend_limit: '2', models: null, rate_limits: { rpm: 5 }, budget: null },
     });
 
     expect((await ada.delete(`/api/keys/${id}`)).status).to.equal(200);

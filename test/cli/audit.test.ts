@@ -68,8 +68,8 @@ describe('cli/audit', function () {
     await tollgate('key', 'limits', keyRecord.id, '--spend-limit', '3', '--models', 'tollgate-echo');
     expect(await latest()).to.deep.include({
       action: 'key.limits',
-      before: { spend_limit: null, models: null, rate_limits: null },
-      after: { spend_limit: '3', models: ['tollgate-echo'], rate_limits: null },
+      before: { spend_limit: null, models: null, rate_limits: null, budget: null },
+      after: { spend_limit: '3', models: ['tollgate-echo'], rate_limits: null, budget: null },
     });
 
     await tollgate('key', 'revoke', keyRecord.id);

@@ -5,12 +5,12 @@ import { AccountExistsError, type Account } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { adminOnly, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { accountName, amount, boolean, newPassword, optionalEmail, requiredString } from '../fields';
+import { accountName, amount, boolean, newPassword, optionalBudget, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { hashPassword } from '../../auth/passwords';
 import { accountSummaryView, accountView, creditView } from '../views';
 import { audit } from '../audit';
-import { credited } from '../../audit/states';
+import { accountBudgetChanged, credited } from '../../audit/states';
 
 export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   const admin = [signedIn(deps), adminOnly] as const;
@@ -53,17 +53,25 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
   router.patch('/admin/accounts/:id', ...admin, async (ctx) => {
     const account = await accountParam(ctx);
     const body = await readJsonObject(ctx);
-    const disabled = boolean(body, 'disabled', 'disabled');
-    if (disabled && account.id === callerOf(ctx).account.id) throw invalid('disabled', 'You cannot disable your own account.');
-    await deps.store.setAccountDisabled(account.id, disabled);
-    deps.logger.info({ account: account.name, disabled, by: callerOf(ctx).account.name }, 'console: account updated');
-    await audit(deps, ctx, {
-      action: disabled ? 'account.disable' : 'account.enable',
-      target: account.id,
-      accountId: account.id,
-      before: { disabled: account.disabled },
-      after: { disabled },
-    });
+    const budget = optionalBudget(body, 'budget');
+    const disabled = Object.hasOwn(body, 'disabled') || budget === undefined ? boolean(body, 'disabled', 'disabled') : undefined;
+    if (disabled === true && account.id === callerOf(ctx).account.id) throw invalid('disabled', 'You cannot disable your own account.');
+    if (budget !== undefined) {
+      await deps.store.setAccountBudget(account.id, budget);
+      deps.logger.info({ account: account.name, by: callerOf(ctx).account.name }, 'console: account budget changed');
+      await audit(deps, ctx, accountBudgetChanged(account, budget));
+    }
+    if (disabled !== undefined) {
+      await deps.store.setAccountDisabled(account.id, disabled);
+      deps.logger.info({ account: account.name, disabled, by: callerOf(ctx).account.name }, 'console: account updated');
+      await audit(deps, ctx, {
+        action: disabled ? 'account.disable' : 'account.enable',
+        target: account.id,
+        accountId: account.id,
+        before: { disabled: account.disabled },
+        after: { disabled },
+      });
+    }
     ctx.body = { account: accountView((await deps.store.findAccountById(account.id)) ?? account) };
   });
 

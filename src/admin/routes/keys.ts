@@ -6,7 +6,7 @@ import type { ApiKeyRecord } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
+import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { activityView, keyView } from '../views';
 import { audit } from '../audit';
@@ -70,6 +70,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       spendLimit: optionalAmount(body, 'spend_limit', 'The spend limit'),
       models: optionalModelList(body, 'models', knownModels()),
       rateLimits: optionalRateLimits(body, 'rate_limits'),
+      budget: optionalBudget(body, 'budget'),
     };
     await deps.store.setKeyLimits(key.id, limits);
     const changed = await ownKey(ctx);

@@ -1,0 +1,100 @@
+/**
+ * Budgets across two instances sharing PostgreSQL and Redis: the Redis book's hold script checks the
+ * period spend in the same atomic step as the balance, so twenty concurrent streams spread over both
+ * instances against a budget for three holds admit exactly three. Skipped, saying so, without the services.
+ */
+import { expect } from 'chai';
+import { issueApiKey } from '../../src/auth/issue-key';
+import type { Gateway } from '../../src/gateway';
+import type { Store } from '../../src/store/store';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import { REDIS_URL } from '../helpers/services';
+import { startSharedInstances, type SharedInstances } from '../helpers/shared-instances';
+import { PROVIDER_KEYS } from '../helpers/test-gateway';
+import { chatStream } from '../helpers/upstream-replies';
+
+const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'Count to three.' }] });
+/** What billing holds for BODY: its bytes / 3 as input tokens at 1,000 nano-units, 1,000 output tokens at 5,000. */
+const HOLD = BigInt(Math.ceil(Buffer.byteLength(BODY) / 3)) * 1000n + 1000n * 5000n;
+
+function sharedYaml(upstreamUrl: string, storeUrl: string, redisPrefix: string): string {
+  return `
+version: 1
+server: { host: 127.0.0.1 }
+store: { url: "${storeUrl}" }
+redis: { url: "${REDIS_URL}", key_prefix: "${redisPrefix}" }
+providers:
+  openai: { protocol: openai, base_url: ${upstreamUrl}/v1, api_key: ${PROVIDER_KEYS.openai} }
+models:
+  gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }
+plugins:
+  billing: { flush_interval_ms: 10 }
+`;
+}
+
+describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function () {
+  this.timeout(30_000);
+  let shared: SharedInstances | null = null;
+  let fake: FakeUpstream;
+  let gateways: readonly Gateway[] = [];
+  let store: Store;
+
+  before(async function () {
+    const started = await startSharedInstances('budgets', sharedYaml);
+    if ('problem' in started) {
+      console.log(`      ${started.problem}: shared budgets suite skipped`);
+      this.skip();
+    }
+    shared = started;
+    ({ fake, store, gateways } = shared);
+  });
+
+  after(async () => shared?.close());
+
+  async function streams(key: string, count: number, admitted: number): Promise<number[]> {
+    // The admitted streams stay open until every refusal is back, so no settlement frees budget early.
+    let refused = 0;
+    let allRefused!: () => void;
+    const refusalsBack = new Promise<void>((resolve) => (allRefused = resolve));
+    for (let i = 0; i < admitted; i++) fake.enqueue({ until: refusalsBack, then: chatStream({ text: 'one two three', includeUsage: true, inputTokens: 20, outputTokens: 10 }) });
+    return Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        fetch(`${gateways[i % 2].url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BODY }).then(async (res) => {
+          await res.arrayBuffer();
+          if (res.status !== 200 && ++refused === count - admitted) allRefused();
+          return res.status;
+        }),
+      ),
+    );
+  }
+
+  it("admits exactly 3 of 20 concurrent streams against a key's daily budget for 3 holds, across both instances", async () => {
+    const account = await store.createAccount({ name: 'shared-key-budget', role: 'user' });
+    await store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
+    const { key, record } = await issueApiKey(store, { accountId: account.id, name: null, budget: { amount: 3n * HOLD + HOLD / 2n, period: 'day', timezone: 'Europe/Berlin' } });
+    expect(record.budget?.period).to.equal('day');
+    const before = fake.requests.length;
+    const statuses = await streams(key, 20, 3);
+    expect(statuses.filter((status) => status === 200), 'admitted').to.have.length(3);
+    expect(statuses.filter((status) => status === 402), 'refused').to.have.length(17);
+    expect(fake.requests.length - before).to.equal(3);
+  });
+
+  it("admits exactly 3 of 20 against an account's monthly budget, with its keys' spend this month counted", async () => {
+    const account = await store.createAccount({ name: 'shared-account-budget', role: 'user' });
+    await store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
+    await store.setAccountBudget(account.id, { amount: 4n * HOLD + HOLD / 2n, period: 'month', timezone: 'UTC' });
+    const { key } = await issueApiKey(store, { accountId: account.id, name: null });
+    // One hold's worth spent this month already, in the ledger.
+    const earlier = await issueApiKey(store, { accountId: account.id, name: null });
+    await store.recordCharges([
+      {
+        requestId: 'req_budget_earlier', clientRequestId: null, accountId: account.id, keyId: earlier.record.id, model: 'gpt-priced', provider: 'openai',
+        endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, toolCalls: {}, cost: HOLD,
+        held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+      },
+    ]);
+    const statuses = await streams(key, 20, 3);
+    expect(statuses.filter((status) => status === 200), 'admitted').to.have.length(3);
+  });
+});
