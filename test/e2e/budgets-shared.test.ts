@@ -12,6 +12,7 @@ import { REDIS_URL } from '../helpers/services';
 import { startSharedInstances, type SharedInstances } from '../helpers/shared-instances';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 import { chatStream } from '../helpers/upstream-replies';
+import { PLAIN_CHARGE } from '../helpers/charges';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'Count to three.' }] });
 /** What billing holds for BODY: its bytes / 3 as input tokens at 1,000 nano-units, 1,000 output tokens at 5,000. */
@@ -89,9 +90,9 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
     const earlier = await issueApiKey(store, { accountId: account.id, name: null });
     await store.recordCharges([
       {
-        requestId: 'req_budget_earlier', clientRequestId: null, accountId: account.id, keyId: earlier.record.id, model: 'gpt-priced', provider: 'openai',
-        endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, toolCalls: {}, cost: HOLD,
-        held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+        requestId: 'req_budget_earlier', accountId: account.id, keyId: earlier.record.id, model: 'gpt-priced', provider: 'openai',
+        endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, cost: HOLD,
+        ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
       },
     ]);
     const statuses = await streams(key, 20, 3);
