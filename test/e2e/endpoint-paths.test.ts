@@ -68,6 +68,16 @@ describe('e2e: endpoint paths', () => {
     });
   }
 
+  it('answers HEAD and OPTIONS on an endpoint with a 405 naming POST, HEAD without a body', async () => {
+    const head = await send('HEAD', '/v1/messages/count_tokens');
+    expect([head.status, head.headers.allow, head.text]).to.deep.equal([405, 'POST', '']);
+    expect(head.headers['x-request-id']).to.match(/^req_[0-9a-f]{32}$/);
+    const options = await send('OPTIONS', '/v1/responses/');
+    expect([options.status, options.headers.allow]).to.deep.equal([405, 'POST']);
+    expect(JSON.parse(options.text).error.message).to.equal('OPTIONS is not supported on /v1/responses; use POST.');
+    expect(fake.requests).to.have.length(0);
+  });
+
   it("gives every answer the gateway's own request id, never the client's, success or refusal", async () => {
     fake.enqueue(chatCompletion());
     const served = await send('POST', '/v1/chat/completions', { 'x-request-id': 'client-chosen-id' });
