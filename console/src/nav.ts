@@ -13,6 +13,9 @@ const MAIN_LINKS: readonly NavLink[] = [
   { href: '/console/token', text: 'Tokens' },
   { href: '/console/topup', text: 'Top Up' },
   { href: '/console/usage', text: 'Usage' },
+  { href: '/console/analytics', text: 'Analytics' },
+  { href: '/console/sessions', text: 'Sessions' },
+  { href: '/console/playground', text: 'Playground' },
   { href: '/console/prices', text: 'Prices' },
   { href: '/console/account', text: 'Account' },
 ];
@@ -22,6 +25,7 @@ const ADMIN_LINKS: readonly NavLink[] = [
   { href: '/console/admin/codes', text: 'Codes' },
   { href: '/console/admin/providers', text: 'Providers' },
   { href: '/console/admin/audit', text: 'Audit log' },
+  { href: '/console/admin/gateway', text: 'Gateway totals' },
 ];
 
 const PRICES_LINK: NavLink = { href: '/console/prices', text: 'Prices' };

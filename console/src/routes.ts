@@ -3,6 +3,11 @@ import type { Page } from './page.js';
 import { accountPage } from './pages/account.js';
 import { adminAccountsPage } from './pages/admin-accounts.js';
 import { adminAuditPage } from './pages/admin-audit.js';
+import { analyticsPage } from './pages/analytics.js';
+import { adminGatewayPage } from './pages/admin-gateway.js';
+import { playgroundPage } from './pages/playground.js';
+import { requestPage } from './pages/request.js';
+import { sessionPage, sessionsPage } from './pages/sessions.js';
 import { adminCodesPage } from './pages/admin-codes.js';
 import { adminProvidersPage } from './pages/admin-providers.js';
 import { dashboardPage } from './pages/dashboard.js';
@@ -16,12 +21,18 @@ const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console/token', tokensPage],
   ['/console/topup', topupPage],
   ['/console/usage', usagePage],
+  ['/console/analytics', analyticsPage],
+  ['/console/sessions', sessionsPage],
+  ['/console/session', sessionPage],
+  ['/console/request', requestPage],
+  ['/console/playground', playgroundPage],
   ['/console/prices', pricesPage],
   ['/console/account', accountPage],
   ['/console/admin/accounts', adminAccountsPage],
   ['/console/admin/codes', adminCodesPage],
   ['/console/admin/providers', adminProvidersPage],
   ['/console/admin/audit', adminAuditPage],
+  ['/console/admin/gateway', adminGatewayPage],
 ]);
 
 export function findPage(path: string): Page | undefined {

@@ -78,6 +78,10 @@ export interface ApiKey {
   spent: string;
   models: string[] | null;
   rate_limits: RateLimits | null;
+  /** In the key list only: its latest charge, and its spend today and this month (UTC). */
+  last_used_at?: string | null;
+  spent_today?: string;
+  spent_month?: string;
 }
 
 export interface Credit {
@@ -163,4 +167,48 @@ export interface AuditEntry {
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
   request_id: string | null;
+}
+
+/** One group of GET /api/usage/summary (and one session of /api/usage/sessions). */
+export interface UsageGroup {
+  group: string | null;
+  label: string | null;
+  requests: number;
+  errors: number;
+  cost: string;
+  input_tokens: number;
+  cache_write_tokens: number;
+  cache_write_1h_tokens: number;
+  cache_read_tokens: number;
+  output_tokens: number;
+  cache_hit_ratio: number | null;
+  first_at: string;
+  last_at: string;
+  models: string | null;
+}
+
+export type UsageGrouping = 'model' | 'key' | 'day' | 'session' | 'account' | 'provider';
+
+export interface UsageSummary {
+  group_by: UsageGrouping;
+  since: string;
+  until: string;
+  rows: UsageGroup[];
+}
+
+/** GET /api/usage/requests/{id}: one request in full. */
+export interface UsageRequest extends Usage {
+  account_id: string;
+  held: string;
+  requested_model: string | null;
+  served_model: string | null;
+  attempts: { provider: string; outcome: string; duration_ms: number }[];
+  ttfb_ms: number | null;
+  session_id: string | null;
+  user_agent: string | null;
+  origin: string | null;
+  priced: boolean;
+  lines: { kind: string; tokens: number; price_per_million: string; cost: string }[];
+  tool_lines: { tool: string; calls: number; price_per_thousand: string; cost: string }[];
+  cache_hit_ratio: number | null;
 }

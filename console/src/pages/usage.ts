@@ -153,7 +153,7 @@ function usageResults(rows: readonly Usage[]): HTMLElement {
     emptyText: 'No requests match these filters.',
     testId: 'usage-table',
     columns: [
-      { label: 'Time', cell: (row) => timeEl(row.created_at) },
+      { label: 'Time', cell: (row) => h('a', { href: `/console/request?id=${encodeURIComponent(row.request_id)}`, title: 'Open this request' }, timeEl(row.created_at)) },
       { label: 'Token', cell: (row) => row.key_name ?? h('code', null, row.key_id) },
       { label: 'Model', cell: (row) => h('code', null, row.model) },
       { label: 'Provider', cell: (row) => row.provider ?? '—' },

@@ -20,6 +20,9 @@ function startOfUtcMonth(at: Date): Date {
   return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
 }
 
+const PLAYGROUND_KEY_NAME = 'Playground';
+const PLAYGROUND_KEY_TTL_MS = 60 * 60 * 1000;
+
 /** Active keys an account may hold; far more than a person uses, few enough to list on one page. */
 const MAX_ACTIVE_KEYS = 200;
 
@@ -58,6 +61,18 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
     const issued = await issueApiKey(deps.store, { accountId: account.id, name, expiresAt, spendLimit, models, rateLimits });
     deps.logger.info({ account: account.name, key: issued.record.id }, 'console: key created');
+    await audit(deps, ctx, keyCreated(issued.record));
+    ctx.status = 201;
+    ctx.body = { key: keyView(issued.record), secret: issued.key };
+  });
+
+  // The console's playground calls /v1 like any client, with a key of the signed-in account that
+  // expires within the hour: billed like any request, and only ever usable by whoever holds it.
+  router.post('/playground/key', signedIn(deps), async (ctx) => {
+    const { account } = callerOf(ctx);
+    const active = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > Date.now()));
+    if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
+    const issued = await issueApiKey(deps.store, { accountId: account.id, name: PLAYGROUND_KEY_NAME, expiresAt: new Date(Date.now() + PLAYGROUND_KEY_TTL_MS) });
     await audit(deps, ctx, keyCreated(issued.record));
     ctx.status = 201;
     ctx.body = { key: keyView(issued.record), secret: issued.key };

@@ -1,0 +1,101 @@
+// /console/analytics — where the money went: spend per day, and requests, tokens and
+// cost by model, token and session over a range, each table downloadable as CSV.
+import { apiGet, withQuery } from '../api.js';
+import { dailySpendChart } from '../chart.js';
+import { h, replace } from '../dom.js';
+import { loadInto } from '../load.js';
+import { formatMoney, sumDecimals } from '../money.js';
+import type { Page, PageContext } from '../page.js';
+import { replaceQuery } from '../router.js';
+import { dataTable } from '../table.js';
+import type { UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
+import { count, money, pageHeading, section, timeEl } from '../ui.js';
+import { choiceQuery, everyDay, rangeForm, rangeFrom, rangeQuery, ratioText, type RangeChoice } from '../usage-range.js';
+
+export const analyticsPage: Page = {
+  title: 'Analytics',
+  render(context: PageContext) {
+    const formArea = h('div');
+    const totals = h('div');
+    const chart = h('div', { class: 'chart-block' });
+    const tables = { model: h('div'), key: h('div'), session: h('div') };
+    context.root.append(
+      pageHeading('Analytics', 'Where the money went: spend, requests and tokens by day, model, token and session.'),
+      formArea,
+      totals,
+      section('Spend per day', chart),
+      section('By model', tables.model),
+      section('By token', tables.key),
+      section('By session', h('p', { class: 'muted' }, 'Sessions are what Claude Code, Codex or any client sending x-tollgate-session report.'), tables.session));
+
+    const summary = (choice: RangeChoice, groupBy: UsageGrouping, limit = 100) =>
+      apiGet<UsageSummary>(withQuery('/api/usage/summary', { ...rangeQuery(choice), group_by: groupBy, limit }), { signal: context.signal });
+
+    const show = (choice: RangeChoice) => {
+      void loadInto(chart, () => summary(choice, 'day', 400), (data) => {
+        replace(totals, totalsLine(data.rows));
+        return [dailySpendChart(everyDay(choice, data.rows)), csvLink(choice, 'day')];
+      });
+      void loadInto(tables.model, () => summary(choice, 'model'), (data) => [groupTable('model', data.rows), csvLink(choice, 'model')]);
+      void loadInto(tables.key, () => summary(choice, 'key'), (data) => [groupTable('key', data.rows), csvLink(choice, 'key')]);
+      void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, choice), csvLink(choice, 'session')]);
+    };
+
+    const initial = rangeFrom(context.query);
+    show(initial);
+    void rangeForm(initial, context.signal, (choice) => {
+      replaceQuery(choiceQuery(choice));
+      show(choice);
+    }).then((form) => replace(formArea, form));
+  },
+};
+
+function totalsLine(days: readonly UsageGroup[]): HTMLElement {
+  const requests = days.reduce((sum, row) => sum + row.requests, 0);
+  return h('p', { class: 'lead', 'data-testid': 'analytics-total' },
+    `${count(requests)} request${requests === 1 ? '' : 's'}, costing `,
+    h('strong', { 'data-testid': 'analytics-total-cost' }, formatMoney(sumDecimals(days.map((row) => row.cost)))), ' in this range.');
+}
+
+function csvLink(choice: RangeChoice, groupBy: UsageGrouping): HTMLElement {
+  return h('p', null, h('a', {
+    class: 'button button-small',
+    download: true,
+    href: withQuery('/api/usage/summary', { ...rangeQuery(choice), group_by: groupBy, format: 'csv' }),
+  }, `Download CSV (by ${groupBy})`));
+}
+
+const GROUP_LABELS: Record<UsageGrouping, string> = { model: 'Model', key: 'Token', day: 'Day (UTC)', session: 'Session', account: 'Account', provider: 'Provider' };
+
+/** A summary table; a session's name opens its page. */
+export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], choice?: RangeChoice): HTMLElement {
+  return dataTable({
+    caption: `Usage by ${GROUP_LABELS[groupBy].toLowerCase()}`,
+    hideCaption: true,
+    rows,
+    emptyText: 'No requests in this range.',
+    testId: `by-${groupBy}`,
+    columns: [
+      { label: GROUP_LABELS[groupBy], cell: (row) => groupCell(groupBy, row, choice) },
+      { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
+      { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+      { label: 'Input', cell: (row) => count(row.input_tokens), numeric: true },
+      { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
+      { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
+      { label: 'Cache hits', cell: (row) => ratioText(row.cache_hit_ratio), numeric: true },
+      { label: 'Errors', cell: (row) => count(row.errors), numeric: true },
+      groupBy === 'session'
+        ? { label: 'Models', cell: (row) => row.models ?? '—' }
+        : { label: 'Last request', cell: (row) => timeEl(row.last_at) },
+    ],
+  });
+}
+
+function groupCell(groupBy: UsageGrouping, row: UsageGroup, choice?: RangeChoice) {
+  if (row.group === null) return h('span', { class: 'muted' }, 'none');
+  if (groupBy === 'session') {
+    return h('a', { href: withQuery('/console/session', { id: row.group, account_id: choice?.account_id }) }, h('code', null, row.group));
+  }
+  if (groupBy === 'key' || groupBy === 'account') return row.label ?? h('code', null, row.group);
+  return h('code', null, row.group);
+}

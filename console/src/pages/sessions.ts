@@ -1,0 +1,87 @@
+// /console/sessions — the account's client sessions, newest first; /console/session?id=…
+// — one session summed over all its requests, with the requests themselves.
+import { apiGet, withQuery } from '../api.js';
+import { h, replace } from '../dom.js';
+import { loadInto } from '../load.js';
+import type { Page, PageContext } from '../page.js';
+import { replaceQuery } from '../router.js';
+import { dataTable } from '../table.js';
+import type { Usage, UsageGroup } from '../types.js';
+import { count, money, pageHeading, timeEl } from '../ui.js';
+import { choiceQuery, rangeForm, rangeFrom, rangeQuery, ratioText } from '../usage-range.js';
+
+export const sessionsPage: Page = {
+  title: 'Sessions',
+  render(context: PageContext) {
+    const formArea = h('div');
+    const list = h('div');
+    context.root.append(
+      pageHeading('Sessions', 'What each agent session cost: Claude Code and Codex send a session id with every request, and any client may send x-tollgate-session.'),
+      formArea,
+      list);
+    const show = (choice: ReturnType<typeof rangeFrom>) =>
+      void loadInto(list,
+        () => apiGet<{ sessions: UsageGroup[] }>(withQuery('/api/usage/sessions', { ...rangeQuery(choice), limit: 100 }), { signal: context.signal }),
+        (data) => dataTable({
+          caption: 'Sessions, newest first',
+          hideCaption: true,
+          rows: data.sessions,
+          emptyText: 'No sessions in this range.',
+          testId: 'sessions-table',
+          columns: [
+            { label: 'Session', cell: (row) => h('a', { href: withQuery('/console/session', { id: row.group, account_id: choice.account_id }) }, h('code', null, row.group ?? '')) },
+            { label: 'First request', cell: (row) => timeEl(row.first_at) },
+            { label: 'Last request', cell: (row) => timeEl(row.last_at) },
+            { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
+            { label: 'Models', cell: (row) => row.models ?? '—' },
+            { label: 'Tokens', cell: (row) => count(row.input_tokens + row.cache_write_tokens + row.cache_write_1h_tokens + row.cache_read_tokens + row.output_tokens), numeric: true },
+            { label: 'Cache hits', cell: (row) => ratioText(row.cache_hit_ratio), numeric: true },
+            { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+          ],
+        }));
+    const initial = rangeFrom(context.query);
+    show(initial);
+    void rangeForm(initial, context.signal, (choice) => {
+      replaceQuery(choiceQuery(choice));
+      show(choice);
+    }).then((form) => replace(formArea, form));
+  },
+};
+
+export const sessionPage: Page = {
+  title: 'Session',
+  render(context: PageContext) {
+    const id = context.query.get('id') ?? '';
+    const body = h('div');
+    context.root.append(pageHeading('Session', h('code', null, id)), body);
+    const path = withQuery(`/api/usage/sessions/${encodeURIComponent(id)}`, { account_id: context.query.get('account_id'), limit: 1000 });
+    void loadInto(body,
+      () => apiGet<{ session: UsageGroup; requests: Usage[] }>(path, { signal: context.signal }),
+      (data) => h('div', null,
+        h('dl', { class: 'cards' },
+          card('Cost', money(data.session.cost), 'session-cost'),
+          card('Requests', count(data.session.requests), 'session-requests'),
+          card('Cache hits', ratioText(data.session.cache_hit_ratio), 'session-cache'),
+          card('Models', data.session.models ?? '—', 'session-models')),
+        h('p', { class: 'muted' }, 'From ', timeEl(data.session.first_at), ' to ', timeEl(data.session.last_at), '.'),
+        dataTable({
+          caption: 'The session\'s requests, newest first',
+          rows: data.requests,
+          emptyText: 'No requests.',
+          testId: 'session-requests-table',
+          columns: [
+            { label: 'Time', cell: (row) => h('a', { href: withQuery('/console/request', { id: row.request_id }) }, timeEl(row.created_at)) },
+            { label: 'Model', cell: (row) => h('code', null, row.model) },
+            { label: 'Token', cell: (row) => row.key_name ?? h('code', null, row.key_id) },
+            { label: 'Input', cell: (row) => count(row.input_tokens), numeric: true },
+            { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
+            { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
+            { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+          ],
+        })));
+  },
+};
+
+function card(label: string, value: HTMLElement | string, testId: string): HTMLElement {
+  return h('div', { class: 'card' }, h('dt', null, label), h('dd', { class: 'card-value', 'data-testid': testId }, value));
+}
