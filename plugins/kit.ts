@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { PluginName } from '../src/config/types';
 import type { BaseKit, AnyPluginDefinition as KernelAnyPluginDefinition, PluginDefinition as KernelPluginDefinition } from '../src/kernel/plugin';
+import type { SettledCharges } from '../src/billing/settled';
 import type { GatewayMetrics } from '../src/metrics/metrics';
 import type { Store } from '../src/store/store';
 
@@ -14,6 +15,8 @@ export interface PluginKit extends BaseKit {
   readonly logger: Logger;
   /** The gateway's metrics: created once per gateway, so counters survive a reload's new chain. */
   readonly metrics: GatewayMetrics;
+  /** Told of each charge once it reached the live balances (auto-recharge listens); absent in tests that need none. */
+  readonly settled?: SettledCharges;
 }
 
 /** A Tollgate plugin: the kernel's contract, set up with the gateway's kit; `Service` is what it offers others. */

@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { PLUGINS } from '../plugins';
+import { SettledCharges } from './billing/settled';
 import { stopTokenizer } from './billing/tokenizer';
 import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
@@ -18,6 +19,7 @@ import { liveView } from './metrics/live';
 import { GatewayMetrics } from './metrics/metrics';
 import { Reloader, type ReloadResult } from './reload';
 import { PACKAGE_VERSION } from './paths';
+import { AutoRecharge } from './payments/auto-recharge';
 import { Payments } from './payments/payments';
 import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
@@ -135,12 +137,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics(PACKAGE_VERSION);
+  // Made before the first chain, like the metrics: every chain's billing tells it of settled charges.
+  const settled = new SettledCharges();
   const reloader = new Reloader({
     config,
-    chain: await buildChain(PLUGINS, { config, store, logger, metrics }),
+    chain: await buildChain(PLUGINS, { config, store, logger, metrics, settled }),
     store,
     logger,
     metrics,
+    settled,
     configFile: options.configFile,
     loadConfig: options.loadConfig ?? ((file) => loadConfigFile(file)),
   });
@@ -153,6 +158,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const stripeConfig = () => reloader.runtime.current.config.payments.stripe;
   const payments = new Payments({ store, funds, logger, metrics: metrics.payments, config: stripeConfig });
   const reconcileJob = startReconcileJob(payments, store, stripeConfig, logger);
+  const autoRecharge = new AutoRecharge(payments, store, funds, logger);
+  autoRecharge.start(settled);
   const { app, listener } = createApp(
     reloader.runtime,
     logger,
@@ -163,6 +170,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       logger,
       funds,
       payments,
+      autoRecharge,
       loginLimiter: new LoginLimiter(config.console.login_failures_per_window),
       metrics,
       version: PACKAGE_VERSION,
@@ -206,6 +214,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     }
     clearInterval(sweeper);
     reconcileJob.stop();
+    await autoRecharge.stop();
     server.closeAllConnections();
     metrics.stop();
     await reloader.close();

@@ -14,6 +14,7 @@ import { isObject } from './json';
 import type { Runtime, RuntimeRef } from './kernel/runtime';
 import { buildChain, type Chain } from './kernel/chain';
 import type { GatewayContext } from './kernel/context';
+import type { SettledCharges } from './billing/settled';
 import type { GatewayMetrics } from './metrics/metrics';
 import type { Store } from './store/store';
 
@@ -43,6 +44,8 @@ export interface ReloaderOptions {
   readonly logger: Logger;
   /** Shared by every chain this reloader builds, so counters keep counting across reloads. */
   readonly metrics: GatewayMetrics;
+  /** Told of settled charges by every chain this reloader builds (auto-recharge). */
+  readonly settled?: SettledCharges;
   /** The file to read again; without it `reload()` refuses. */
   readonly configFile?: string;
   /** Reads and validates a config file, throwing ConfigError. */
@@ -125,7 +128,7 @@ export class Reloader {
     if (applied.length > 0) {
       let chain: Chain;
       try {
-        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger, metrics: this.options.metrics });
+        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger, metrics: this.options.metrics, settled: this.options.settled });
       } catch (err) {
         return this.refuse(`cannot apply ${configFile}: ${err instanceof Error ? err.message : String(err)}`);
       }

@@ -285,6 +285,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       remember(bill, outcome, charge);
       try {
         await book.settle(charge, bill.budgets);
+        if (charge.cost > 0n) kit.settled?.emit(charge);
       } catch (error) {
         // The ledger still gets the charge; the live hold expires and the sweeper frees it.
         kit.logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');

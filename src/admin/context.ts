@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { RuntimeRef } from '../kernel/runtime';
 import type { GatewayMetrics } from '../metrics/metrics';
 import type { Account, SessionRecord, Store } from '../store/store';
+import type { AutoRecharge } from '../payments/auto-recharge';
 import type { Payments } from '../payments/payments';
 import type { Funds } from './funds';
 import type { LoginLimiter } from './login-limiter';
@@ -31,6 +32,8 @@ export interface AdminDeps {
   readonly funds: Funds;
   /** Card payments (src/payments); its calls need `payments.stripe` configured. */
   readonly payments: Payments;
+  /** Told when an account's auto-recharge settings change here, so it watches them at once. */
+  readonly autoRecharge: AutoRecharge;
   readonly loginLimiter: LoginLimiter;
   /** Login outcomes and credits are counted here (tollgate_console_logins_total, tollgate_credited_units_total). */
   readonly metrics: GatewayMetrics;

@@ -9,9 +9,9 @@ import type { Logger } from 'pino';
 import type { Funds } from '../admin/funds';
 import { formatUnits } from '../billing/money';
 import type { StripeConfig } from '../config/types';
-import type { PaymentMetrics } from '../metrics/payment-metrics';
+import type { PaymentMetrics, RechargeOutcome } from '../metrics/payment-metrics';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
-import type { PaymentOrder } from '../store/payments';
+import type { PaymentOrder, PaymentProfile } from '../store/payments';
 import type { Account, Store } from '../store/store';
 import { creditForMinor, formatMinor } from './amounts';
 import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient, type StripeEvent } from './stripe-client';
@@ -20,10 +20,15 @@ import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient
 const SIGNATURE_TOLERANCE_S = 300;
 /** The metadata key naming Tollgate's order on every Stripe object made for it. */
 const ORDER_METADATA = 'tollgate_order';
+/** Set on a checkout whose card the account asked to keep for auto-recharge. */
+const SAVE_CARD_METADATA = 'tollgate_save_card';
+/** Auto-recharge failures in a row that turn it off until the account turns it on again. */
+const RECHARGE_FAILURES_OFF = 3;
 
 /** Who an audit entry names: the account at the console or API, or Stripe (through its webhook or a lookup). */
 type AuditBy = Pick<NewAuditEntry, 'actor' | 'surface' | 'requestId'>;
 const STRIPE: AuditBy = { actor: 'stripe', surface: 'server', requestId: null };
+const AUTO_RECHARGE: AuditBy = { actor: 'auto-recharge', surface: 'server', requestId: null };
 
 export class StripeUnreachableError extends Error {
   override readonly name = 'StripeUnreachableError';
@@ -96,7 +101,12 @@ export class Payments {
    * client). Stripe unreachable: the order is marked failed (nothing pending forever) and
    * `StripeUnreachableError` says so.
    */
-  async checkout(account: Account, amountMinor: number, returnBase: string, actor: string, surface: 'console' | 'api', requestId: string | null): Promise<CheckoutResult> {
+  async checkout(
+    account: Account,
+    amountMinor: number,
+    options: { returnBase: string; saveCard: boolean; actor: string; surface: 'console' | 'api'; requestId: string | null },
+  ): Promise<CheckoutResult> {
+    const { returnBase, actor, surface, requestId } = options;
     const config = this.settings();
     const creditAmount = creditForMinor(amountMinor, config.currency, config.units_per_currency_unit);
     const order = await this.deps.store.payments.createOrder({ accountId: account.id, kind: 'checkout', currency: config.currency, amountMinor, creditAmount });
@@ -115,9 +125,11 @@ export class Payments {
             },
           ],
           client_reference_id: order.id,
-          metadata: { [ORDER_METADATA]: order.id },
+          metadata: { [ORDER_METADATA]: order.id, ...(options.saveCard && { [SAVE_CARD_METADATA]: '1' }) },
           payment_intent_data: {
             metadata: { [ORDER_METADATA]: order.id },
+            // The card is kept at Stripe for auto-recharge's off-session charges.
+            ...(options.saveCard && { setup_future_usage: 'off_session' as const }),
             ...(config.receipts && account.email !== null && { receipt_email: account.email }),
           },
           ...(profile?.customerId != null ? { customer: profile.customerId } : { customer_creation: 'always' as const }),
@@ -212,7 +224,7 @@ export class Payments {
       return 'unchanged';
     }
     if (session.payment_status === 'paid' && type !== 'checkout.session.async_payment_failed') {
-      return (await this.credit(order, paymentIntentId)) ? 'credited' : 'unchanged';
+      return (await this.credit(order, paymentIntentId, session.metadata?.[SAVE_CARD_METADATA] === '1')) ? 'credited' : 'unchanged';
     }
     if (type === 'checkout.session.async_payment_failed') return this.markFailed(order, 'The payment did not go through.', paymentIntentId);
     if (type === 'checkout.session.expired' || session.status === 'expired') return this.markExpired(order);
@@ -227,8 +239,12 @@ export class Payments {
       this.deps.logger.error({ order: order.id, intent: intent.id }, 'payments: the payment intent\'s amount is not the order\'s; nothing credited');
       return order.id;
     }
-    if (type === 'payment_intent.succeeded') await this.credit(order, intent.id);
-    else await this.markFailed(order, intent.last_payment_error?.message ?? 'The payment did not go through.', intent.id);
+    if (type === 'payment_intent.succeeded') {
+      await this.credit(order, intent.id);
+    } else {
+      const reason = intent.last_payment_error?.message ?? 'The payment did not go through.';
+      if ((await this.markFailed(order, reason, intent.id)) === 'failed' && order.kind === 'auto_recharge') await this.rechargeFailed(order.accountId, reason, false);
+    }
     return order.id;
   }
 
@@ -242,14 +258,22 @@ export class Payments {
   }
 
   /** Credits the order once, through the live book; true when this call did. */
-  private async credit(order: PaymentOrder, paymentIntentId: string | null): Promise<boolean> {
-    const receiptUrl = paymentIntentId === null ? null : await this.receiptOf(paymentIntentId);
+  private async credit(order: PaymentOrder, paymentIntentId: string | null, saveCard = false): Promise<boolean> {
+    const paid = paymentIntentId === null ? null : await this.paymentOf(paymentIntentId);
+    const receiptUrl = paid?.receiptUrl ?? null;
     const result = await this.deps.funds.applyStored(
       order.accountId,
       () => this.deps.store.payments.creditOrder(order.id, { ...(paymentIntentId !== null && { paymentIntentId }), ...(receiptUrl !== null && { receiptUrl }) }),
       (credited) => credited?.credit?.amount ?? 0n,
     );
     if (result?.credit == null) return false;
+    if (saveCard && paid?.customerId != null && paid.paymentMethodId !== null) {
+      await this.deps.store.payments.saveProfile(order.accountId, { customerId: paid.customerId, paymentMethodId: paid.paymentMethodId });
+    }
+    if (order.kind === 'auto_recharge') {
+      await this.deps.store.payments.saveProfile(order.accountId, { failures: 0, lastError: null, needsAction: false });
+      this.deps.metrics.recharge('paid');
+    }
     this.deps.metrics.order('paid');
     this.deps.metrics.credit(result.credit.amount);
     this.deps.logger.info({ order: order.id, account: order.accountId, credit: result.credit.id, amount: formatUnits(result.credit.amount) }, 'payments: order paid and credited');
@@ -257,12 +281,19 @@ export class Payments {
     return true;
   }
 
-  /** The receipt's address from the payment's charge; null when Stripe cannot say now (it never blocks a credit). */
-  private async receiptOf(paymentIntentId: string): Promise<string | null> {
+  /**
+   * The receipt's address (from the payment's charge), the card and the customer; null when Stripe
+   * cannot say now, which never blocks a credit.
+   */
+  private async paymentOf(paymentIntentId: string): Promise<{ receiptUrl: string | null; paymentMethodId: string | null; customerId: string | null } | null> {
     try {
       const intent = await this.stripe().paymentIntents.retrieve(paymentIntentId, { expand: ['latest_charge'] });
       const charge = intent.latest_charge;
-      return charge !== null && typeof charge === 'object' ? (charge.receipt_url ?? null) : null;
+      return {
+        receiptUrl: charge !== null && typeof charge === 'object' ? (charge.receipt_url ?? null) : null,
+        paymentMethodId: idOf(intent.payment_method),
+        customerId: idOf(intent.customer),
+      };
     } catch (error) {
       this.deps.logger.warn({ err: error, paymentIntentId }, 'payments: the receipt could not be read from Stripe');
       return null;
@@ -308,6 +339,82 @@ export class Payments {
     if (result.debit !== null) this.deps.metrics.debit('dispute', result.debit.amount);
     this.deps.logger.warn({ order: order.id, account: order.accountId, reason }, 'payments: a payment is disputed; the account is flagged');
     await this.audit('payment.dispute', order, { disputed: order.disputed }, { disputed: true, reason, debit_id: result.debit?.id ?? null, amount: result.debit === null ? '0' : formatUnits(result.debit.amount) }, STRIPE);
+  }
+
+  /**
+   * One auto-recharge for an account whose balance fell under its threshold: an order made only when
+   * none is in flight and the month's cap allows it (checked with the write, so concurrent settles on
+   * any instance make one), then an off-session PaymentIntent on the saved card, keyed by the order so
+   * a retried call charges once. Credited through the same path as a webhook.
+   */
+  async recharge(profile: PaymentProfile, now = new Date()): Promise<RechargeOutcome | 'in_flight'> {
+    const config = this.settings();
+    if (!profile.autoRecharge || profile.customerId === null || profile.paymentMethodId === null || profile.rechargeMinor <= 0) return 'failed';
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const creditAmount = creditForMinor(profile.rechargeMinor, config.currency, config.units_per_currency_unit);
+    const made = await this.deps.store.payments.createRechargeOrder(
+      { accountId: profile.accountId, currency: config.currency, amountMinor: profile.rechargeMinor, creditAmount },
+      monthStart,
+      profile.monthlyCapMinor,
+    );
+    if ('refused' in made) {
+      if (made.refused === 'in_flight') return 'in_flight';
+      this.deps.metrics.recharge('capped');
+      return 'capped';
+    }
+    const order = made;
+    this.deps.metrics.order('created');
+    this.deps.metrics.recharge('started');
+    await this.audit('payment.create', order, null, { status: 'pending', kind: 'auto_recharge', amount: formatMinor(order.amountMinor, order.currency), credit: formatUnits(creditAmount) }, AUTO_RECHARGE);
+    let intent: PaymentIntent;
+    try {
+      intent = await this.stripe().paymentIntents.create(
+        {
+          amount: order.amountMinor,
+          currency: order.currency,
+          customer: profile.customerId,
+          payment_method: profile.paymentMethodId,
+          off_session: true,
+          confirm: true,
+          metadata: { [ORDER_METADATA]: order.id },
+        },
+        { idempotencyKey: `tollgate-recharge-${order.id}` },
+      );
+    } catch (error) {
+      const failed = error as { code?: string; message?: string; payment_intent?: { id: string } };
+      const needsAction = failed.code === 'authentication_required';
+      const reason = needsAction ? 'The card needs its holder to confirm this payment: top up once by hand to authenticate it.' : (failed.message ?? 'The payment did not go through.');
+      await this.markFailed(order, reason, failed.payment_intent?.id ?? null);
+      await this.rechargeFailed(order.accountId, reason, needsAction);
+      return needsAction ? 'needs_action' : 'failed';
+    }
+    await this.deps.store.payments.updateOrder(order.id, { paymentIntentId: intent.id });
+    if (intent.status === 'succeeded') return (await this.credit({ ...order, paymentIntentId: intent.id }, intent.id)) ? 'paid' : 'started';
+    if (intent.status === 'requires_action') {
+      const reason = 'The card needs its holder to confirm this payment: top up once by hand to authenticate it.';
+      await this.markFailed(order, reason, intent.id);
+      await this.rechargeFailed(order.accountId, reason, true);
+      return 'needs_action';
+    }
+    // Processing: the webhook (or reconciliation) settles it.
+    return 'started';
+  }
+
+  /** One more failure in a row; the third turns auto-recharge off until the account turns it on again. */
+  private async rechargeFailed(accountId: string, reason: string, needsAction: boolean): Promise<void> {
+    const profile = await this.deps.store.payments.profile(accountId);
+    const failures = (profile?.failures ?? 0) + 1;
+    const off = failures >= RECHARGE_FAILURES_OFF;
+    await this.deps.store.payments.saveProfile(accountId, { failures, lastError: reason, needsAction, ...(off && { autoRecharge: false }) });
+    this.deps.metrics.recharge(needsAction ? 'needs_action' : 'failed');
+    this.deps.logger.warn({ account: accountId, failures, reason }, 'payments: an auto-recharge failed');
+    if (!off) return;
+    this.deps.metrics.recharge('turned_off');
+    try {
+      await this.deps.store.appendAudit({ action: 'payment.settings', ...AUTO_RECHARGE, target: accountId, accountId, before: { auto_recharge: true }, after: { auto_recharge: false, failures, reason } });
+    } catch (err) {
+      this.deps.logger.error({ err, account: accountId }, 'audit: appending a payment entry failed');
+    }
   }
 
   /**

@@ -94,6 +94,7 @@ export type ProfileChanges = Partial<Omit<PaymentProfile, 'accountId' | 'updated
 export interface OrderFilter {
   readonly accountId?: string;
   readonly status?: OrderStatus;
+  readonly kind?: OrderKind;
   /** Orders made before this instant. */
   readonly createdBefore?: Date;
   /** Newest first; at most this many (default 100). */

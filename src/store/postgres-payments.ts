@@ -198,6 +198,7 @@ export class PostgresPayments implements PaymentStore {
     };
     if (filter.accountId !== undefined) add('account_id = ?', filter.accountId);
     if (filter.status !== undefined) add('status = ?', filter.status);
+    if (filter.kind !== undefined) add('kind = ?', filter.kind);
     if (filter.createdBefore !== undefined) add('created_at < ?', filter.createdBefore);
     params.push(filter.limit ?? 100);
     const { rows } = await this.pool.query<OrderRow>(

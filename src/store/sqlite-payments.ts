@@ -190,6 +190,10 @@ export class SqlitePayments implements PaymentStore {
       where.push('status = @status');
       params.status = filter.status;
     }
+    if (filter.kind !== undefined) {
+      where.push('kind = @kind');
+      params.kind = filter.kind;
+    }
     if (filter.createdBefore !== undefined) {
       where.push('created_at < @before');
       params.before = filter.createdBefore.getTime();

@@ -275,6 +275,23 @@ function webhookSuite(name: string, start: () => Promise<Rig | { problem: string
       expect((await rig.store.listAudit({ target: orderId })).map((entry) => entry.action)).to.include('payment.dispute');
     });
 
+    it('makes one auto-recharge order of twenty asked at once, and none past the monthly cap', async () => {
+      const bo = await addAccount(rig.store, `bo-${name.length}`);
+      const monthStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));
+      const ask = () => rig.store.payments.createRechargeOrder({ accountId: bo.id, currency: 'usd', amountMinor: 1000, creditAmount: unitsToNano('12.5') }, monthStart, 2500);
+      const made = await Promise.all(Array.from({ length: 20 }, ask));
+      const orders = made.filter((result) => !('refused' in result));
+      expect(orders).to.have.length(1);
+      expect(made.filter((result) => 'refused' in result && result.refused === 'in_flight')).to.have.length(19);
+      const first = orders[0] as { id: string };
+      await rig.store.payments.creditOrder(first.id, {});
+      expect(await ask()).to.not.have.property('refused');
+      const pending = await rig.store.payments.listOrders({ accountId: bo.id, status: 'pending' });
+      await rig.store.payments.creditOrder(pending[0].id, {});
+      expect(await ask()).to.deep.equal({ refused: 'monthly_cap' });
+      expect((await rig.store.balance(bo.id)).balance).to.equal(unitsToNano('25'));
+    });
+
     it('reconciles a webhook that never came: credited once, however often it runs', async () => {
       const { orderId, session } = await checkout(1000);
       rig.fake.complete(session.id);

@@ -10,7 +10,9 @@ import { readRawBody } from '../../kernel/body';
 import { GatewayError } from '../../kernel/errors';
 import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
 import { StripeUnreachableError, WebhookSignatureError } from '../../payments/payments';
-import type { OrderStatus, PaymentDebit, PaymentOrder } from '../../store/payments';
+import type { OrderStatus, PaymentDebit, PaymentOrder, PaymentProfile } from '../../store/payments';
+import { audit } from '../audit';
+import { amount } from '../fields';
 import { ApiError, invalid } from '../api-error';
 import { adminOnly, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
@@ -42,6 +44,27 @@ function orderView(order: PaymentOrder) {
 
 function debitView(debit: PaymentDebit) {
   return { id: debit.id, account_id: debit.accountId, order_id: debit.orderId, kind: debit.kind, amount: formatUnits(debit.amount), note: debit.note, created_at: debit.createdAt.toISOString() };
+}
+
+function rechargeView(profile: PaymentProfile | null, currency: string) {
+  return {
+    enabled: profile?.autoRecharge ?? false,
+    threshold: formatUnits(profile?.threshold ?? 0n),
+    amount_minor: profile?.rechargeMinor ?? 0,
+    amount: formatMinor(profile?.rechargeMinor ?? 0, currency),
+    monthly_cap_minor: profile?.monthlyCapMinor ?? 0,
+    monthly_cap: formatMinor(profile?.monthlyCapMinor ?? 0, currency),
+    card_saved: profile?.paymentMethodId != null,
+    failures: profile?.failures ?? 0,
+    last_error: profile?.lastError ?? null,
+    needs_action: profile?.needsAction ?? false,
+    flagged: profile?.flaggedAt != null,
+  };
+}
+
+/** The settings an audit entry keeps (never the card's or the customer's Stripe id). */
+function rechargeAudit(view: ReturnType<typeof rechargeView>) {
+  return { enabled: view.enabled, threshold: view.threshold, amount: view.amount, monthly_cap: view.monthly_cap };
 }
 
 /** Where Stripe sends the browser back: `server.public_url`, else the origin this request came in on. */
@@ -85,7 +108,13 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (amountMinor === null) throw invalid('amount', `The amount is in minor units of ${config.currency.toUpperCase()} (an integer, 1050 for 10.50) or a decimal string ("10.50"), from ${range}.`);
     if (amountMinor < config.min_amount || amountMinor > config.max_amount) throw invalid('amount', `The amount must be from ${range}.`);
     try {
-      const { order, url } = await deps.payments.checkout(account, amountMinor, returnBase(deps, ctx), account.name, via === 'token' ? 'api' : 'console', ctx.state.requestId);
+      const { order, url } = await deps.payments.checkout(account, amountMinor, {
+        returnBase: returnBase(deps, ctx),
+        saveCard: body.save_card === true,
+        actor: account.name,
+        surface: via === 'token' ? 'api' : 'console',
+        requestId: ctx.state.requestId,
+      });
       ctx.status = 201;
       ctx.body = { order_id: order.id, url, order: orderView(order) };
     } catch (error) {
@@ -102,6 +131,40 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       deps.store.payments.profile(account.id),
     ]);
     ctx.body = { payments: orders.map(orderView), debits: debits.map(debitView), flagged: profile?.flaggedAt != null };
+  });
+
+  router.get('/payments/auto-recharge', signedIn(deps), async (ctx) => {
+    const config = stripeConfig(deps);
+    ctx.body = { auto_recharge: rechargeView(await deps.store.payments.profile(callerOf(ctx).account.id), config.currency) };
+  });
+
+  router.put('/payments/auto-recharge', signedIn(deps), async (ctx) => {
+    const config = stripeConfig(deps);
+    const { account, via } = callerOf(ctx);
+    const body = await readJsonObject(ctx);
+    if (typeof body.enabled !== 'boolean') throw invalid('enabled', 'enabled is true or false.');
+    const before = await deps.store.payments.profile(account.id);
+    let saved;
+    if (!body.enabled) {
+      saved = await deps.store.payments.saveProfile(account.id, { autoRecharge: false });
+    } else {
+      if (before?.paymentMethodId == null) {
+        throw new ApiError('conflict', 'No card is saved yet: top up once by card with "keep this card for auto-recharge" ticked.', 'enabled');
+      }
+      const threshold = amount(body, 'threshold', 'The threshold');
+      const recharge = parseMinor(body.amount, config.currency);
+      const range = `${formatMinor(config.min_amount, config.currency)} to ${formatMinor(config.max_amount, config.currency)}`;
+      if (recharge === null || recharge < config.min_amount || recharge > config.max_amount) throw invalid('amount', `The recharge amount must be from ${range} ${config.currency.toUpperCase()}.`);
+      const cap = parseMinor(body.monthly_cap, config.currency);
+      if (cap === null || cap < recharge) throw invalid('monthly_cap', 'The monthly cap must be at least one recharge amount.');
+      // Turned on again: the failures that turned it off are forgiven.
+      saved = await deps.store.payments.saveProfile(account.id, { autoRecharge: true, threshold, rechargeMinor: recharge, monthlyCapMinor: cap, failures: 0, lastError: null, needsAction: false });
+    }
+    await deps.autoRecharge.refresh();
+    const after = rechargeView(saved, config.currency);
+    await audit(deps, ctx, { action: 'payment.settings', target: account.id, accountId: account.id, before: rechargeAudit(rechargeView(before, config.currency)), after: rechargeAudit(after) });
+    deps.logger.info({ account: account.name, via, enabled: after.enabled }, 'console: auto-recharge settings changed');
+    ctx.body = { auto_recharge: after };
   });
 
   router.get('/payments/:id', signedIn(deps), async (ctx) => {
