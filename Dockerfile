@@ -32,7 +32,7 @@ COPY gateway.yaml ./
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
 RUN npm cache clean --force && mkdir -p /app/data && chown node:node /app/data
 USER node
-# The embedded store (SQLite), its WAL files and the pid file live here.
+# The embedded store (SQLite), its WAL files, the ledger outbox (data/outbox) and the pid file live here.
 VOLUME ["/app/data"]
 EXPOSE 8080
 STOPSIGNAL SIGTERM

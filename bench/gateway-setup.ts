@@ -18,8 +18,13 @@ const NEVER_REFUSE = '{ rpm: 1000000000, tpm: 1000000000000, concurrency: 100000
  */
 export function benchConfigText(upstreamUrl: string, billed: boolean, storeUrl: string, extra = ''): string {
   const pricing = billed ? 'price: { input: 3, output: 15 }, max_output_tokens: 4096, context_window: 200000' : 'free: true';
-  // BENCH_FLUSH_MS overrides how often charges are written to the ledger (plugins.billing.flush_interval_ms).
-  const flush = process.env.BENCH_FLUSH_MS ? `  billing: { flush_interval_ms: ${Number(process.env.BENCH_FLUSH_MS)} }\n` : '';
+  // BENCH_FLUSH_MS overrides how often charges are written to the ledger (plugins.billing.flush_interval_ms);
+  // BENCH_OUTBOX_BYTES the ledger outbox's bound (plugins.billing.outbox_max_bytes; 0 turns it off).
+  const billing = [
+    process.env.BENCH_FLUSH_MS ? `flush_interval_ms: ${Number(process.env.BENCH_FLUSH_MS)}` : '',
+    process.env.BENCH_OUTBOX_BYTES ? `outbox_max_bytes: ${Number(process.env.BENCH_OUTBOX_BYTES)}` : '',
+  ].filter((field) => field !== '');
+  const flush = billing.length > 0 ? `  billing: { ${billing.join(', ')} }\n` : '';
   const plugins = billed ? `plugins:\n  rate-limit: { per_key: ${NEVER_REFUSE}, per_account: ${NEVER_REFUSE} }\n${flush}` : '';
   return `
 providers:

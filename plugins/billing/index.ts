@@ -394,6 +394,9 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       },
       // Billing fails closed: without its balance book no request can be served, so readiness asks it.
       ready: () => book.ping(),
+      // Only a book with its own copy of the balances (Redis, which has an instance id) holds without the
+      // store; the store's own tables and the in-process book read it.
+      coversStoreOutage: () => outbox !== null && book.instance !== undefined && outboxRefusal(config, outbox) === null,
       async close() {
         clearInterval(sweeper);
         if (driftCheck !== null) clearInterval(driftCheck);

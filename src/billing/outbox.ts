@@ -319,7 +319,8 @@ export class Outbox {
           }
         });
     }, delayMs);
-    this.timer.unref();
+    // Records waiting for their sync keep the process alive; a look at a drained segment does not.
+    if (delayMs >= ROTATE_IDLE_MS) this.timer.unref();
   }
 
   private failed(error: unknown): void {

@@ -34,6 +34,11 @@ interface PluginLayer {
   close?(): Promise<void>;
   /** For readiness: whether the back ends this plugin cannot serve without answer (billing: its balance book). */
   ready?(): Promise<boolean>;
+  /**
+   * For readiness: true while this plugin serves its requests with the store unreachable (billing,
+   * whose charges wait in its outbox), so a store outage leaves the instance degraded, not unready.
+   */
+  coversStoreOutage?(): boolean;
 }
 
 /** A set-up plugin: its layer, and the service its definition declares (`undefined` when it offers none). */

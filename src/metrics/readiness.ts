@@ -3,6 +3,7 @@
  * has begun (answered at once, nothing pinged: docs/faults.md#h1), nor while the store, or a back
  * end a plugin cannot serve without (billing's balance book, in Redis or the store), does not answer.
  * A rate limiter on its local fallback is degraded, not unready: it still serves (docs/faults.md#h4).
+ * So is an unreachable store while billing's outbox takes the charges (docs/ledger-faults.md).
  */
 import type { Runtime } from '../kernel/runtime';
 import type { Store } from '../store/store';
@@ -49,6 +50,11 @@ export async function checkReadiness(deps: ReadinessDeps): Promise<Readiness> {
   }
   await Promise.all(pending);
   if (rateLimitDegraded(runtime.chain)) checks['rate-limit'] = 'degraded';
+  // Charges wait in the outbox and keys seen before still pass: pulled from a load balancer, the
+  // instance would turn the outage it was built to ride out into one for every client.
+  if (checks.store === 'failed' && runtime.chain.plugins.some((name) => runtime.chain.instance(name)?.coversStoreOutage?.() === true)) {
+    checks.store = 'degraded';
+  }
   // Answered after a slow ping: shutdown may have begun meanwhile.
   if (deps.stopping()) return { ready: false, checks: { ...checks, shutdown: 'stopping' } };
   return { ready: Object.values(checks).every((result) => result === 'ok' || result === 'degraded'), checks };
