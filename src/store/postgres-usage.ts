@@ -16,7 +16,7 @@ export async function usageSummary(pool: Pool, query: UsageSummaryQuery): Promis
   // Positional parameters, numbered in the order the statement first names them.
   const order: (keyof SummaryParams<Date>)[] = [];
   const dialect: SummaryDialect<Date> = {
-    day: "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
+    day: "((created_at AT TIME ZONE 'UTC')::date - DATE '1970-01-01')",
     models: "string_agg(DISTINCT model, ',')",
     text: (expression) => `COALESCE(${expression}, 0)::text`,
     param: (name) => {
@@ -27,7 +27,7 @@ export async function usageSummary(pool: Pool, query: UsageSummaryQuery): Promis
   };
   const { sql, params } = summarySql(query, dialect);
   const { rows } = await pool.query<SummarySqlRow<Date>>(sql, order.map((name) => params[name]));
-  return rows.map((row) => toSummaryRow(row, (value) => value));
+  return rows.map((row) => toSummaryRow(row, (value) => value, query.groupBy));
 }
 
 export async function keyActivity(pool: Pool, accountId: string, dayStart: Date, monthStart: Date): Promise<KeyActivity[]> {

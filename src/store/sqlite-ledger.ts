@@ -39,7 +39,7 @@ function newId(prefix: 'cr_' | 'rc_'): string {
 const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
 
 const SUMMARY_DIALECT: SummaryDialect<number> = {
-  day: "strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')",
+  day: 'created_at / 86400000',
   models: 'group_concat(DISTINCT model)',
   text: (expression) => `CAST(COALESCE(${expression}, 0) AS TEXT)`,
   param: (name) => `@${name}`,
@@ -258,7 +258,7 @@ export class SqliteLedger {
     return this.db
       .prepare<[Record<string, unknown>], SummarySqlRow<number>>(sql)
       .all(params)
-      .map((row) => toSummaryRow(row, (ms) => new Date(ms)));
+      .map((row) => toSummaryRow(row, (ms) => new Date(ms), query.groupBy));
   }
 
   keyActivity(accountId: string, dayStart: Date, monthStart: Date): KeyActivity[] {

@@ -8,7 +8,7 @@ import { TOKEN_COLUMNS } from './rows';
 import type { UsageGroup, UsageSummaryQuery, UsageSummaryRow } from './store';
 
 export interface SummaryDialect<D> {
-  /** The UTC day of `created_at` as `YYYY-MM-DD`. */
+  /** The UTC day of `created_at` as days since 1970-01-01: cheaper per row than a formatted date. */
   readonly day: string;
   /** The distinct models of a group, comma-separated. */
   readonly models: string;
@@ -30,7 +30,8 @@ export interface SummaryParams<D> {
 
 /** The row a summary query returns, before it becomes a `UsageSummaryRow`. */
 export type SummarySqlRow<D> = {
-  grp: string | null;
+  /** A day arrives as a number of days since 1970-01-01. */
+  grp: string | number | null;
   requests: number | string;
   errors: number | string;
   cost: string;
@@ -80,21 +81,30 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   }
   const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
   const group = groupExpression(query.groupBy, dialect);
-  const sql = `
+  const page = `
     SELECT ${group} AS grp, count(*) AS requests,
            sum(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, ${dialect.text('sum(cost)')} AS cost, ${tokens},
-           min(created_at) AS first_at, max(created_at) AS last_at,
-           ${query.groupBy === 'session' ? dialect.models : 'NULL'} AS models
+           min(created_at) AS first_at, max(created_at) AS last_at
       FROM charges WHERE ${where.join(' AND ')}
      GROUP BY grp ORDER BY ${orderOf(query.groupBy, group)}
      LIMIT ${dialect.param('limit')} OFFSET ${dialect.param('offset')}`;
+  if (query.groupBy !== 'session') return { sql: page.replace(' AS last_at\n', ' AS last_at, NULL AS models\n'), params };
+  // The models of the page's sessions only, each read through the session index, rather than a
+  // distinct list kept for every session of the range while grouping.
+  const sessionWhere = where.filter((condition) => !condition.startsWith('session_id')).map((condition) => `c.${condition}`);
+  const sql = `
+    WITH page AS (${page})
+    SELECT page.*, (SELECT ${dialect.models} FROM charges c WHERE c.session_id = page.grp AND ${sessionWhere.join(' AND ')}) AS models
+      FROM page ORDER BY last_at DESC, grp ASC`;
   return { sql, params };
 }
 
-export function toSummaryRow<D>(row: SummarySqlRow<D>, date: (value: D) => Date): UsageSummaryRow {
+const DAY_MS = 86_400_000;
+
+export function toSummaryRow<D>(row: SummarySqlRow<D>, date: (value: D) => Date, groupBy: UsageGroup): UsageSummaryRow {
   const tokens = Object.fromEntries(TOKEN_KINDS.map((kind) => [kind, Number(row[TOKEN_COLUMNS[kind]])])) as Record<TokenKind, number>;
   return {
-    group: row.grp,
+    group: groupBy === 'day' && row.grp !== null ? new Date(Number(row.grp) * DAY_MS).toISOString().slice(0, 10) : row.grp === null ? null : String(row.grp),
     requests: Number(row.requests),
     errors: Number(row.errors),
     cost: BigInt(row.cost),
