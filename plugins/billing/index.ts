@@ -28,6 +28,7 @@ import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
 import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 import { PeriodCache } from '../../src/billing/budget-period';
+import { BudgetAlerts } from '../../src/alerts/alerts';
 import { budgetChecks, budgetName, resetTime } from '../../src/billing/budgets';
 
 const NO_BUDGETS: readonly BudgetCheck[] = [];
@@ -219,6 +220,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   async setup(config: BillingPluginConfig, kit) {
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);
     const periods = new PeriodCache();
+    const alerts = new BudgetAlerts(kit.config.alerts, { store: kit.store, book, metrics: kit.metrics, logger: kit.logger });
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const outbox = config.outbox_max_bytes > 0 && kit.store.durable !== false ? acquireOutbox(outboxFolder(config.outbox_path), { syncMs: OUTBOX_SYNC_MS, logger: kit.logger }) : null;
     const writer = new LedgerWriter(
@@ -291,6 +293,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         kit.logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');
       }
       writer.enqueue(charge);
+      alerts.afterCharge(charge, bill.budgets);
       return charge;
     }
 
@@ -401,6 +404,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         clearInterval(sweeper);
         if (driftCheck !== null) clearInterval(driftCheck);
         await Promise.all(settling);
+        await alerts.close();
         await writer.close();
         await book.close();
         if (outbox !== null) await releaseOutbox(outbox);

@@ -16,6 +16,7 @@ import { keyRoutes } from './routes/keys';
 import { paymentRoutes } from './routes/payments';
 import { publicRoutes } from './routes/public';
 import { sessionRoutes } from './routes/session';
+import { budgetRoutes } from './routes/budgets';
 import { tokenRoutes } from './routes/tokens';
 import { topupRoutes } from './routes/topup';
 import { usageRoutes } from './routes/usage';
@@ -62,6 +63,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   usageRoutes(router, deps);
   insightRoutes(router, deps);
   tokenRoutes(router, deps);
+  budgetRoutes(router, deps);
   adminAccountRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);

@@ -4,7 +4,7 @@
  */
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, ApiKeyRecord, Budget, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
+import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
@@ -18,6 +18,34 @@ export function accountView(account: Account) {
     disabled: account.disabled,
     created_at: iso(account.createdAt),
     budget: budgetView(account.budget),
+  };
+}
+
+/** A budget with its spend in the current period, for the console's bars. */
+export function budgetSpendView(check: BudgetCheck, name: string | null, roleDefault: boolean, spent: bigint) {
+  return {
+    scope: check.scope,
+    id: check.id,
+    name,
+    role_default: roleDefault,
+    amount: formatUnits(check.amount),
+    period: check.period,
+    timezone: check.timezone,
+    spent: formatUnits(spent),
+    period_start: iso(check.start),
+    resets_at: iso(check.end),
+  };
+}
+
+/** An alert as fired, with the event its webhook delivery carries. */
+export function alertView(alert: AlertRecord) {
+  return {
+    id: alert.id,
+    kind: alert.kind,
+    created_at: iso(alert.createdAt),
+    delivered_at: iso(alert.deliveredAt),
+    attempts: alert.attempts,
+    event: JSON.parse(alert.body) as Record<string, unknown>,
   };
 }
 

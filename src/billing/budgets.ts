@@ -27,7 +27,7 @@ function roleDefaults(config: GatewayConfig): ReadonlyMap<AccountRole, Budget> {
 }
 
 /** The account's budget: its own, else its role's default; null for none. */
-function accountBudget(config: GatewayConfig, account: Account): Budget | null {
+export function accountBudget(config: GatewayConfig, account: Account): Budget | null {
   return account.budget ?? roleDefaults(config).get(account.role) ?? null;
 }
 
@@ -40,7 +40,7 @@ export function budgetChecks(config: GatewayConfig, account: Account, key: ApiKe
   return checks;
 }
 
-function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Date, periods: PeriodCache): BudgetCheck {
+export function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Date, periods: PeriodCache): BudgetCheck {
   const { start, end } = periods.at(now, budget.period, budget.timezone);
   return { scope, id, amount: budget.amount, period: budget.period, timezone: budget.timezone, start, end };
 }

@@ -32,6 +32,7 @@ const RATE_LIMIT_KIND = { requests: 'rpm', tokens: 'tpm', concurrency: 'concurre
 const BALANCE_REASON: Readonly<Record<string, string>> = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'insufficient_balance',
   TOLLGATE_ERR_KEY_SPEND_LIMIT: 'key_spend_limit',
+  TOLLGATE_ERR_BUDGET_EXCEEDED: 'budget_exceeded',
 };
 
 /** Request latencies, from a fast refusal to a long stream. */
@@ -179,7 +180,7 @@ export class GatewayMetrics {
   });
   private readonly balanceRejected = new Counter({
     name: 'tollgate_balance_rejected_total',
-    help: 'Requests refused with 402, by reason: insufficient_balance, key_spend_limit.',
+    help: 'Requests refused with 402, by reason: insufficient_balance, key_spend_limit, budget_exceeded.',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
@@ -193,6 +194,12 @@ export class GatewayMetrics {
     name: 'tollgate_console_logins_total',
     help: 'Console log-in attempts by outcome: success, wrong_password, limited (refused by the wrong-password limit), disabled.',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly budgetAlerts = new Counter({
+    name: 'tollgate_budget_alerts_total',
+    help: 'Alerts fired (each once per budget period, or once per fall below the low balance), by kind (budget, balance) and threshold (percent of the budget; "low" for the balance).',
+    labelNames: ['kind', 'threshold'] as const,
     registers: [this.registry],
   });
   private readonly credited = new Counter({
@@ -380,6 +387,11 @@ export class GatewayMetrics {
   /** Counts funds added to a balance through the console or its API. */
   recordCredit(kind: CreditKind, amount: bigint): void {
     this.credited.inc({ kind }, units(amount));
+  }
+
+  /** Counts one alert fired (by this instance: another instance's alerts count there). */
+  recordBudgetAlert(kind: 'budget' | 'balance', threshold: string): void {
+    this.budgetAlerts.inc({ kind, threshold });
   }
 
   /** Counts one reload of gateway.yaml. */

@@ -28,8 +28,10 @@ import {
   type AccountRole,
   type AccountSummary,
   type ApiKeyRecord,
+  type AlertRecord,
   type Budget,
   type BudgetScope,
+  type NewAlert,
   type ChargeFilter,
   type ChargeRecord,
   type CreditRecord,
@@ -222,6 +224,41 @@ export class PostgresStore implements Store {
     if (rowCount === 0) return false;
     this.listener.bump();
     return true;
+  }
+
+  async recordAlert(alert: NewAlert): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO budget_alerts (id, once, account_id, key_id, kind, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       ON CONFLICT (once) DO NOTHING`,
+      [alert.id, alert.once, alert.accountId, alert.keyId, alert.kind, alert.body, alert.createdAt],
+    );
+    return rowCount === 1;
+  }
+
+  async listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]> {
+    const { rows } = await this.pool.query<{
+      id: string; once: string; account_id: string; key_id: string | null; kind: 'budget' | 'balance'; body: string; created_at: Date; delivered_at: Date | null; attempts: number;
+    }>(
+      `SELECT id, once, account_id, key_id, kind, body, created_at, delivered_at, attempts FROM budget_alerts
+        WHERE ($1::text IS NULL OR account_id = $1) AND (NOT $2 OR delivered_at IS NULL)
+        ORDER BY created_at DESC, seq DESC LIMIT $3`,
+      [filter.accountId ?? null, filter.undelivered === true, filter.limit ?? 100],
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      once: row.once,
+      accountId: row.account_id,
+      keyId: row.key_id,
+      kind: row.kind,
+      body: row.body,
+      createdAt: row.created_at,
+      deliveredAt: row.delivered_at,
+      attempts: row.attempts,
+    }));
+  }
+
+  async alertAttempted(id: string, delivered: boolean, at: Date): Promise<void> {
+    await this.pool.query('UPDATE budget_alerts SET attempts = attempts + 1, delivered_at = COALESCE(delivered_at, $2) WHERE id = $1', [id, delivered ? at : null]);
   }
 
   async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {

@@ -48,8 +48,10 @@ import {
   type Store,
   type UsageSummaryQuery,
   type UsageSummaryRow,
+  type AlertRecord,
   type Budget,
   type BudgetScope,
+  type NewAlert,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
 import { budgetText, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
@@ -60,6 +62,18 @@ export const SQLITE_MEMORY = ':memory:';
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
   CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget`;
+
+interface AlertRow {
+  id: string;
+  once: string;
+  account_id: string;
+  key_id: string | null;
+  kind: 'budget' | 'balance';
+  body: string;
+  created_at: number;
+  delivered_at: number | null;
+  attempts: number;
+}
 
 /** Every statement the store runs, prepared once after the schema exists. */
 function prepareStatements(db: SqliteDatabase) {
@@ -86,6 +100,16 @@ function prepareStatements(db: SqliteDatabase) {
     setKeyRateLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET rate_limits = ? WHERE id = ?'),
     setKeyBudget: db.prepare<[string | null, string]>('UPDATE api_keys SET budget = ? WHERE id = ?'),
     setAccountBudget: db.prepare<[string | null, string]>('UPDATE accounts SET budget = ? WHERE id = ?'),
+    insertAlert: db.prepare<[string, string, string, string | null, string, string, number]>(
+      `INSERT INTO budget_alerts (id, once, account_id, key_id, kind, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (once) DO NOTHING`,
+    ),
+    listAlerts: db.prepare<[{ account: string | null; undelivered: number; limit: number }], AlertRow>(
+      `SELECT id, once, account_id, key_id, kind, body, created_at, delivered_at, attempts FROM budget_alerts
+        WHERE (@account IS NULL OR account_id = @account) AND (@undelivered = 0 OR delivered_at IS NULL)
+        ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
+    ),
+    alertAttempted: db.prepare<[number | null, string]>('UPDATE budget_alerts SET attempts = attempts + 1, delivered_at = COALESCE(delivered_at, ?) WHERE id = ?'),
     allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
     keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
@@ -121,7 +145,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
-  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
@@ -245,6 +269,30 @@ export class SqliteStore implements Store {
     // Cached keys carry their account's budget: the auth cache must look again.
     if (changes > 0) this.localRevision += 1;
     return changes > 0;
+  }
+
+  async recordAlert(alert: NewAlert): Promise<boolean> {
+    const { id, once, accountId, keyId, kind, body, createdAt } = alert;
+    return this.sql.insertAlert.run(id, once, accountId, keyId, kind, body, createdAt.getTime()).changes > 0;
+  }
+
+  async listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]> {
+    const rows = this.sql.listAlerts.all({ account: filter.accountId ?? null, undelivered: filter.undelivered === true ? 1 : 0, limit: filter.limit ?? 100 });
+    return rows.map((row) => ({
+      id: row.id,
+      once: row.once,
+      accountId: row.account_id,
+      keyId: row.key_id,
+      kind: row.kind,
+      body: row.body,
+      createdAt: new Date(row.created_at),
+      deliveredAt: row.delivered_at === null ? null : new Date(row.delivered_at),
+      attempts: row.attempts,
+    }));
+  }
+
+  async alertAttempted(id: string, delivered: boolean, at: Date): Promise<void> {
+    this.sql.alertAttempted.run(delivered ? at.getTime() : null, id);
   }
 
   async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {

@@ -33,6 +33,25 @@ export interface Budget {
   readonly timezone: string;
 }
 
+/** An alert as fired: `once` names what it is about, so racing instances record it once. */
+export interface NewAlert {
+  /** The event id receivers deduplicate by. */
+  readonly id: string;
+  readonly once: string;
+  readonly accountId: string;
+  readonly keyId: string | null;
+  readonly kind: 'budget' | 'balance';
+  /** The webhook's JSON body, as delivered. */
+  readonly body: string;
+  readonly createdAt: Date;
+}
+
+export interface AlertRecord extends NewAlert {
+  readonly deliveredAt: Date | null;
+  /** Delivery attempts made so far. */
+  readonly attempts: number;
+}
+
 /** What a budget applies to: a key's spend, or an account's (every key of it). */
 export type BudgetScope = 'key' | 'account';
 
@@ -453,6 +472,12 @@ export interface Store {
   setKeyLimits(id: string, limits: KeyLimits): Promise<boolean>;
   /** Sets an account's own budget (null: none of its own); false when no such account exists. */
   setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean>;
+  /** Records an alert unless one with the same `once` exists; true when this call recorded it. */
+  recordAlert(alert: NewAlert): Promise<boolean>;
+  /** Alerts, newest first: of one account, or every account's; only those not delivered yet when asked. */
+  listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]>;
+  /** Counts one delivery attempt of an alert, and marks it delivered when it was. */
+  alertAttempted(id: string, delivered: boolean, at: Date): Promise<void>;
   /** What the ledger charged a key or an account (all its keys) from `since` until before `until`, in nano-units. */
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint>;
 

@@ -11,14 +11,15 @@ import type { FakeUpstream } from '../helpers/fake-upstream';
 import { REDIS_URL } from '../helpers/services';
 import { startSharedInstances, type SharedInstances } from '../helpers/shared-instances';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
-import { chatStream } from '../helpers/upstream-replies';
+import { chatCompletion, chatStream } from '../helpers/upstream-replies';
+import { startAlertReceiver, type AlertReceiver } from '../helpers/alert-receiver';
 import { PLAIN_CHARGE } from '../helpers/charges';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'Count to three.' }] });
 /** What billing holds for BODY: its bytes / 3 as input tokens at 1,000 nano-units, 1,000 output tokens at 5,000. */
 const HOLD = BigInt(Math.ceil(Buffer.byteLength(BODY) / 3)) * 1000n + 1000n * 5000n;
 
-function sharedYaml(upstreamUrl: string, storeUrl: string, redisPrefix: string): string {
+function sharedYaml(upstreamUrl: string, storeUrl: string, redisPrefix: string, webhookUrl: string): string {
   return `
 version: 1
 server: { host: 127.0.0.1 }
@@ -30,6 +31,8 @@ models:
   gpt-priced: { family: openai, routes: [{ provider: openai }], price: { input: 1, output: 5 }, max_output_tokens: 1000, context_window: 200000 }
 plugins:
   billing: { flush_interval_ms: 10 }
+alerts:
+  webhook: { url: "${webhookUrl}", secret: "shared-secret" }
 `;
 }
 
@@ -39,9 +42,11 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
   let fake: FakeUpstream;
   let gateways: readonly Gateway[] = [];
   let store: Store;
+  let receiver: AlertReceiver;
 
   before(async function () {
-    const started = await startSharedInstances('budgets', sharedYaml);
+    receiver = await startAlertReceiver();
+    const started = await startSharedInstances('budgets', (upstream, database, prefix) => sharedYaml(upstream, database, prefix, receiver.url));
     if ('problem' in started) {
       console.log(`      ${started.problem}: shared budgets suite skipped`);
       this.skip();
@@ -50,7 +55,10 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
     ({ fake, store, gateways } = shared);
   });
 
-  after(async () => shared?.close());
+  after(async () => {
+    await shared?.close();
+    await receiver?.close();
+  });
 
   async function streams(key: string, count: number, admitted: number): Promise<number[]> {
     // The admitted streams stay open until every refusal is back, so no settlement frees budget early.
@@ -97,5 +105,35 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
     ]);
     const statuses = await streams(key, 20, 3);
     expect(statuses.filter((status) => status === 200), 'admitted').to.have.length(3);
+  });
+
+  it('fires the 80% alert once while requests on both instances cross it', async () => {
+    const account = await store.createAccount({ name: 'shared-alerts', role: 'user' });
+    await store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
+    // Each answer costs 70,000 (20 input tokens at 1,000, 10 output at 5,000) and holds at most 78,000: 80% is 12 answers, 14 fit.
+    const { key } = await issueApiKey(store, { accountId: account.id, name: null, budget: { amount: 1_000_000n, period: 'month', timezone: 'Asia/Tokyo' } });
+    const small = JSON.stringify({ model: 'gpt-priced', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    const before = receiver.deliveries.length;
+    for (let round = 0; round < 7; round++) {
+      // Two at once, one on each instance.
+      for (let i = 0; i < 2; i++) fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 20, outputTokens: 10 }));
+      const statuses = await Promise.all(
+        gateways.map((gateway) =>
+          fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: small }).then(async (res) => {
+            await res.arrayBuffer();
+            return res.status;
+          }),
+        ),
+      );
+      expect(statuses).to.deep.equal([200, 200]);
+    }
+    await receiver.received(before + 1);
+    // Every later charge on either instance had its chance to fire it again.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const alerts = await store.listAlerts({ accountId: account.id });
+    expect(alerts.map((alert) => JSON.parse(alert.body).threshold_percent)).to.deep.equal([80]);
+    const deliveries = receiver.deliveries.slice(before);
+    expect(deliveries).to.have.length(1);
+    expect(deliveries[0].headers['x-tollgate-event-id']).to.equal(alerts[0].id);
   });
 });
