@@ -6,7 +6,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 import { countInThisThread, o200k } from './o200k';
-import type { ThreadAnswer, ThreadRequest } from './tokenizer-messages';
+import { textToCount, type ThreadAnswer, type ThreadRequest } from './tokenizer-messages';
 
 const port = parentPort;
 if (port === null) throw new Error('tokenizer-thread runs as a worker thread');
@@ -23,9 +23,9 @@ port.on('message', (request: ThreadRequest) => {
     counting.delete(request.id);
     return;
   }
-  const { id, text } = request;
+  const { id, text, eventOf } = request;
   counting.add(id);
-  void countInThisThread(text, () => !counting.has(id)).then((tokens) => {
+  void countInThisThread(textToCount(text, eventOf), () => !counting.has(id)).then((tokens) => {
     if (!counting.delete(id)) return;
     port.postMessage({ kind: 'count', id, tokens } satisfies ThreadAnswer);
   });

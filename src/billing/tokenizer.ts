@@ -14,7 +14,8 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { countInThisThread } from './o200k';
-import type { ThreadAnswer, ThreadRequest } from './tokenizer-messages';
+import type { EndpointId } from '../protocols/types';
+import { textToCount, type ThreadAnswer, type ThreadRequest } from './tokenizer-messages';
 
 /** How long the worker waits for work before it ends, giving its memory back. */
 const TOKENIZER_IDLE_MS = 60_000;
@@ -30,6 +31,8 @@ const NEVER = (): boolean => false;
 interface Job {
   readonly id: number;
   readonly text: string;
+  /** Set when `text` is one stream event's data of this endpoint, whose output text is what counts. */
+  readonly eventOf: EndpointId | null;
   readonly cancelled: () => boolean;
   /** Workers that died while they held this text. */
   deaths: number;
@@ -74,14 +77,15 @@ export class TokenCounter {
    * The number of tokens in `text`. `cancelled` is asked every few ms while the count is pending (a
    * client that left): the count then resolves to 0 at once and the worker drops the text.
    */
-  count(text: string, cancelled: () => boolean = NEVER): Promise<number> {
+  count(text: string, cancelled: () => boolean = NEVER, eventOf: EndpointId | null = null): Promise<number> {
     if (text === '' || cancelled()) return Promise.resolve(0);
-    if (this.inMainThread) return countInThisThread(text, cancelled);
+    if (this.inMainThread) return countInThisThread(textToCount(text, eventOf), cancelled);
     return new Promise<number>((resolve, reject) => {
       let poll: NodeJS.Timeout | undefined;
       const job: Job = {
         id: this.nextId++,
         text,
+        eventOf,
         cancelled,
         deaths: 0,
         settle: (tokens) => (clearInterval(poll), resolve(tokens)),
@@ -111,7 +115,7 @@ export class TokenCounter {
     this.jobs.set(job.id, job);
     // Held open while it owes answers, so a pending count always gets one; unref'd while idle.
     worker.ref();
-    worker.postMessage({ kind: 'count', id: job.id, text: job.text } satisfies ThreadRequest);
+    worker.postMessage({ kind: 'count', id: job.id, text: job.text, eventOf: job.eventOf } satisfies ThreadRequest);
   }
 
   private start(): Worker {
@@ -183,7 +187,7 @@ export class TokenCounter {
     this.jobs.clear();
     for (const job of orphans) {
       job.deaths += 1;
-      if (this.inMainThread || job.deaths >= WORKER_TRIES) countInThisThread(job.text, job.cancelled).then(job.settle, job.fail);
+      if (this.inMainThread || job.deaths >= WORKER_TRIES) countInThisThread(textToCount(job.text, job.eventOf), job.cancelled).then(job.settle, job.fail);
       else this.post(job);
     }
     if (this.stopWhenIdle && this.jobs.size === 0) this.stopWhenIdle = false;
@@ -199,6 +203,14 @@ const shared = new TokenCounter();
  */
 export function countTokensAsync(text: string, cancelled?: () => boolean): Promise<number> {
   return shared.count(text, cancelled);
+}
+
+/**
+ * The output tokens of one stream event of `endpoint`, its data read in the worker thread: an event of
+ * many MiB is parsed there, never on the main thread.
+ */
+export function countEventTokensAsync(endpoint: EndpointId, data: string): Promise<number> {
+  return shared.count(data, NEVER, endpoint);
 }
 
 /** Ends the tokenizer's worker thread (the gateway's stop); a later count starts another. */

@@ -6,12 +6,17 @@
  * two events is counted once). At most `WINDOWS_IN_FLIGHT` windows wait for their count: a stream that
  * outruns the tokenizer is paced by its relay through `behind()`, so nothing piles up in the worker either.
  */
-import { countTokensAsync } from '../billing/tokenizer';
+import { countEventTokensAsync, countTokensAsync } from '../billing/tokenizer';
 import { eventText } from './output-text';
 import type { EndpointId } from './types';
 
 /** What is held before counting: a few ms of tokenizing, and nothing at all for short replies. */
 const WINDOW_CHARS = 64 * 1024;
+/**
+ * An event at least this large (an image in a chunk) is sent to the tokenizer's thread as it came, to be
+ * parsed there: parsing it here would hold the event loop for as long as a MiB-sized JSON.parse takes.
+ */
+const LARGE_EVENT_CHARS = 256 * 1024;
 /** Windows sent and not counted yet, beyond which the stream should wait: one counting, one queued. */
 const WINDOWS_IN_FLIGHT = 2;
 
@@ -40,6 +45,14 @@ export class OutputTokenCount {
 
   /** One event's data, in stream order. */
   add(data: string): void {
+    if (data.length >= LARGE_EVENT_CHARS) {
+      // What came before is counted first; a word split across the boundary may count one token more.
+      this.read();
+      this.send(this.text);
+      this.text = '';
+      this.track(countEventTokensAsync(this.endpoint, data));
+      return;
+    }
     this.events.push(data);
     this.eventChars += data.length;
     if (this.eventChars > WINDOW_CHARS) this.countWindow();
@@ -80,7 +93,11 @@ export class OutputTokenCount {
 
   private send(text: string): void {
     if (text === '') return;
-    const counting: Promise<void> = countTokensAsync(text)
+    this.track(countTokensAsync(text));
+  }
+
+  private track(tokens: Promise<number>): void {
+    const counting: Promise<void> = tokens
       .then(
         (tokens) => void (this.counted += tokens),
         (error: unknown) => void (this.failure ??= { error }),

@@ -69,8 +69,11 @@ interface PlainAnswer {
 
 /** What the relay does with a stream's bytes on their way to the client, and what it reads on the way. */
 export interface StreamCodec {
-  /** The client's bytes for one upstream chunk (empty: none yet). Throwing breaks the stream off. */
-  push(chunk: Buffer): Buffer | string;
+  /**
+   * The client's bytes for one upstream chunk (empty: none yet), or the pieces they are made of (a large
+   * event relayed without copying it into one buffer first). Throwing breaks the stream off.
+   */
+  push(chunk: Buffer): Buffer | string | readonly Buffer[];
   /** True once the answer is complete before the upstream's stream ends (a translator saw its terminal event). */
   readonly complete: boolean;
   /** The upstream's stream ended: the last bytes held back. Throws when it ended too early. */

@@ -80,14 +80,16 @@ export class Relay extends Readable implements Interruptible {
 
   /** Sends one upstream chunk on, as the codec makes it; then reads on when the client and the count allow. */
   private relay(chunk: Buffer): void {
-    let out: Buffer | string;
+    let out: Buffer | string | readonly Buffer[];
     try {
       out = this.codec.push(chunk);
     } catch (error) {
       // An event over the size cap: the upstream is broken, and the stream ends with an error event.
       return this.fail(error);
     }
-    if (out.length > 0 && !this.push(out)) this.gate.full();
+    let room = true;
+    for (const piece of typeof out === 'string' || Buffer.isBuffer(out) ? [out] : out) if (piece.length > 0) room = this.push(piece) && room;
+    if (!room) this.gate.full();
     if (this.codec.complete) return this.complete();
     this.gate.waitFor(this.codec.read.behind());
   }

@@ -95,4 +95,15 @@ describe('bounded stream bookkeeping', function () {
     expect(await split.total()).to.equal(await whole.total());
     expect(await whole.total()).to.equal(slicedCount(text));
   });
+
+  it('counts an event of many hundred KiB in the tokenizer thread, the same tokens as its text', async () => {
+    // Large enough to be parsed in the tokenizer's thread rather than on the event loop.
+    const text = 'An image described at length, word after word. '.repeat(12_000);
+    const count = new OutputTokenCount('chat');
+    count.add(JSON.stringify({ choices: [{ delta: { content: 'Before it: ' } }] }));
+    count.add(JSON.stringify({ choices: [{ delta: { content: text } }] }));
+    count.add('[DONE]');
+    expect(text.length).to.be.greaterThan(512 * 1024);
+    expect(await count.total()).to.equal(slicedCount('Before it: ') + slicedCount(text));
+  });
 });

@@ -31,55 +31,85 @@ export function withUsageRequested(raw: Buffer, body: Json): Buffer {
   return Buffer.from(JSON.stringify({ ...parsed, stream_options: { ...options, include_usage: true } }));
 }
 
-const FRAME_END = Buffer.from('\n\n');
-const USAGE_NULL_LAST = ',"usage":null}';
-const USAGE_NULL_FIRST = '"usage":null,';
+const LF = 0x0a;
+const DATA_OBJECT = Buffer.from('data: {');
+const EMPTY_CHOICES = Buffer.from('"choices":[]');
+const USAGE_OBJECT = Buffer.from('"usage":{');
+const USAGE_NULL_LAST = Buffer.from(',"usage":null}');
+const USAGE_NULL_FIRST = Buffer.from('"usage":null,');
 
 /**
- * Removes what asking for usage added, frame by frame. Bytes of an unfinished frame wait for the rest
- * (never longer than one frame); the search resumes where it stopped, so the work is linear in the
- * stream's size however it is chunked.
+ * Removes what asking for usage added, frame by frame. Bytes of an unfinished frame are held as the
+ * pieces they came in and joined once, when the frame ends (never longer than one frame): each byte is
+ * looked at once, so the work is linear in the stream's size however it is chunked and however large
+ * one frame is.
  */
 export class UsageChunkRemover {
-  private pending: Buffer = Buffer.alloc(0);
-  /** Where the search for the next frame end resumes in `pending`. */
-  private searchFrom = 0;
+  /** The pieces of the frame under way. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  /** The last byte seen was a line feed: a line feed first in the next chunk ends the frame. */
+  private afterLf = false;
 
-  push(chunk: Buffer): Buffer {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+  /** The bytes to relay for `chunk`, as pieces: a frame with a field taken out is sent in two, never copied whole. */
+  push(chunk: Buffer): Buffer[] {
     const out: Buffer[] = [];
     let start = 0;
-    for (;;) {
-      const end = this.pending.indexOf(FRAME_END, Math.max(start, this.searchFrom));
-      if (end === -1) break;
-      const frame = this.pending.subarray(start, end + FRAME_END.length);
-      const kept = keptFrame(frame);
-      if (kept !== null) out.push(kept);
-      start = end + FRAME_END.length;
-      this.searchFrom = start;
+    let from = 0;
+    if (this.afterLf && chunk.length > 0 && chunk[0] === LF) {
+      this.emit(chunk, 0, 1, out);
+      start = from = 1;
     }
-    this.pending = this.pending.subarray(start);
-    // The last byte may be the first half of a frame end.
-    this.searchFrom = Math.max(0, this.pending.length - 1);
-    return out.length === 1 ? out[0] : Buffer.concat(out);
+    for (;;) {
+      const end = chunk.indexOf(LF, from);
+      if (end === -1 || end + 1 === chunk.length) break;
+      if (chunk[end + 1] !== LF) {
+        from = end + 1;
+        continue;
+      }
+      this.emit(chunk, start, end + 2, out);
+      start = from = end + 2;
+    }
+    if (start < chunk.length) {
+      this.pending.push(chunk.subarray(start));
+      this.pendingBytes += chunk.length - start;
+    }
+    this.afterLf = chunk.length > 0 ? chunk[chunk.length - 1] === LF : this.afterLf;
+    return out;
   }
 
   /** What is left when the stream ends: an unfinished frame is relayed as it came. */
   end(): Buffer {
-    const rest = this.pending;
-    this.pending = Buffer.alloc(0);
+    const rest = Buffer.concat(this.pending, this.pendingBytes);
+    this.pending = [];
+    this.pendingBytes = 0;
     return rest;
+  }
+
+  /** Ends the frame whose last bytes are `chunk[start, end)`, adding what is kept of it to `out`. */
+  private emit(chunk: Buffer, start: number, end: number, out: Buffer[]): void {
+    let frame = chunk.subarray(start, end);
+    if (this.pending.length > 0) {
+      this.pending.push(frame);
+      frame = Buffer.concat(this.pending, this.pendingBytes + frame.length);
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
+    const kept = keptFrame(frame);
+    if (kept !== null) out.push(...kept);
   }
 }
 
-/** The frame as the client would have received it without include_usage; null to drop it. */
-function keptFrame(frame: Buffer): Buffer | null {
-  const text = frame.toString('utf8');
-  if (!text.startsWith('data: {')) return frame;
-  if (text.includes('"choices":[]') && text.includes('"usage":{')) return null;
-  const last = text.lastIndexOf(USAGE_NULL_LAST);
-  if (last !== -1) return Buffer.from(text.slice(0, last) + text.slice(last + USAGE_NULL_LAST.length - 1));
-  const first = text.indexOf(USAGE_NULL_FIRST);
-  if (first !== -1) return Buffer.from(text.slice(0, first) + text.slice(first + USAGE_NULL_FIRST.length));
-  return frame;
+/**
+ * The frame as the client would have received it without include_usage, as the pieces to send; null to
+ * drop it. Searched as bytes: a frame of many MiB (an image in a chunk) is never decoded to text here.
+ */
+function keptFrame(frame: Buffer): Buffer[] | null {
+  if (!frame.subarray(0, DATA_OBJECT.length).equals(DATA_OBJECT)) return [frame];
+  if (frame.includes(EMPTY_CHOICES) && frame.includes(USAGE_OBJECT)) return null;
+  const last = frame.lastIndexOf(USAGE_NULL_LAST);
+  if (last !== -1) return [frame.subarray(0, last), frame.subarray(last + USAGE_NULL_LAST.length - 1)];
+  const first = frame.indexOf(USAGE_NULL_FIRST);
+  if (first !== -1) return [frame.subarray(0, first), frame.subarray(first + USAGE_NULL_FIRST.length)];
+  return [frame];
 }
