@@ -1,7 +1,7 @@
 /**
  * Tollgate for the compatibility suite: the repository's own gateway.yaml (so its model entries and
  * aliases are what the clients meet), its providers pointed at the mock upstream, started in this
- * process from the built dist/ with a fresh in-memory store and one key.
+ * process from the built dist/ with a fresh in-memory store, one key and one management token.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,5 +29,9 @@ export async function startTollgate(upstreamUrl) {
   });
   // Billing stays on, as users meet it: the key's account gets a balance no case can exhaust.
   await tollgate.store.credit({ accountId: tollgate.accountId, amount: 1_000_000n * 10n ** 9n, kind: 'admin', actor: 'client-suite', note: 'suite balance' });
-  return tollgate;
+  // A management token of the same account, for cases that read back what was charged through /api.
+  const { hashSecret, newManagementToken } = require(`${root}/dist/src/admin/secrets.js`);
+  const managementToken = newManagementToken();
+  await tollgate.store.createSession({ accountId: tollgate.accountId, hash: hashSecret(managementToken), kind: 'token', name: 'client-suite', expiresAt: null });
+  return Object.assign(tollgate, { managementToken });
 }

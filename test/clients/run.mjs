@@ -19,7 +19,7 @@ const started = Date.now();
 
 const upstream = await startMockUpstream();
 const tollgate = await startTollgate(upstream.url);
-const env = { url: tollgate.url, key: tollgate.key, upstream };
+const env = { url: tollgate.url, key: tollgate.key, managementToken: tollgate.managementToken, upstream };
 
 const results = [];
 for (const file of CASE_FILES) {
