@@ -50,7 +50,8 @@ export class OutputTokenCount {
       this.read();
       this.send(this.text);
       this.text = '';
-      this.track(countEventTokensAsync(this.endpoint, data));
+      // Handed over in a turn of its own: copying it to the thread is not added to the relay's turn.
+      this.track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => countEventTokensAsync(this.endpoint, data)));
       return;
     }
     this.events.push(data);
