@@ -12,6 +12,7 @@ const MAIN_LINKS: readonly NavLink[] = [
   { href: '/console', text: 'Dashboard' },
   { href: '/console/token', text: 'Tokens' },
   { href: '/console/topup', text: 'Top Up' },
+  { href: '/console/payments', text: 'Payments' },
   { href: '/console/usage', text: 'Usage' },
   { href: '/console/analytics', text: 'Analytics' },
   { href: '/console/sessions', text: 'Sessions' },
@@ -23,6 +24,7 @@ const MAIN_LINKS: readonly NavLink[] = [
 const ADMIN_LINKS: readonly NavLink[] = [
   { href: '/console/admin/accounts', text: 'Accounts' },
   { href: '/console/admin/codes', text: 'Codes' },
+  { href: '/console/admin/payments', text: 'Payments' },
   { href: '/console/admin/providers', text: 'Providers' },
   { href: '/console/admin/audit', text: 'Audit log' },
   { href: '/console/admin/gateway', text: 'Gateway totals' },

@@ -14,12 +14,16 @@ import { dashboardPage } from './pages/dashboard.js';
 import { pricesPage } from './pages/prices.js';
 import { tokensPage } from './pages/token.js';
 import { topupPage } from './pages/topup.js';
+import { paymentsPage } from './pages/payments.js';
+import { adminPaymentsPage } from './pages/admin-payments.js';
 import { usagePage } from './pages/usage.js';
 
 const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console', dashboardPage],
   ['/console/token', tokensPage],
   ['/console/topup', topupPage],
+  ['/console/payments', paymentsPage],
+  ['/console/admin/payments', adminPaymentsPage],
   ['/console/usage', usagePage],
   ['/console/analytics', analyticsPage],
   ['/console/sessions', sessionsPage],

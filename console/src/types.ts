@@ -212,3 +212,60 @@ export interface UsageRequest extends Usage {
   tool_lines: { tool: string; calls: number; price_per_thousand: string; cost: string }[];
   cache_hit_ratio: number | null;
 }
+
+/** One card payment order (GET /api/payments). */
+export interface Payment {
+  id: string;
+  account_id: string;
+  kind: 'checkout' | 'auto_recharge';
+  status: 'pending' | 'paid' | 'failed' | 'expired';
+  currency: string;
+  amount_minor: number;
+  amount: string;
+  credit: string;
+  refunded: string;
+  disputed: boolean;
+  receipt_url: string | null;
+  error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PaymentDebit {
+  id: string;
+  account_id: string;
+  order_id: string;
+  kind: 'refund' | 'dispute';
+  amount: string;
+  note: string | null;
+  created_at: string;
+}
+
+interface PaymentAmount {
+  amount_minor: number;
+  amount: string;
+  credit: string;
+}
+
+export interface PaymentOptions {
+  enabled: boolean;
+  currency?: string;
+  min?: PaymentAmount;
+  max?: PaymentAmount;
+  presets?: PaymentAmount[];
+  units_per_currency_unit?: string;
+}
+
+export interface AutoRechargeSettings {
+  enabled: boolean;
+  threshold: string;
+  amount_minor: number;
+  amount: string;
+  monthly_cap_minor: number;
+  monthly_cap: string;
+  card_saved: boolean;
+  failures: number;
+  last_error: string | null;
+  needs_action: boolean;
+  flagged: boolean;
+}

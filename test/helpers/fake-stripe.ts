@@ -225,6 +225,8 @@ export class FakeStripe {
       return reply(200, { ...intent, ...(expand.includes('latest_charge') && { latest_charge: charge }) });
     }
     if ((match = /^\/pay\/([^/]+)$/.exec(url.pathname)) !== null) return this.checkoutPage(match[1], req.method ?? 'GET', res);
+    // The checkout page's browser asks for an icon; none is not an error.
+    if (url.pathname === '/favicon.ico') return void res.writeHead(204).end();
     reply(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${url.pathname}).` } });
   }
 

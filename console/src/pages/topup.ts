@@ -7,7 +7,8 @@ import { loadInto } from '../load.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { statusLine } from '../status.js';
-import type { Credit } from '../types.js';
+import type { Credit, PaymentOptions } from '../types.js';
+import { autoRechargeSection, cardSection } from './topup-card.js';
 import { pageHeading, section } from '../ui.js';
 
 const HISTORY_LIMIT = 50;
@@ -42,10 +43,21 @@ export const topupPage: Page = {
       },
     });
 
+    const card = h('div');
     context.root.append(
-      pageHeading('Top Up', 'Add credit to your balance with a redemption code.'),
+      pageHeading('Top Up', 'Add credit to your balance by card or with a redemption code.'),
+      card,
       section('Redeem a code', form, status.element),
       section('Credit history', history));
     void refreshHistory();
+    // Card payments appear only when the operator set up Stripe.
+    void apiGet<PaymentOptions>('/api/payments/options', { signal: context.signal }).then((options) => {
+      if (!options.enabled) return;
+      const cancelled = context.query.get('cancelled');
+      card.append(
+        cancelled ? h('p', { class: 'hint' }, 'The payment was cancelled; nothing was charged.') : '',
+        cardSection(options),
+        autoRechargeSection(context, options.currency ?? ''));
+    }).catch(() => undefined);
   },
 };
