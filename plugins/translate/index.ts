@@ -8,6 +8,8 @@
  * Code calls) for an OpenAI-family model, which has no such endpoint upstream. The prompt is counted
  * with the o200k_base tokenizer, the encoding of OpenAI's current models.
  */
+import type { Logger } from 'pino';
+import type { GatewayConfig } from '../../src/config/types';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
 import type { PluginDefinition } from '../kit';
@@ -16,6 +18,32 @@ import { countTokensAsync } from '../../src/billing/tokenizer';
 import { requestText } from '../../src/protocols/request-text';
 import type { RouteTranslator } from '../../src/upstream/attempt';
 import { routeTranslator } from '../../src/upstream/route-translator';
+import { attemptOrder } from '../../src/routing/plan';
+import { closeRedis, connectRedis } from '../../src/shared-state/redis';
+import { LocalMintedStore, type MintedStore } from '../../src/translators/responses-to-messages/minted';
+import { RedisMintedStore } from '../../src/translators/responses-to-messages/minted-redis';
+import { readReferences, type ResponseReferences } from '../../src/translators/responses-to-messages/references';
+import { speaksNatively } from '../../src/wire';
+
+/** The minted-response table: in process, or shared through Redis when the gateway has one. */
+async function openMinted(gateway: GatewayConfig, logger: Logger): Promise<{ store: MintedStore; close(): Promise<void> }> {
+  const local = new LocalMintedStore();
+  if (gateway.redis.url === '') return { store: local, close: async () => undefined };
+  const redis = await connectRedis(gateway.redis, { connectionName: 'tollgate-minted' });
+  return { store: new RedisMintedStore(redis, `${gateway.redis.key_prefix}minted:`, local, logger), close: () => closeRedis(redis) };
+}
+
+/**
+ * What a Responses request refers to, read once for its account when a route of its model
+ * translates (a native route hands the ids to OpenAI, which resolves its own).
+ */
+async function referencesOf(ctx: GatewayContext, store: MintedStore, logger: Logger): Promise<ResponseReferences | undefined> {
+  const { endpoint, config } = ctx.state;
+  if (endpoint.id !== 'responses') return undefined;
+  const request = need(ctx, 'request');
+  if (attemptOrder(request.model, config).every((target) => speaksNatively(target.provider, endpoint))) return undefined;
+  return readReferences(store, ctx.state.auth?.account.id ?? '', request.body, logger);
+}
 
 /** The translate plugin's slot: how the request crosses to each target of the model. */
 interface TranslationState {
@@ -41,15 +69,18 @@ export const translatePlugin: PluginDefinition<'translate'> = {
   name: 'translate',
   priority: 800,
   dependsOn: ['upstream'],
-  setup() {
+  async setup(_config, kit) {
+    const minted = await openMinted(kit.config, kit.logger);
     return {
       service: undefined,
       handle: async function translatePlugin(ctx: GatewayContext, next: Next) {
         const { endpoint } = ctx.state;
         if (endpoint.id === 'count_tokens' && need(ctx, 'request').model.family === 'openai') return countLocally(ctx);
-        ctx.state.translation = { for: (target: Target) => routeTranslator(endpoint, target.provider, true) };
+        const references = await referencesOf(ctx, minted.store, kit.logger);
+        ctx.state.translation = { for: (target: Target) => routeTranslator(endpoint, target.provider, true, references) };
         await next();
       },
+      close: () => minted.close(),
     };
   },
 };

@@ -26,6 +26,8 @@ const ERRORS = {
   TOLLGATE_ERR_BODY_CONTENT_ENCODING: { status: 415, type: 'invalid_request_error', code: 'unsupported_content_encoding' },
   TOLLGATE_ERR_BODY_INVALID_ENCODING: { status: 400, type: 'invalid_request_error', code: 'invalid_content_encoding' },
   TOLLGATE_ERR_REQUEST_INVALID: { status: 400, type: 'invalid_request_error', code: 'invalid_value' },
+  /** A `previous_response_id` or item reference a translated model cannot resolve: OpenAI's own code, so clients resend the history. */
+  TOLLGATE_ERR_PREVIOUS_RESPONSE_NOT_FOUND: { status: 400, type: 'invalid_request_error', code: 'previous_response_not_found' },
   /** A priced service (a tier, a priced anthropic-beta) the model has no rates for (`billing/asked-service.ts`). */
   TOLLGATE_ERR_SERVICE_NOT_OFFERED: { status: 400, type: 'invalid_request_error', code: 'service_not_offered', retry: false },
   TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'invalid_request_error', code: 'model_not_found' },

@@ -11,6 +11,7 @@ import { wireOf, type WireFamily } from '../wire';
 import { chatToMessages } from './chat-to-messages';
 import { messagesToChat } from './messages-to-chat';
 import { responsesToMessages } from './responses-to-messages';
+import type { ResponseReferences } from './responses-to-messages/references';
 import { ToolNameMap } from './tool-names';
 import type { TranslationContext, Translator } from './types';
 
@@ -39,8 +40,14 @@ export function translatorFor(endpoint: Endpoint, family: WireFamily | null): Tr
 }
 
 /** A fresh context for one attempt at `target`: tool names are mapped per attempt, per upstream. */
-export function translationContext(model: ModelConfig, target: Target, clientBody: Readonly<Record<string, unknown>>): TranslationContext {
+export function translationContext(
+  model: ModelConfig,
+  target: Target,
+  clientBody: Readonly<Record<string, unknown>>,
+  references?: ResponseReferences,
+): TranslationContext {
   return {
+    references,
     model,
     upstreamModel: target.route.upstream_model,
     provider: target.provider,

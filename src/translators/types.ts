@@ -8,6 +8,7 @@ import type { GatewayError } from '../kernel/errors';
 import type { SseEvent } from '../protocols/sse';
 import type { EndpointId, Usage } from '../protocols/types';
 import type { WireFamily } from '../wire/types';
+import type { ResponseReferences } from './responses-to-messages/references';
 import type { ToolNameMap } from './tool-names';
 
 /** The pairs Tollgate translates, named client side first. */
@@ -24,6 +25,8 @@ export interface TranslationContext {
   readonly toolNames: ToolNameMap;
   /** The client's parsed request body. */
   readonly clientBody: Readonly<Record<string, unknown>>;
+  /** Responses only: the minted responses the request refers to, read for its account; none when absent. */
+  readonly references?: ResponseReferences;
 }
 
 /** One streamed exchange: upstream SSE events in, client SSE frames out, one call per event. */

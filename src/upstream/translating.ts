@@ -11,6 +11,7 @@ import { OutputTokenCount } from '../protocols/output-count';
 import { replyText } from '../protocols/output-text';
 import type { Target } from '../routing/resolve';
 import { translationContext, type Translator } from '../translators';
+import type { ResponseReferences } from '../translators/responses-to-messages/references';
 import type { StreamTranslation } from '../translators/types';
 import { wireOf } from '../wire';
 import type { FrameParser } from '../wire/types';
@@ -19,21 +20,23 @@ import { translatedRequestHeaders } from './headers';
 
 const SSE = 'text/event-stream; charset=utf-8';
 
-/** The route translator of each translator, made once. */
+/** The route translator of each translator without references, made once. */
 const ROUTES = new WeakMap<Translator, RouteTranslator>();
 
-export function translating(translator: Translator): RouteTranslator {
+/** `references`: the minted responses a Responses request refers to, read for its account. */
+export function translating(translator: Translator, references?: ResponseReferences): RouteTranslator {
+  if (references !== undefined) return { begin: (ctx, target) => translatedLeg(ctx, target, translator, references) };
   let route = ROUTES.get(translator);
   if (route === undefined) ROUTES.set(translator, (route = { begin: (ctx, target) => translatedLeg(ctx, target, translator) }));
   return route;
 }
 
-function translatedLeg(ctx: GatewayContext, target: Target, translator: Translator): AttemptLeg {
+function translatedLeg(ctx: GatewayContext, target: Target, translator: Translator, references?: ResponseReferences): AttemptLeg {
   const request = need(ctx, 'request');
   const { provider } = target;
   const wire = wireOf(provider);
   // Tool names are mapped per attempt: each upstream has its own limits.
-  const context = translationContext(request.model, target, request.body);
+  const context = translationContext(request.model, target, request.body, references);
   const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };
   return {
     call,

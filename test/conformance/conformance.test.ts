@@ -38,7 +38,7 @@ interface Fixture {
   readonly provider?: Partial<ProviderConfig>;
   readonly client?: Json;
   readonly upstream?: unknown;
-  readonly error?: { status: number; param?: string; message_includes?: string; details?: Json };
+  readonly error?: { status: number; param?: string; message_includes?: string; code?: string; details?: Json };
   readonly expected?: unknown;
   readonly end?: 'delivered' | 'failed';
   readonly usage?: Json | null;
@@ -131,6 +131,7 @@ function runRequest(translator: Translator, pair: TranslatorPair, fixture: Fixtu
     expect(error.status).to.equal(fixture.error.status);
     if (fixture.error.param !== undefined) expect(error.param).to.equal(fixture.error.param);
     if (fixture.error.message_includes !== undefined) expect(error.message).to.include(fixture.error.message_includes);
+    if (fixture.error.code !== undefined) expect(error.spec.code).to.equal(fixture.error.code);
     if (fixture.error.details !== undefined) expect(error.details).to.deep.equal(fixture.error.details);
     return;
   }

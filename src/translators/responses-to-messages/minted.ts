@@ -1,9 +1,9 @@
 /**
- * The responses Tollgate minted for Claude models, kept for a short while in this process so a client
- * can refer back to them as it would to OpenAI's stored ones: `previous_response_id` continues the
- * conversation a response ended, and `item_reference` names one of its output items. Bounded in age,
- * in count and in size; a reference to anything older (or to another instance's response) is refused
- * with a 400 that says to send the conversation itself.
+ * The responses Tollgate minted for Claude models, kept for a short while so a client can refer back
+ * to them as it would to OpenAI's stored ones: `previous_response_id` continues the conversation a
+ * response ended, and `item_reference` names one of its output items. Bounded in age, in count and in
+ * size, and scoped to the account that minted them: another account's id is as unknown as a made-up
+ * one. This file is the in-process table; `minted-redis.ts` shares it between instances.
  *
  * Each response keeps only its own turn (the request's input, the reply's output) and the id of the
  * response it continued, so a conversation carried by previous_response_id costs its length once,
@@ -13,6 +13,8 @@ import type { Json } from '../../json';
 
 /** How long a minted response can be referred to. */
 export const MINTED_TTL_MS = 30 * 60 * 1000;
+/** Longest chain of previous_response_id links followed; deeper conversations are refused as unknown. */
+const MAX_CHAIN = 1000;
 
 export interface MintedLimits {
   readonly responses: number;
@@ -22,8 +24,21 @@ export interface MintedLimits {
 }
 
 const DEFAULT_LIMITS: MintedLimits = { responses: 2000, chars: 64 * 1024 * 1024, items: 20000 };
-/** Longest chain of previous_response_id links followed; deeper conversations are refused as unknown. */
-const MAX_CHAIN = 1000;
+
+/** One kept response: its turn, and the response that turn continued. */
+export interface MintedTurn {
+  readonly previous: string | null;
+  readonly input: readonly Json[];
+  readonly output: readonly Json[];
+}
+
+/** Where minted responses live; `scope` is the account that minted them. */
+export interface MintedStore {
+  remember(scope: string, id: string, turn: MintedTurn): Promise<void>;
+  /** The whole conversation response `id` ended, or undefined when any link of it is not kept. */
+  conversation(scope: string, id: string): Promise<Json[] | undefined>;
+  item(scope: string, id: string): Promise<Json | undefined>;
+}
 
 interface Entry<T> {
   readonly value: T;
@@ -67,14 +82,26 @@ class BoundedMap<T> {
   }
 }
 
-/** One kept response: its turn, and the response that turn continued. */
-interface MintedTurn {
-  readonly previous: string | null;
-  readonly input: readonly Json[];
-  readonly output: readonly Json[];
+/** The characters a turn costs the table. */
+export function turnSize(turn: MintedTurn): number {
+  return JSON.stringify(turn.input).length + JSON.stringify(turn.output).length;
 }
 
-export class MintedResponses {
+/** Follows previous_response_id links back from `id` with `read`; undefined when one is missing. */
+export async function chainedConversation(id: string, read: (id: string) => Promise<MintedTurn | undefined>): Promise<Json[] | undefined> {
+  const turns: MintedTurn[] = [];
+  for (let next: string | null = id; next !== null; ) {
+    if (turns.length === MAX_CHAIN) return undefined;
+    const turn = await read(next);
+    if (turn === undefined) return undefined;
+    turns.push(turn);
+    next = turn.previous;
+  }
+  return turns.reverse().flatMap((turn) => [...turn.input, ...turn.output]);
+}
+
+/** The table in this process. */
+export class LocalMintedStore implements MintedStore {
   private readonly turns: BoundedMap<MintedTurn>;
   private readonly items: BoundedMap<Json>;
 
@@ -86,31 +113,23 @@ export class MintedResponses {
     this.items = new BoundedMap(limits.items);
   }
 
-  /** Keeps response `id`: the input it answered (after `previous`, if it continued one) and its output items. */
-  remember(id: string, previous: string | null, input: readonly Json[], output: readonly Json[]): void {
+  remember(scope: string, id: string, turn: MintedTurn): Promise<void> {
     const now = this.clock();
-    const size = JSON.stringify(input).length + JSON.stringify(output).length;
-    this.turns.set(id, { previous, input, output }, now, size);
-    for (const item of output) if (typeof item.id === 'string') this.items.set(item.id, item, now);
+    this.turns.set(scoped(scope, id), turn, now, turnSize(turn));
+    for (const item of turn.output) if (typeof item.id === 'string') this.items.set(scoped(scope, item.id), item, now);
+    return Promise.resolve();
   }
 
-  /** The whole conversation response `id` ended, or undefined when any link of it is no longer kept. */
-  conversation(id: string): Json[] | undefined {
+  conversation(scope: string, id: string): Promise<Json[] | undefined> {
     const now = this.clock();
-    const turns: MintedTurn[] = [];
-    for (let next: string | null = id; next !== null; ) {
-      const turn = this.turns.get(next, now);
-      if (turn === undefined || turns.length === MAX_CHAIN) return undefined;
-      turns.push(turn);
-      next = turn.previous;
-    }
-    return turns.reverse().flatMap((turn) => [...turn.input, ...turn.output]);
+    return chainedConversation(id, (link) => Promise.resolve(this.turns.get(scoped(scope, link), now)));
   }
 
-  item(id: string): Json | undefined {
-    return this.items.get(id, this.clock());
+  item(scope: string, id: string): Promise<Json | undefined> {
+    return Promise.resolve(this.items.get(scoped(scope, id), this.clock()));
   }
 }
 
-/** The process's minted responses, shared by every request the Responses translator handles. */
-export const mintedResponses = new MintedResponses();
+function scoped(scope: string, id: string): string {
+  return `${scope}\n${id}`;
+}

@@ -11,13 +11,14 @@ import { messagesRequest, type MessagesDialect } from '../to-messages/request';
 import type { TranslationContext } from '../types';
 import { conversationFor } from './conversation';
 import { expandedInput } from './expanded-input';
+import { NO_REFERENCES } from './references';
 import { formatFor, maxTokensFor, metadataFor, reasoningFor } from './output';
 import { toolChoiceFor, toolsFor } from './tools';
 
 /** How a Responses request spells each part of a Messages request; Responses has no stop sequences. */
 const RESPONSES_DIALECT: MessagesDialect = {
   rejectUnmappable: rejectServerState,
-  conversation: (body, toolNames) => conversationFor({ ...body, input: expandedInput(body) }, toolNames),
+  conversation: conversationFor,
   maxTokens: (body, model) => maxTokensFor(body.max_output_tokens, model),
   reasoning: (body, model, maxTokens) => reasoningFor(body.reasoning, model, maxTokens),
   effortParam: 'reasoning.effort',
@@ -29,12 +30,13 @@ const RESPONSES_DIALECT: MessagesDialect = {
 
 /** The Messages body for `ctx.clientBody`; see `messagesRequest` for the order of its keys. */
 export function responsesToMessagesRequest(ctx: TranslationContext): Record<string, unknown> {
-  return messagesRequest(ctx, RESPONSES_DIALECT);
+  const input = expandedInput(ctx.clientBody, ctx.references ?? NO_REFERENCES);
+  return messagesRequest({ ...ctx, clientBody: { ...ctx.clientBody, input } }, RESPONSES_DIALECT);
 }
 
 /**
  * Fields that ask OpenAI to keep or fetch state on its side that Tollgate does not keep for Anthropic
- * models (its own recent responses it does keep: see expanded-input.ts), so ignoring them would
+ * models (its own recent responses it does keep: see minted.ts), so ignoring them would
  * answer a request the client never sent.
  */
 function rejectServerState(body: Readonly<Json>, model: ModelConfig): void {
