@@ -63,6 +63,13 @@ export interface BalanceBook {
   adopt?(charges: readonly AdoptedCharge[]): Promise<void>;
   /** The id under which a book with its own copy (Redis) counts this instance's unwritten charges. */
   readonly instance?: string;
+  /**
+   * Says where this instance's outbox is (null: it is drained and closing), so a check made while the
+   * instance is stopped knows its unwritten charges are kept, not lost.
+   */
+  registerOutbox?(where: string | null): Promise<void>;
+  /** Instances that stopped with charges in their outboxes: their `unwritten` is on its way, not drift. */
+  stoppedOutboxes?(): Promise<StoppedOutbox[]>;
   /** Told when the ledger writer has written charges (a book that counts queued charges itself). */
   written?(charges: readonly ChargeRecord[]): void;
   /** Whether the book's back end answers, for readiness. */
@@ -74,6 +81,15 @@ export interface BalanceBook {
 export interface AdoptedCharge {
   readonly charge: ChargeRecord;
   readonly instance: string | null;
+}
+
+export interface StoppedOutbox {
+  readonly instance: string;
+  /** Host and folder of its outbox. */
+  readonly where: string;
+  readonly accounts: number;
+  /** The `unwritten` it left, in nano-units. */
+  readonly amount: bigint;
 }
 
 /** An account whose live balance is not what the ledger says (plus charges not yet written). */

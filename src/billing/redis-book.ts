@@ -19,7 +19,7 @@ import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
-import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift } from './book';
+import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift, type StoppedOutbox } from './book';
 import { chargedInPeriod, PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 
@@ -242,7 +242,39 @@ export class RedisBook implements BalanceBook {
     for (const { accountId, from, amount } of moves.values()) {
       await this.script('adopt', [this.accountKey(accountId)], [String(amount), from, this.instance]);
     }
+    // What is left under those instances was never in an outbox: lost, and drift from now on.
+    const from = [...new Set([...moves.values()].map((move) => move.from))];
+    if (from.length > 0) await this.guard(() => this.redis.del(...from.map((instance) => this.outboxKey(instance))));
   }
+
+  /** Kept without expiry: outlives the heartbeat, so a stopped instance's charges read as on their way. */
+  async registerOutbox(where: string | null): Promise<void> {
+    if (where === null) await this.guard(() => this.redis.del(this.outboxKey(this.instance)));
+    else await this.guard(() => this.redis.set(this.outboxKey(this.instance), where));
+  }
+
+  /** Stopped instances (no heartbeat) whose outbox is registered, with the `unwritten` they left. */
+  async stoppedOutboxes(): Promise<StoppedOutbox[]> {
+    const registered = await this.scanKeys(`${this.prefix}outbox:*`);
+    const stopped: StoppedOutbox[] = [];
+    for (const key of registered) {
+      const instance = key.slice(`${this.prefix}outbox:`.length);
+      const [where, alive] = await this.guard(() => Promise.all([this.redis.get(key), this.redis.exists(this.instanceKey(instance))]));
+      if (where === null || alive === 1) continue;
+      let accounts = 0;
+      let amount = 0n;
+      for (const account of await this.scanKeys(`${this.prefix}account:*`)) {
+        const left = await this.guard(() => this.redis.hget(account, `unwritten:${instance}`));
+        if (left === null || left === '0') continue;
+        accounts += 1;
+        amount += BigInt(left);
+      }
+      if (accounts > 0) stopped.push({ instance, where, accounts, amount });
+    }
+    return stopped;
+  }
+
+
 
   /** The ledger has the charges: they leave the accounts' and budgets' `unwritten` figures (see the settle script). */
   written(charges: readonly ChargeRecord[]): void {
@@ -297,7 +329,9 @@ export class RedisBook implements BalanceBook {
     const alive = new Set<string>();
     if (instances.length > 0) {
       const exists = await this.guard(() => this.redis.mget(...instances.map((instance) => this.instanceKey(instance))));
-      instances.forEach((instance, index) => exists[index] !== null && alive.add(instance));
+      // A stopped instance with a registered outbox keeps its charges there: on their way, not lost.
+      const outboxes = await this.guard(() => this.redis.mget(...instances.map((instance) => this.outboxKey(instance))));
+      instances.forEach((instance, index) => (exists[index] !== null || outboxes[index] !== null) && alive.add(instance));
     }
     const drifts: AccountDrift[] = [];
     totals.forEach((account, index) => {
@@ -487,6 +521,10 @@ export class RedisBook implements BalanceBook {
 
   private holdKey(requestId: string): string {
     return `${this.prefix}hold:${requestId}`;
+  }
+
+  private outboxKey(instance: string): string {
+    return `${this.prefix}outbox:${instance}`;
   }
 
   private fenceKey(accountId: string): string {

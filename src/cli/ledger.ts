@@ -5,6 +5,7 @@
  */
 import type { BalanceBook, BudgetDrift } from '../billing/book';
 import { formatUnits } from '../billing/money';
+import { scanOutboxes } from '../billing/outbox-scan';
 import type { LedgerTotals, Store } from '../store/store';
 
 /** What is wrong with one account's totals; empty when nothing is. */
@@ -39,6 +40,30 @@ export async function verifyLedgerCommand(store: Store, out: (line: string) => v
   }
   out(drifted === 0 ? `ledger OK: ${all.length} accounts checked` : `ledger DRIFT: ${drifted} of ${all.length} accounts differ from their ledger`);
   return { accounts: all.length, drifted };
+}
+
+/**
+ * Charges on their way to the ledger, not drift: what outboxes on this disk hold (a gateway draining
+ * them, or a stopped one that writes them at its next start) and, with Redis, what instances that
+ * stopped left in their outboxes elsewhere. Prints one OUTBOX line each; changes no exit code.
+ */
+export async function reportOutboxes(outboxPath: string, book: BalanceBook, out: (line: string) => void): Promise<void> {
+  for (const holding of scanOutboxes(outboxPath)) {
+    const who = holding.owner !== null && pidAlive(holding.owner) ? `gateway pid ${holding.owner} is draining them` : 'written when a gateway starts with this folder';
+    out(`OUTBOX ${holding.dir}: ${holding.charges} charges (${formatUnits(holding.amount)}) not in the ledger yet; ${who}`);
+  }
+  for (const pending of (await book.stoppedOutboxes?.()) ?? []) {
+    out(`OUTBOX instance ${pending.instance} (${pending.where}), stopped: ${formatUnits(pending.amount)} on ${pending.accounts} accounts not in the ledger yet; written when it starts again (not counted as drift)`);
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ import pino from 'pino';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { acquireOutbox, Outbox, releaseOutbox } from '../../src/billing/outbox';
 import { encodeRecord, readRecords } from '../../src/billing/outbox-record';
+import { scanOutboxes } from '../../src/billing/outbox-scan';
 import type { ChargeRecord } from '../../src/store/store';
 import { SqliteStore } from '../../src/store/sqlite';
 import { captureLogger } from '../helpers/capture-logger';
@@ -150,6 +151,23 @@ describe('billing/outbox', () => {
     expect(outbox.writeError).to.equal(null);
     await outbox.close();
     expect(Outbox.open(dir, { syncMs: 5, logger: silent }).takeReplay().map(({ record }) => record.id)).to.deep.equal(['a']);
+  });
+
+  it('is read by ledger verify without its lock: what each folder (siblings and workers too) still holds', async () => {
+    const first = Outbox.open(path.join(dir, 'outbox'), { syncMs: 5, logger: silent });
+    const entries = ['a', 'b', 'c'].map((id, i) => first.append({ kind: 'charge', id, instance: null, row: { ...row(id), cost: BigInt(i + 1) } }));
+    first.drained([entries[0]]);
+    await first.synced();
+    const worker = Outbox.open(path.join(dir, 'outbox', 'worker-2'), { syncMs: 5, logger: silent });
+    worker.append({ kind: 'charge', id: 'w', instance: null, row: { ...row('w'), cost: 10n } });
+    await worker.close();
+    const sibling = Outbox.open(path.join(dir, 'outbox-2'), { syncMs: 5, logger: silent });
+    await sibling.close();
+    expect(scanOutboxes(path.join(dir, 'outbox'))).to.deep.equal([
+      { dir: path.join(dir, 'outbox'), charges: 2, amount: 5n, owner: process.pid },
+      { dir: path.join(dir, 'outbox', 'worker-2'), charges: 1, amount: 10n, owner: null },
+    ]);
+    await first.close();
   });
 
   describe('behind the ledger writer', () => {

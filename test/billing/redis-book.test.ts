@@ -268,6 +268,28 @@ describe('billing/RedisBook', function () {
     expect((error as Error).message).to.match(/no account/);
   });
 
+  it('counts a stopped instance\'s charges as on their way while its outbox is registered, and as its own once replayed', async () => {
+    const ids = await newAccount(1000n);
+    const stopped = await openRedisBook(config, store);
+    expect((await hold(stopped, ids, 'outbox-1', 300n)).ok).to.equal(true);
+    await stopped.settle(charge(ids, 'outbox-1', 300n));
+    await stopped.registerOutbox('host-a:/data/outbox');
+    await stopped.close(); // its heartbeat ends; the charge is in its outbox, not in the ledger
+    const totals = (await store.ledgerTotals()).filter((each) => each.accountId === ids.accountId);
+    expect(await bookB.drift(totals), 'not drift while its outbox holds it').to.deep.equal([]);
+    expect(await bookB.stoppedOutboxes()).to.deep.equal([{ instance: stopped.instance, where: 'host-a:/data/outbox', accounts: 1, amount: 300n }]);
+
+    // Restarted as bookB: the replayed charge moves to bookB's figure, the registration goes.
+    await bookB.adopt([{ charge: charge(ids, 'outbox-1', 300n), instance: stopped.instance }]);
+    expect(await bookB.stoppedOutboxes()).to.deep.equal([]);
+    expect(await bookB.drift(totals), 'bookB is alive and has it queued').to.deep.equal([]);
+    await store.recordCharges([charge(ids, 'outbox-1', 300n)]);
+    bookB.written([charge(ids, 'outbox-1', 300n)]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await bookB.drift((await store.ledgerTotals()).filter((each) => each.accountId === ids.accountId))).to.deep.equal([]);
+    expect(await raw!.hget(`${prefix}account:${ids.accountId}`, `unwritten:${stopped.instance}`), 'nothing left under the stopped instance').to.equal(null);
+  });
+
   it('answers ping while Redis answers', async () => {
     expect(await bookA.ping()).to.equal(true);
   });

@@ -325,6 +325,10 @@ describe('faults: the ledger outbox, SQLite (write lock held by another connecti
     expect(last.ok && last.record.kind).to.equal('charge');
     const tornId = last.ok ? last.record.id : '';
     truncateSync(newest, last.offset + (last.ok ? last.bytes : 0) - 5);
+    // While it is down, ledger verify names the outbox and what it holds, and finds no drift.
+    const verify = ledgerVerify(dir);
+    expect(verify.status, verify.out).to.equal(0);
+    expect(verify.out).to.match(new RegExp(`OUTBOX ${folder.replace(/[/\\.]/g, '\\$&')}: \\d+ charges \\([\\d.]+\\) not in the ledger yet; written when a gateway starts with this folder`));
 
     gateway = await serve(dir);
     const served = load.served.filter((each) => each.at < killedAt!);
