@@ -4,7 +4,8 @@
  * console asks for. Prints figures (median of RUNS runs, milliseconds); asserts nothing. PostgreSQL is
  * skipped with a line saying so when it is not reachable.
  *
- *   npm run build && node dist/bench/usage-summary.js          (CHARGES=… RUNS=… to change them)
+ *   npm run build && node dist/bench/usage-summary.js          (CHARGES=… RUNS=… to change them;
+ *                                                              SKIP_SQLITE=1 or SKIP_POSTGRES=1 for one store)
  *
  * The ledger: 100 accounts of 3 keys each, account 0 making a fifth of all requests (the heavy user),
  * 8 models, 3 providers, half the requests in sessions of 100, one in 50 a 502.
@@ -176,6 +177,7 @@ function report(name: string, result: Figures): Figures {
 async function main(): Promise<void> {
   console.log(`Usage summaries over ${CHARGES.toLocaleString('en-US')} charges (${SPAN_DAYS} days, ${ACCOUNTS} accounts), median of ${RUNS} runs, ms`);
   if (process.env.SKIP_SQLITE !== '1') await sqlite();
+  if (process.env.SKIP_POSTGRES === '1') return;
   if ((await postgres()) === null) console.log(`\nPostgreSQL: skipped, not reachable at ${PG_ADMIN_URL}`);
 }
 

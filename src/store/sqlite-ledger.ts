@@ -38,7 +38,8 @@ function newId(prefix: 'cr_' | 'rc_'): string {
 
 const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
 
-const SUMMARY_DIALECT: SummaryDialect<number> = {
+/** How the shared summary SQL reads in SQLite (exported for the query-plan test). */
+export const SUMMARY_DIALECT: SummaryDialect<number> = {
   day: 'created_at / 86400000',
   models: 'group_concat(DISTINCT model)',
   text: (expression) => `CAST(COALESCE(${expression}, 0) AS TEXT)`,

@@ -370,6 +370,28 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX budget_alerts_undelivered ON budget_alerts (created_at) WHERE delivered_at IS NULL;
     `,
   },
+  {
+    version: 12,
+    description: 'usage summaries answered from indexes alone: by time across accounts, by account and time',
+    sql: `
+      -- Every column a usage summary groups or sums rides in the two indexes its ranges are read
+      -- through, so a summary over a million charges never reads the table. Each replaces an index
+      -- with the same leading columns: a charge still updates as many indexes as before (wider ones).
+      -- The operator's summaries across accounts: a time range of every account.
+      CREATE INDEX charges_time_totals ON charges (
+        created_at, account_id, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens
+      );
+      DROP INDEX charges_time;
+      -- An account's own summaries and spend; across accounts, the summary by account reads it in
+      -- account order and needs no sort.
+      CREATE INDEX charges_account_totals ON charges (
+        account_id, created_at, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens
+      );
+      DROP INDEX charges_account_time;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
