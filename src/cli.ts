@@ -48,18 +48,26 @@ Commands:
                                               or month of local time in TZ (default UTC); --none
                                               removes it (its role's default in gateway.yaml applies)
   account disable NAME                        refuse the account's keys and end its console sessions
+                                              and management tokens (enabling restores none of them)
   account enable NAME                         let a disabled account in again
-  account password NAME [--password-stdin]    set a new console password (generated unless given)
-  account token NAME [--name LABEL]           print a management token (tgm_…) for scripts calling /api
+  account password NAME [--password-stdin]    set a new console password (generated unless given);
+                                              ends every console session and management token
+  account reset-2fa NAME                      remove the account's two-factor sign-in (a lost phone)
+                                              and end its sessions and tokens
+  account token NAME [--name LABEL] [--days N]
+                                              print a management token (tgm_…) for scripts calling
+                                              /api; it expires after N days (default 90)
   key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]
-             [--rpm N] [--tpm N] [--concurrency N]
+             [--rpm N] [--tpm N] [--concurrency N] [--allowed-networks CIDR,CIDR]
                                               create an API key; the key is the LAST line printed
-                                              and is shown only this once
+                                              and is shown only this once. The limits are the
+                                              operator's: the owner can tighten, never loosen them
   key list [--account NAME] [--json]          list keys (prefix…last4 only, never the full key)
   key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm N|none] [--tpm N|none]
-                [--concurrency N|none]
-                                              change what a key may spend, which models it may use
-                                              and its own rate limits (the operator's still apply)
+                [--concurrency N|none] [--allowed-networks CIDR,CIDR|any]
+                                              change the operator's limits on a key: what it may
+                                              spend, which models, how fast, from which networks
+                                              (the owner's own tighter limits still apply)
   key budget ID --amount A --period day|week|month [--timezone TZ] | --none
                                               most the key may spend per period, on top of its
                                               account's; --none removes it

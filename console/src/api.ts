@@ -1,5 +1,6 @@
 // The one way the console talks to the management API: JSON in and out, the CSRF
 // header on state-changing requests, and every failure turned into an ApiError.
+import { navigate } from './router.js';
 
 export class ApiError extends Error {
   constructor(
@@ -63,8 +64,8 @@ export function apiPut<T>(path: string, body: unknown, options?: RequestOptions)
   return request<T>('PUT', path, body, options);
 }
 
-export function apiDelete<T>(path: string, options?: RequestOptions): Promise<T> {
-  return request<T>('DELETE', path, undefined, options);
+export function apiDelete<T>(path: string, options?: RequestOptions, body?: unknown): Promise<T> {
+  return request<T>('DELETE', path, body, options);
 }
 
 async function request<T>(method: Method, path: string, body: unknown, options?: RequestOptions): Promise<T> {
@@ -76,6 +77,8 @@ async function request<T>(method: Method, path: string, body: unknown, options?:
   if (!response.ok) {
     const error = await toApiError(response);
     if (error.code === 'unauthenticated') onUnauthenticated?.();
+    // The account must enrol a second factor first: the Account page is where that happens.
+    if (error.code === 'two_factor_enrolment_required' && !window.location.pathname.startsWith('/console/account')) navigate('/console/account');
     throw error;
   }
   return readBody<T>(response);

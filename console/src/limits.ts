@@ -3,12 +3,13 @@
 import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, valueOf } from './forms.js';
 import { h, type Child } from './dom.js';
 import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, isDecimal } from './money.js';
-import type { ApiKey, RateLimits } from './types.js';
+import type { ApiKey, OperatorLimits, RateLimits } from './types.js';
 
 export interface KeyLimits {
   spend_limit: string | null;
   models: string[] | null;
   rate_limits: RateLimits | null;
+  allowed_networks: string[] | null;
 }
 
 const RATE_FIELDS: ReadonlyArray<{ name: keyof RateLimits; label: string }> = [
@@ -50,7 +51,27 @@ export function limitFields(availableModels: readonly string[] | null, key?: Api
         value: key?.rate_limits?.[field.name] ?? '',
         attrs: { min: 1, step: 1, inputmode: 'numeric' },
       }))),
+    inputField({
+      name: 'allowed_networks',
+      label: 'Allowed networks',
+      value: key?.allowed_networks?.join(', ') ?? '',
+      hint: 'Addresses or networks this token may be used from, comma-separated (10.0.0.0/8, 2001:db8::/32). Leave empty for anywhere.',
+      attrs: { autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. 203.0.113.0/24' },
+    }),
+    ...(key?.operator_limits ? [h('p', { class: 'hint', 'data-testid': 'operator-limits' }, `Set by the operator: ${describeOperatorLimits(key.operator_limits)}. You can tighten these, not loosen them.`)] : []),
   ];
+}
+
+/** The operator's limits in a sentence; "none" when they set nothing. */
+export function describeOperatorLimits(limits: OperatorLimits | null): string {
+  if (!limits) return 'none';
+  const parts = [
+    limits.spend_limit !== null ? `spend limit ${limits.spend_limit}` : null,
+    limits.models !== null ? `models ${limits.models.join(', ')}` : null,
+    limits.rate_limits !== null ? describeRateLimits(limits.rate_limits) : null,
+    limits.allowed_networks !== null ? `networks ${limits.allowed_networks.join(', ')}` : null,
+  ].filter((part): part is string => part !== null);
+  return parts.length ? parts.join(' · ') : 'none';
 }
 
 /** Reads the limit fields; empty means "no limit" (null). */
@@ -58,10 +79,12 @@ export function readLimits(form: HTMLFormElement): KeyLimits {
   const spendLimit = valueOf(form, 'spend_limit');
   if (spendLimit && !isDecimal(spendLimit)) throw new FieldError('spend_limit', AMOUNT_PATTERN_MESSAGE);
   const models = checkedValues(form, 'model');
+  const networks = valueOf(form, 'allowed_networks').split(/[\s,]+/).filter((network) => network !== '');
   return {
     spend_limit: spendLimit || null,
     models: models.length ? models : null,
     rate_limits: readRateLimits(form),
+    allowed_networks: networks.length ? networks : null,
   };
 }
 

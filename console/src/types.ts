@@ -20,6 +20,29 @@ export interface AdminAccount extends Account {
 export interface SessionResponse {
   account: Account;
   csrf_token: string;
+  /** At login: the account must enrol a second factor before anything else. */
+  enrol_2fa?: boolean;
+}
+
+export interface TwoFactorState {
+  enabled: boolean;
+  recovery_codes_left: number;
+  required: boolean;
+}
+
+export interface TwoFactorEnrolment {
+  secret: string;
+  uri: string;
+  qr: { size: number; modules: string };
+}
+
+export interface ConsoleSession {
+  id: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  user_agent: string | null;
+  current: boolean;
 }
 
 export interface Meta {
@@ -82,6 +105,16 @@ export interface ApiKey {
   last_used_at?: string | null;
   spent_today?: string;
   spent_month?: string;
+  allowed_networks: string[] | null;
+  operator_limits: OperatorLimits | null;
+}
+
+/** What an operator set on a key: the owner can tighten it, never loosen it. */
+export interface OperatorLimits {
+  spend_limit: string | null;
+  models: string[] | null;
+  rate_limits: RateLimits | null;
+  allowed_networks: string[] | null;
 }
 
 export interface Credit {
@@ -125,6 +158,8 @@ export interface ManagementToken {
   id: string;
   name: string;
   created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
 }
 
 export interface RedemptionCode {

@@ -8,6 +8,7 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
+import { NetworkList } from '../../src/auth/networks';
 import type { GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
@@ -80,6 +81,42 @@ function modelAllowed({ key }: AuthState, { model }: ParsedRequest): GatewayErro
 
 const RULES: readonly Rule[] = [modelAllowed];
 
+/** A key's allowed networks, compiled: the owner's and the operator's (a request must be in each given). */
+interface NetworkGate {
+  readonly owner: NetworkList | null;
+  readonly operator: NetworkList | null;
+}
+
+/**
+ * Compiled once per key record: the key cache hands the same record to every request until the key
+ * changes, so a request pays a map lookup and the prefix match, and allocates nothing.
+ */
+const GATES = new WeakMap<ApiKeyRecord, NetworkGate>();
+
+function gateOf(key: ApiKeyRecord): NetworkGate {
+  let gate = GATES.get(key);
+  if (gate === undefined) {
+    const operator = key.operatorLimits?.allowedNetworks;
+    gate = {
+      owner: key.allowedNetworks === null ? null : NetworkList.compile(key.allowedNetworks),
+      operator: operator === undefined ? null : NetworkList.compile(operator),
+    };
+    GATES.set(key, gate);
+  }
+  return gate;
+}
+
+/**
+ * A key limited to networks is refused from anywhere else, naming the address as Tollgate saw it
+ * (after `server.trusted_proxy_hops`), so whoever runs the client can tell which address to allow.
+ */
+function checkNetworks(key: ApiKeyRecord, address: string): void {
+  if (key.allowedNetworks === null && key.operatorLimits?.allowedNetworks === undefined) return;
+  const gate = gateOf(key);
+  if ((gate.owner === null || gate.owner.matches(address)) && (gate.operator === null || gate.operator.matches(address))) return;
+  throw new GatewayError('TOLLGATE_ERR_AUTH_IP_NOT_ALLOWED', `This API key may not be used from ${address}; its allowed networks do not include it.`);
+}
+
 function usable({ key, account }: KeyIdentity, now: number): boolean {
   return keyStatus(key, now) === 'active' && !account.disabled;
 }
@@ -105,6 +142,8 @@ export const authPlugin: PluginDefinition<'auth'> = {
           failures.fail(ctx.ip, now);
           throw invalidKey();
         }
+        // Before the body is read, and so before any rate-limit slot or hold.
+        checkNetworks(identity.key, ctx.ip);
         ctx.state.auth = { account: identity.account, key: identity.key };
         await next();
       },

@@ -307,6 +307,28 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       }
     }
 
+    /**
+     * `count_tokens` is not billed, but it is served with the operator's upstream key: an account
+     * that could not pay for any request of a priced model gets the 402 every other endpoint gives.
+     */
+    async function refuseWithoutFunds(ctx: GatewayContext): Promise<void> {
+      const request = need(ctx, 'request');
+      if (isFree(ratesFor(ctx.state.config, request.model.id).standard.card)) return;
+      const { account } = need(ctx, 'auth');
+      let balance: { balance: bigint; held: bigint };
+      try {
+        balance = await book.balance(account.id);
+      } catch (error) {
+        throw unavailable(error);
+      }
+      const available = balance.balance - balance.held;
+      if (available > 0n) return;
+      throw new GatewayError(
+        'TOLLGATE_ERR_INSUFFICIENT_BALANCE',
+        `Insufficient balance: the account has ${formatUnits(available)} available, not enough for any request to this model. Top up in the console at /console/topup.`,
+      );
+    }
+
     function track(work: Promise<unknown>): void {
       const done = work.then(() => undefined);
       settling.add(done);
@@ -317,7 +339,10 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       service: book,
       handle: async function billingPlugin(ctx: GatewayContext, next: Next) {
         const { endpoint, requestId } = ctx.state;
-        if (!endpoint.generates) return next();
+        if (!endpoint.generates) {
+          await refuseWithoutFunds(ctx);
+          return next();
+        }
         const request = need(ctx, 'request');
         const auth = need(ctx, 'auth');
 

@@ -7,9 +7,12 @@
 import type { Next } from 'koa';
 import { ApiError } from './api-error';
 import type { AdminDeps, ApiContext, Caller } from './context';
+import { enrolmentRequired, hasSecondFactor, secondFactorRequired } from './second-factor';
 import { csrfTokenMatches, hashSecret, MANAGEMENT_TOKEN_PREFIX, plausibleSecret, SESSION_COOKIE } from './secrets';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** A session's last use is written at most this often: the Account page shows it to the minute. */
+const TOUCH_INTERVAL_MS = 60_000;
 
 function bearerOf(ctx: ApiContext): string | null {
   const header = ctx.get('authorization');
@@ -76,13 +79,28 @@ function checkCsrf(ctx: ApiContext, caller: Caller): void {
   }
 }
 
-/** Middleware: the route needs a signed-in, enabled account. */
-export function signedIn(deps: AdminDeps) {
+/** Records the session's use, off the request's path; a failure to write it refuses nothing. */
+function touch(deps: AdminDeps, { session }: Caller): void {
+  const now = new Date();
+  if (session.lastUsedAt !== null && now.getTime() - session.lastUsedAt.getTime() < TOUCH_INTERVAL_MS) return;
+  void deps.store.touchSession(session.id, now).catch((err: unknown) => deps.logger.warn({ err }, 'console: recording a session\'s last use failed'));
+}
+
+/**
+ * Middleware: the route needs a signed-in, enabled account. An account that `console.require_2fa`
+ * says must have a second factor, and has none yet, reaches only the routes marked
+ * `beforeEnrolment` (its session, its account, enrolling): everything else is 403 until it enrols.
+ */
+export function signedIn(deps: AdminDeps, options: { beforeEnrolment?: boolean } = {}) {
   return async function requireSignedIn(ctx: ApiContext, next: Next): Promise<void> {
     const caller = await identify(deps, ctx);
     if (caller === null) throw new ApiError('unauthenticated', 'Log in to the console, or send a management token.');
     if (caller.account.disabled) throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
     checkCsrf(ctx, caller);
+    if (options.beforeEnrolment !== true && (await secondFactorRequired(deps, caller.account)) && !(await hasSecondFactor(deps, caller.account.id))) {
+      throw enrolmentRequired();
+    }
+    touch(deps, caller);
     ctx.state.caller = caller;
     await next();
   };

@@ -8,6 +8,7 @@ import { isTimezone } from '../billing/budget-period';
 import { invalid } from './api-error';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
 import type { JsonObject } from './json-body';
+import { networkListProblem } from '../auth/networks';
 
 /** No single credit, code or limit above a billion units: far beyond any real top-up, far below 2^63 nano-units. */
 const MAX_AMOUNT = 1_000_000_000n * 1_000_000_000n;
@@ -103,6 +104,21 @@ export function optionalModelList(body: JsonObject, field: string, known: Readon
   const unknown = models.filter((model) => !known.has(model));
   if (unknown.length > 0) throw invalid(field, `No such model: ${unknown.slice(0, 3).join(', ')}.`);
   return models.length === 0 ? null : models;
+}
+
+/** Absent: undefined; null or an empty list: anywhere (null); otherwise CIDRs, each checked. */
+export function optionalNetworkList(body: JsonObject, field: string): readonly string[] | null | undefined {
+  if (!has(body, field)) return undefined;
+  const value = body[field];
+  if (value === null) return null;
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) {
+    throw invalid(field, 'Allowed networks must be a list of CIDRs such as "10.0.0.0/8" or "2001:db8::/32".');
+  }
+  const networks = [...new Set((value as string[]).map((item) => item.trim()).filter((item) => item !== ''))];
+  if (networks.length === 0) return null;
+  const problem = networkListProblem(networks);
+  if (problem !== null) throw invalid(field, `Allowed networks: ${problem}.`);
+  return networks;
 }
 
 /** Absent: undefined; null or no positive field: null; otherwise the limits given (0 dropped: no limit). */

@@ -5,6 +5,7 @@
 import Router from '@koa/router';
 import type { Middleware, Next } from 'koa';
 import { ApiError } from './api-error';
+import { HashingBusyError } from '../auth/hash-queue';
 import type { AdminDeps, ApiContext, ApiState } from './context';
 import { accountRoutes } from './routes/account';
 import { adminAccountRoutes } from './routes/admin-accounts';
@@ -18,6 +19,8 @@ import { publicRoutes } from './routes/public';
 import { sessionRoutes } from './routes/session';
 import { budgetRoutes } from './routes/budgets';
 import { tokenRoutes } from './routes/tokens';
+import { twoFactorRoutes } from './routes/two-factor';
+import { sessionListRoutes } from './routes/sessions';
 import { topupRoutes } from './routes/topup';
 import { usageRoutes } from './routes/usage';
 
@@ -43,8 +46,12 @@ function renderErrors(deps: AdminDeps) {
       const error =
         thrown instanceof ApiError
           ? thrown
-          : new ApiError('unavailable', `The request failed inside the gateway; its log has the details under request id ${ctx.state.requestId}.`);
-      if (!(thrown instanceof ApiError)) deps.logger.error({ err: thrown, requestId: ctx.state.requestId }, `management API: ${ctx.method} ${ctx.path} failed`);
+          : thrown instanceof HashingBusyError
+            ? new ApiError('unavailable', `Too many passwords are being checked right now; retry in ${thrown.retryAfterSeconds} s.`, undefined, {
+                'retry-after': String(thrown.retryAfterSeconds),
+              })
+            : new ApiError('unavailable', `The request failed inside the gateway; its log has the details under request id ${ctx.state.requestId}.`);
+      if (!(thrown instanceof ApiError) && !(thrown instanceof HashingBusyError)) deps.logger.error({ err: thrown, requestId: ctx.state.requestId }, `management API: ${ctx.method} ${ctx.path} failed`);
       ctx.status = error.status;
       ctx.set(error.headers);
       ctx.body = error.toJSON();
@@ -64,6 +71,8 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   insightRoutes(router, deps);
   tokenRoutes(router, deps);
   budgetRoutes(router, deps);
+  twoFactorRoutes(router, deps);
+  sessionListRoutes(router, deps);
   adminAccountRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);

@@ -40,3 +40,6 @@ export function csrfTokenMatches(sessionSecret: string, presented: string): bool
 export function plausibleSecret(value: string): boolean {
   return value.length >= 32 && value.length <= 100 && /^[A-Za-z0-9_-]+$/.test(value);
 }
+
+/** A management token's lifetime when its owner names none. */
+export const DEFAULT_TOKEN_DAYS = 90;

@@ -4,7 +4,7 @@
  */
 import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
+import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, OperatorLimits, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
@@ -73,6 +73,19 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     models: key.models,
     rate_limits: key.rateLimits,
     budget: budgetView(key.budget),
+    allowed_networks: key.allowedNetworks,
+    operator_limits: operatorLimitsView(key.operatorLimits),
+  };
+}
+
+/** The limits an operator set on a key (the owner cannot loosen them); null when none. */
+function operatorLimitsView(limits: OperatorLimits | null) {
+  if (limits === null) return null;
+  return {
+    spend_limit: limits.spendLimit === undefined ? null : formatUnits(limits.spendLimit),
+    models: limits.models ?? null,
+    rate_limits: limits.rateLimits ?? null,
+    allowed_networks: limits.allowedNetworks ?? null,
   };
 }
 
@@ -193,7 +206,25 @@ export function codeView(code: RedemptionCodeRecord, now = Date.now()): Record<(
 }
 
 export function tokenView(token: SessionRecord) {
-  return { id: token.id, name: token.name, created_at: iso(token.createdAt) };
+  return {
+    id: token.id,
+    name: token.name,
+    created_at: iso(token.createdAt),
+    expires_at: iso(token.expiresAt),
+    last_used_at: iso(token.lastUsedAt),
+  };
+}
+
+/** A console session as the Account page lists it; `current` marks the one making the request. */
+export function sessionView(session: SessionRecord, currentId: string) {
+  return {
+    id: session.id,
+    created_at: iso(session.createdAt),
+    expires_at: iso(session.expiresAt),
+    last_used_at: iso(session.lastUsedAt),
+    user_agent: session.userAgent,
+    current: session.id === currentId,
+  };
 }
 
 export const AUDIT_FIELDS = ['id', 'at', 'actor', 'surface', 'action', 'target', 'account_id', 'before', 'after', 'request_id'] as const;

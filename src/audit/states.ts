@@ -5,7 +5,7 @@
  */
 import { formatUnits } from '../billing/money';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
-import type { Account, ApiKeyRecord, Budget, CreditRecord, SessionRecord } from '../store/store';
+import type { Account, ApiKeyRecord, Budget, CreditRecord, OperatorLimits, SessionRecord } from '../store/store';
 
 /** An entry minus who made it: what each surface's own `audit` helper completes. */
 export type AuditChange = Pick<NewAuditEntry, 'action' | 'target' | 'accountId' | 'before' | 'after'>;
@@ -17,6 +17,18 @@ function keyLimitsState(key: ApiKeyRecord): AuditState {
     models: key.models,
     rate_limits: key.rateLimits,
     budget: budgetState(key.budget),
+    // Named only when set, so entries of keys without them read as before.
+    ...(key.allowedNetworks === null ? {} : { allowed_networks: key.allowedNetworks }),
+    ...(key.operatorLimits === null ? {} : { operator_limits: operatorLimitsState(key.operatorLimits) }),
+  };
+}
+
+function operatorLimitsState(limits: OperatorLimits): AuditState {
+  return {
+    ...(limits.spendLimit === undefined ? {} : { spend_limit: formatUnits(limits.spendLimit) }),
+    ...(limits.models === undefined ? {} : { models: limits.models }),
+    ...(limits.rateLimits === undefined ? {} : { rate_limits: limits.rateLimits }),
+    ...(limits.allowedNetworks === undefined ? {} : { allowed_networks: limits.allowedNetworks }),
   };
 }
 
@@ -70,6 +82,22 @@ export function tokenCreated(token: SessionRecord): AuditChange {
 
 export function tokenRevoked(token: SessionRecord): AuditChange {
   return { action: 'token.revoke', target: token.id, accountId: token.accountId, before: { name: token.name }, after: null };
+}
+
+/** An account disabled or enabled, and how many sessions and tokens that ended. */
+export function disabledChanged(account: Account, disabled: boolean, sessionsEnded: number): AuditChange {
+  return {
+    action: disabled ? 'account.disable' : 'account.enable',
+    target: account.id,
+    accountId: account.id,
+    before: { disabled: account.disabled },
+    after: { disabled, sessions_ended: sessionsEnded },
+  };
+}
+
+/** Sessions and tokens ended on request (the Account page, an administrator): which, and how many. */
+export function sessionsEnded(accountId: string, which: string, count: number): AuditChange {
+  return { action: 'account.sessions_end', target: accountId, accountId, before: null, after: { which, sessions_ended: count } };
 }
 
 /** A password set or changed: that it happened, and how many other logins it ended; never the password. */

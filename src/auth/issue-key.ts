@@ -2,7 +2,7 @@
  * Issuing and judging keys against the store: the one place a new key is generated and saved (CLI,
  * first run, console later), and the one rule for whether a stored key still works.
  */
-import type { ApiKeyRecord, Budget, KeyRateLimits, Store } from '../store/store';
+import type { ApiKeyRecord, Budget, KeyRateLimits, OperatorLimits, Store } from '../store/store';
 import { generateApiKey } from './keys';
 
 export interface IssuedKey {
@@ -22,6 +22,8 @@ export async function issueApiKey(
     models?: readonly string[] | null;
     rateLimits?: KeyRateLimits | null;
     budget?: Budget | null;
+    allowedNetworks?: readonly string[] | null;
+    operatorLimits?: OperatorLimits | null;
   },
 ): Promise<IssuedKey> {
   const generated = generateApiKey();
@@ -36,6 +38,8 @@ export async function issueApiKey(
     models: input.models ?? null,
     rateLimits: input.rateLimits ?? null,
     budget: input.budget ?? null,
+    allowedNetworks: input.allowedNetworks ?? null,
+    operatorLimits: input.operatorLimits ?? null,
   });
   return { key: generated.key, record };
 }

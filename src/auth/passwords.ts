@@ -4,6 +4,7 @@
  * parameters (`scrypt$17$8$1$salt$hash`), so the cost can be raised later without breaking old hashes.
  */
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { HashQueue } from './hash-queue';
 
 const LOG2_COST = 17;
 const BLOCK_SIZE = 8;
@@ -16,10 +17,19 @@ const MAX_MEMORY = 256 * 1024 * 1024;
 export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 256;
 
+/**
+ * Every hash of this process goes through one queue: one scrypt at a time (128 MiB, one of libuv's
+ * four threads), sixteen waiting (about five seconds of work), the rest refused.
+ */
+const HASHING = new HashQueue(1, 16);
+
 function derive(password: string, salt: Buffer, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...options, maxmem: MAX_MEMORY }, (error, key) => (error ? reject(error) : resolve(key)));
-  });
+  return HASHING.run(
+    () =>
+      new Promise((resolve, reject) => {
+        scrypt(password.normalize('NFC'), salt, KEY_BYTES, { ...options, maxmem: MAX_MEMORY }, (error, key) => (error ? reject(error) : resolve(key)));
+      }),
+  );
 }
 
 export async function hashPassword(password: string): Promise<string> {

@@ -1,11 +1,11 @@
 /** `tollgate account …`: argument handling; the work is in accounts.ts, account-*.ts. */
 import { parseArgs } from 'node:util';
-import { createTokenCommand, passwordFromStdin, setPasswordCommand } from './account-console';
+import { createTokenCommand, passwordFromStdin, resetSecondFactorCommand, setPasswordCommand } from './account-console';
 import { creditAccountCommand } from './account-credit';
 import { listAccountsCommand, setAccountDisabledCommand } from './account-list';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
-import { accountBudgetChanged, credited, passwordChanged, tokenCreated } from '../audit/states';
+import { accountBudgetChanged, credited, disabledChanged, passwordChanged, tokenCreated } from '../audit/states';
 import { formatBudget, parseBudgetFlags } from './budget';
 import { auditFromCli } from './audit';
 import { requireAccount } from './lookup';
@@ -32,6 +32,7 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
         email: { type: 'string' },
         name: { type: 'string' },
         'password-stdin': { type: 'boolean' },
+        days: { type: 'string' },
         json: { type: 'boolean' },
         amount: { type: 'string' },
         period: { type: 'string' },
@@ -56,14 +57,24 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       expectPositionals(rest, 1, 'account password NAME [--password-stdin]');
       const input = { name: rest[0], password: await stdinPassword(values['password-stdin'], io) };
       await withStore(values.config, io, async (store) => {
-        const account = await setPasswordCommand(store, input, io.out);
-        await auditFromCli(store, io, passwordChanged(account.id, 0));
+        const { account, ended } = await setPasswordCommand(store, input, io.out);
+        await auditFromCli(store, io, passwordChanged(account.id, ended));
+      });
+      return EXIT_OK;
+    }
+    case 'reset-2fa': {
+      expectPositionals(rest, 1, 'account reset-2fa NAME');
+      await withStore(values.config, io, async (store) => {
+        const { account, removed, ended } = await resetSecondFactorCommand(store, rest[0], io.out);
+        if (removed) {
+          await auditFromCli(store, io, { action: 'account.2fa', target: account.id, accountId: account.id, before: { enabled: true }, after: { enabled: false, sessions_ended: ended } });
+        }
       });
       return EXIT_OK;
     }
     case 'token': {
-      expectPositionals(rest, 1, 'account token NAME [--name LABEL]');
-      const input = { name: rest[0], label: values.name ?? null };
+      expectPositionals(rest, 1, 'account token NAME [--name LABEL] [--days N]');
+      const input = { name: rest[0], label: values.name ?? null, days: values.days };
       await withStore(values.config, io, async (store) => {
         const { record } = await createTokenCommand(store, input, io.out);
         await auditFromCli(store, io, tokenCreated(record));
@@ -90,7 +101,10 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
     case 'disable':
     case 'enable':
       expectPositionals(rest, 1, `account ${action} NAME`);
-      await withStore(values.config, io, (store) => setAccountDisabledCommand(store, rest[0], action === 'disable', io.out));
+      await withStore(values.config, io, async (store) => {
+        const { account, ended } = await setAccountDisabledCommand(store, rest[0], action === 'disable', io.out);
+        await auditFromCli(store, io, disabledChanged(account, action === 'disable', ended));
+      });
       return EXIT_OK;
     case 'budget': {
       const usage = 'account budget NAME --amount AMOUNT --period day|week|month [--timezone TZ] | --none';
@@ -109,6 +123,6 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate account create|list|show|credit|budget|disable|enable|password|token …; run "tollgate help account"');
+      throw new UsageError('usage: tollgate account create|list|show|credit|budget|disable|enable|password|reset-2fa|token …; run "tollgate help account"');
   }
 }

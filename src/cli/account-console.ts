@@ -3,9 +3,11 @@
  * needs to let a person into the console, or a script into `/api`, without the console itself.
  */
 import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
-import { hashSecret, newManagementToken } from '../admin/secrets';
+import { DEFAULT_TOKEN_DAYS, hashSecret, newManagementToken } from '../admin/secrets';
 import type { Account, SessionRecord, Store } from '../store/store';
 import { requireAccount } from './lookup';
+import { UsageError } from './args';
+
 
 /** A password given on standard input (trailing newline dropped), checked like the console does. */
 export function passwordFromStdin(text: string): string {
@@ -23,22 +25,44 @@ export async function passwordHashFor(given: string | undefined, out: (line: str
   return hashPassword(password);
 }
 
-export async function setPasswordCommand(store: Store, input: { name: string; password?: string }, out: (line: string) => void): Promise<Account> {
+/** Sets the password and ends every console session and management token of the account. */
+export async function setPasswordCommand(
+  store: Store,
+  input: { name: string; password?: string },
+  out: (line: string) => void,
+): Promise<{ account: Account; ended: number }> {
   const account = await requireAccount(store, input.name);
   await store.setPassword(account.id, await passwordHashFor(input.password, out));
-  out(`set the console password of ${account.name}`);
-  return account;
+  const ended = await store.endSessions(account.id);
+  out(`set the console password of ${account.name}; ended ${ended} console sessions and tokens`);
+  return { account, ended };
+}
+
+/**
+ * `account reset-2fa NAME`: the way back in for someone who lost their authenticator: removes the
+ * account's second factor and recovery codes and ends its sessions and tokens. They sign in with the
+ * password and, where `console.require_2fa` says so, enrol again.
+ */
+export async function resetSecondFactorCommand(store: Store, name: string, out: (line: string) => void): Promise<{ account: Account; removed: boolean; ended: number }> {
+  const account = await requireAccount(store, name);
+  const removed = await store.removeSecondFactor(account.id);
+  const ended = await store.endSessions(account.id);
+  out(removed ? `reset two-factor sign-in of ${account.name}; ended ${ended} console sessions and tokens` : `${account.name} had no two-factor sign-in; nothing to reset`);
+  return { account, removed, ended };
 }
 
 export async function createTokenCommand(
   store: Store,
-  input: { name: string; label: string | null },
+  input: { name: string; label: string | null; days?: string },
   out: (line: string) => void,
 ): Promise<{ token: string; record: SessionRecord }> {
+  const days = input.days === undefined ? DEFAULT_TOKEN_DAYS : Number(input.days);
+  if (!Number.isInteger(days) || days < 1 || days > 3660) throw new UsageError(`invalid --days "${input.days}": a whole number of days from 1 to 3660`);
   const account = await requireAccount(store, input.name);
   const token = newManagementToken();
-  const record = await store.createSession({ accountId: account.id, hash: hashSecret(token), kind: 'token', name: input.label, expiresAt: null });
-  out(`management token ${record.id} of ${account.name} (shown once; send it as "Authorization: Bearer …" to /api):`);
+  const expiresAt = new Date(Date.now() + days * 86_400_000);
+  const record = await store.createSession({ accountId: account.id, hash: hashSecret(token), kind: 'token', name: input.label, expiresAt, userAgent: 'tollgate CLI' });
+  out(`management token ${record.id} of ${account.name}, expires ${expiresAt.toISOString()} (shown once; send it as "Authorization: Bearer …" to /api):`);
   out(token);
   return { token, record };
 }

@@ -1,6 +1,6 @@
 /** `tollgate account list|disable|enable`: the operator's view of every account, and switching one off. */
 import { formatUnits } from '../billing/money';
-import type { AccountSummary, Store } from '../store/store';
+import type { Account, AccountSummary, Store } from '../store/store';
 import { printJson } from './json';
 import { requireAccount } from './lookup';
 import { formatTable, formatTime } from './table';
@@ -33,10 +33,18 @@ export async function listAccountsCommand(store: Store, out: (line: string) => v
 
 /**
  * `account disable NAME` / `account enable NAME`: a disabled account's keys are refused and its console
- * sessions end, on every instance sharing the store; its balance and ledger stay as they are.
+ * sessions and management tokens end (for good), on every instance sharing the store; its balance and
+ * ledger stay as they are. Returns the account as it was and how many sessions and tokens ended.
  */
-export async function setAccountDisabledCommand(store: Store, name: string, disabled: boolean, out: (line: string) => void): Promise<void> {
+export async function setAccountDisabledCommand(
+  store: Store,
+  name: string,
+  disabled: boolean,
+  out: (line: string) => void,
+): Promise<{ account: Account; ended: number }> {
   const account = await requireAccount(store, name);
   if (!(await store.setAccountDisabled(account.id, disabled))) throw new Error(`no account named "${name}"`);
-  out(`${disabled ? 'disabled' : 'enabled'} account ${account.name} (${account.id})`);
+  const ended = disabled ? await store.endSessions(account.id) : 0;
+  out(`${disabled ? 'disabled' : 'enabled'} account ${account.name} (${account.id})${disabled ? `; ended ${ended} console sessions and tokens` : ''}`);
+  return { account, ended };
 }

@@ -30,6 +30,7 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
         rpm: { type: 'string' },
         tpm: { type: 'string' },
         concurrency: { type: 'string' },
+        'allowed-networks': { type: 'string' },
         json: { type: 'boolean' },
         amount: { type: 'string' },
         period: { type: 'string' },
@@ -41,11 +42,18 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
   const [action, ...rest] = positionals;
   switch (action) {
     case 'create': {
-      const usage = 'key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b] [--rpm N] [--tpm N] [--concurrency N]';
+      const usage = 'key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b] [--rpm N] [--tpm N] [--concurrency N] [--allowed-networks CIDR,CIDR]';
       expectPositionals(rest, 0, usage);
       const account = values.account;
       if (account === undefined) throw new UsageError(`--account is required; usage: tollgate ${usage}`);
-      const input = { account, name: values.name, spendLimit: values['spend-limit'], models: values.models, rateLimits: rateLimitFlags(values) };
+      const input = {
+        account,
+        name: values.name,
+        spendLimit: values['spend-limit'],
+        models: values.models,
+        rateLimits: rateLimitFlags(values),
+        allowedNetworks: values['allowed-networks'],
+      };
       await withStore(values.config, io, async (store) => {
         const { record } = await createKeyCommand(store, input, io.out);
         await auditFromCli(store, io, keyCreated(record));
@@ -53,8 +61,18 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT_OK;
     }
     case 'limits': {
-      expectPositionals(rest, 1, 'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm N|none] [--tpm N|none] [--concurrency N|none]');
-      const input = { id: rest[0], spendLimit: values['spend-limit'], models: values.models, rateLimits: rateLimitFlags(values) };
+      expectPositionals(
+        rest,
+        1,
+        'key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm N|none] [--tpm N|none] [--concurrency N|none] [--allowed-networks LIST|any]',
+      );
+      const input = {
+        id: rest[0],
+        spendLimit: values['spend-limit'],
+        models: values.models,
+        rateLimits: rateLimitFlags(values),
+        allowedNetworks: values['allowed-networks'],
+      };
       await withStore(values.config, io, async (store) => {
         const before = await keyById(store, input.id);
         const after = await setKeyLimitsCommand(store, input, io.out);

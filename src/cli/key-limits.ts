@@ -6,6 +6,7 @@ import { formatUnits } from '../billing/money';
 import type { ApiKeyRecord, KeyRateLimits } from '../store/store';
 import { parsePositiveAmount } from './amount';
 import { UsageError } from './args';
+import { networkListProblem } from '../auth/networks';
 
 /** One model name in a `--models` list: no spaces or commas, a sane length. */
 const MODEL_NAME_PATTERN = /^[^\s,\u0000-\u001f\u007f]{1,200}$/;
@@ -27,6 +28,19 @@ export function parseModelList(text: string): readonly string[] | null {
   const bad = models.find((model) => !MODEL_NAME_PATTERN.test(model));
   if (bad !== undefined) throw new Error(`invalid model name "${bad}" in --models`);
   return models;
+}
+
+/** `--allowed-networks 10.0.0.0/8,2001:db8::/32`, or `any` for anywhere. */
+export function parseNetworkList(text: string): readonly string[] | null {
+  if (text.trim() === 'any') return null;
+  const networks = [...new Set(text.split(',').map((network) => network.trim()).filter((network) => network !== ''))];
+  const problem = networkListProblem(networks);
+  if (problem !== null) throw new UsageError(`invalid --allowed-networks: ${problem}`);
+  return networks;
+}
+
+export function formatNetworks(networks: readonly string[] | null | undefined): string {
+  return networks == null ? 'any' : networks.join(',');
 }
 
 export function formatSpendLimit(key: Pick<ApiKeyRecord, 'spendLimit'>): string {

@@ -6,7 +6,7 @@
 import { issueApiKey, keyStatus } from '../auth/issue-key';
 import { isValidKeyName, printableKeyName } from '../auth/key-name';
 import { formatUnits } from '../billing/money';
-import type { ApiKeyRecord, Store } from '../store/store';
+import type { ApiKeyRecord, KeyRateLimits, OperatorLimits, Store } from '../store/store';
 import { UsageError } from './args';
 import { printJson } from './json';
 import {
@@ -16,19 +16,47 @@ import {
   formatSpendLimit,
   hasRateLimitFlags,
   parseModelList,
+  formatNetworks,
+  parseNetworkList,
   parseSpendLimit,
   type RateLimitFlags,
 } from './key-limits';
+import { operatorChange } from '../auth/key-limits';
 import { requireAccount, requireKey } from './lookup';
 import { formatTable, formatTime } from './table';
 
+/** The limits as an operator's: only those set, or null when none is. */
+function operatorLimitsOf(limits: {
+  spendLimit: bigint | null;
+  models: readonly string[] | null;
+  rateLimits: KeyRateLimits | null;
+  allowedNetworks: readonly string[] | null;
+}): OperatorLimits | null {
+  const operator: OperatorLimits = {
+    ...(limits.spendLimit === null ? {} : { spendLimit: limits.spendLimit }),
+    ...(limits.models === null ? {} : { models: limits.models }),
+    ...(limits.rateLimits === null ? {} : { rateLimits: limits.rateLimits }),
+    ...(limits.allowedNetworks === null ? {} : { allowedNetworks: limits.allowedNetworks }),
+  };
+  return Object.keys(operator).length === 0 ? null : operator;
+}
+
 /**
- * `key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b]`: creates a key and
- * prints what it is, then the key itself as the last line. Returns the plaintext key and its record.
+ * `key create --account NAME [--name LABEL] [--spend-limit AMOUNT] [--models a,b] [--allowed-networks …]`:
+ * creates a key and prints what it is, then the key itself as the last line. The limits are the
+ * operator's: the key's owner can tighten them in the console, never loosen or clear them. Returns
+ * the plaintext key and its record.
  */
 export async function createKeyCommand(
   store: Store,
-  input: { account: string; name?: string | null; spendLimit?: string | null; models?: string | null; rateLimits?: RateLimitFlags },
+  input: {
+    account: string;
+    name?: string | null;
+    spendLimit?: string | null;
+    models?: string | null;
+    rateLimits?: RateLimitFlags;
+    allowedNetworks?: string | null;
+  },
   out: (line: string) => void,
 ): Promise<{ key: string; record: ApiKeyRecord }> {
   if (input.name != null && !isValidKeyName(input.name)) {
@@ -37,11 +65,13 @@ export async function createKeyCommand(
   const spendLimit = input.spendLimit == null ? null : parseSpendLimit(input.spendLimit);
   const models = input.models == null ? null : parseModelList(input.models);
   const rateLimits = applyRateLimitFlags(null, input.rateLimits ?? {});
+  const allowedNetworks = input.allowedNetworks == null ? null : parseNetworkList(input.allowedNetworks);
   const account = await requireAccount(store, input.account);
-  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null, spendLimit, models, rateLimits });
+  const operatorLimits = operatorLimitsOf({ spendLimit, models, rateLimits, allowedNetworks });
+  const { key, record } = await issueApiKey(store, { accountId: account.id, name: input.name ?? null, spendLimit, models, rateLimits, operatorLimits });
   const label = record.name === null ? '' : ` "${record.name}"`;
   out(
-    `created key ${record.id}${label} for account ${account.name} (spend limit ${formatSpendLimit(record)}, models ${formatModels(record)}, rate limits ${formatRateLimits(record)})`,
+    `created key ${record.id}${label} for account ${account.name} (spend limit ${formatSpendLimit(record)}, models ${formatModels(record)}, rate limits ${formatRateLimits(record)}${allowedNetworks === null ? '' : `, allowed networks ${formatNetworks(allowedNetworks)}`})`,
   );
   out('This is the only time the key is shown; store it now:');
   out(key);
@@ -84,26 +114,33 @@ export async function listKeysCommand(
 }
 
 /**
- * `key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm|--tpm|--concurrency N|none]`:
- * changes what the key may spend, which models it may use and how fast; a flag left out keeps that setting. Prints the key's limits afterwards.
+ * `key limits ID [--spend-limit AMOUNT|none] [--models LIST|all] [--rpm|--tpm|--concurrency N|none]
+ * [--allowed-networks LIST|any]`: changes the operator's limits on the key; a flag left out keeps
+ * that limit. What is enforced is the tighter of these and the owner's own. Prints the key's limits
+ * afterwards.
  */
 export async function setKeyLimitsCommand(
   store: Store,
-  input: { id: string; spendLimit?: string; models?: string; rateLimits?: RateLimitFlags },
+  input: { id: string; spendLimit?: string; models?: string; rateLimits?: RateLimitFlags; allowedNetworks?: string },
   out: (line: string) => void,
 ): Promise<ApiKeyRecord> {
   const rateFlags = input.rateLimits ?? {};
-  if (input.spendLimit === undefined && input.models === undefined && !hasRateLimitFlags(rateFlags)) {
-    throw new UsageError('nothing to change: give --spend-limit AMOUNT|none, --models LIST|all, or --rpm/--tpm/--concurrency N|none');
+  if (input.spendLimit === undefined && input.models === undefined && input.allowedNetworks === undefined && !hasRateLimitFlags(rateFlags)) {
+    throw new UsageError('nothing to change: give --spend-limit AMOUNT|none, --models LIST|all, --rpm/--tpm/--concurrency N|none or --allowed-networks LIST|any');
   }
   const key = await requireKey(store, input.id);
-  const spendLimit = input.spendLimit === undefined ? key.spendLimit : parseSpendLimit(input.spendLimit);
-  const models = input.models === undefined ? key.models : parseModelList(input.models);
-  const rateLimits = applyRateLimitFlags(key.rateLimits, rateFlags);
-  if (!(await store.setKeyLimits(key.id, { spendLimit, models, rateLimits }))) throw new Error(`no key with id "${key.id}"`);
-  const updated = { ...key, spendLimit, models, rateLimits };
+  const current = key.operatorLimits ?? {};
+  const operator = operatorLimitsOf({
+    spendLimit: input.spendLimit === undefined ? (current.spendLimit ?? null) : parseSpendLimit(input.spendLimit),
+    models: input.models === undefined ? (current.models ?? null) : parseModelList(input.models),
+    rateLimits: applyRateLimitFlags(current.rateLimits ?? null, rateFlags),
+    allowedNetworks: input.allowedNetworks === undefined ? (current.allowedNetworks ?? null) : parseNetworkList(input.allowedNetworks),
+  });
+  const limits = operatorChange(key, operator);
+  if (!(await store.setKeyLimits(key.id, limits))) throw new Error(`no key with id "${key.id}"`);
+  const updated = await requireKey(store, key.id);
   out(
-    `key ${key.id}: spend limit ${formatSpendLimit(updated)} (spent ${formatUnits(key.spent)}), models ${formatModels(updated)}, rate limits ${formatRateLimits(updated)}`,
+    `key ${key.id}: spend limit ${formatSpendLimit(updated)} (spent ${formatUnits(key.spent)}), models ${formatModels(updated)}, rate limits ${formatRateLimits(updated)}${operator?.allowedNetworks === undefined ? '' : `, allowed networks ${formatNetworks(operator.allowedNetworks)}`}`,
   );
   return updated;
 }

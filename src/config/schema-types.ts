@@ -103,10 +103,17 @@ export interface GatewayData {
     /** How long a console login lasts before the user must log in again. */
     readonly session_ttl_hours: number;
     /**
-     * Wrong passwords allowed per account name and per client address in 15 minutes; past that, logins from
-     * them are refused (429) until the window ends. 0 turns the limit off.
+     * Wrong passwords (and wrong two-factor codes) allowed per account and per client address in 15 minutes;
+     * past that, logins from them are refused (429) until the window ends. Successful logins are counted too,
+     * three times as many allowed. 0 turns the limit off.
      */
     readonly login_failures_per_window: number;
+    /**
+     * Who must sign in with a second factor (TOTP): admins (once any administrator has enrolled, every
+     * administrator without it is sent to enrol at sign-in), all (every account, at once), or none. An
+     * operator who lost the device resets it with tollgate account reset-2fa NAME.
+     */
+    readonly require_2fa: 'admins' | 'all' | 'none';
   };
   /** Where accounts, keys and the ledger are kept. */
   readonly store: {

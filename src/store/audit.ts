@@ -17,6 +17,8 @@ export type AuditAction =
   | 'account.password'
   | 'account.budget'
   | 'budget.alert'
+  | 'account.sessions_end'
+  | 'account.2fa'
   | 'code.create'
   | 'code.redeem'
   | 'key.create'

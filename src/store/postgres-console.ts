@@ -7,12 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
-import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SessionKind, SessionRecord } from './store';
-import { budgetText, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
+import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
+import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
 /** The columns of an `AccountRow`; never the password hash. */
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget';
-const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
+const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at, s.last_used_at, s.user_agent';
 
 const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(POSTGRES_CODEC);
 
@@ -42,6 +42,8 @@ export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): P
   if (limits.models !== undefined) assign('models', modelsParam(limits.models));
   if (limits.rateLimits !== undefined) assign('rate_limits', rateLimitsParam(limits.rateLimits));
   if (limits.budget !== undefined) assign('budget', budgetText(limits.budget));
+  if (limits.allowedNetworks !== undefined) assign('allowed_networks', networksToJson(limits.allowedNetworks));
+  if (limits.operatorLimits !== undefined) assign('operator_limits', operatorLimitsToJson(limits.operatorLimits));
   if (set.length === 0) {
     const { rowCount } = await pool.query('SELECT 1 FROM api_keys WHERE id = $1', params);
     return rowCount === 0 ? 'unknown' : 'unchanged';
@@ -61,8 +63,8 @@ export async function findLogin(pool: Pool, login: string): Promise<AccountLogin
   // One account's name may be another's e-mail; the exact name wins.
   const { rows } = await pool.query<AccountRow<PostgresColumns> & { password_hash: string | null }>(
     `SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts
-      WHERE name = $1 OR email = lower($1)
-      ORDER BY (name = $1) DESC LIMIT 1`,
+      WHERE lower(name) = lower($1) OR email = lower($1)
+      ORDER BY (lower(name) = lower($1)) DESC LIMIT 1`,
     [login],
   );
   const row = rows[0];
@@ -88,9 +90,11 @@ export async function createSession(pool: Pool, input: NewSession): Promise<Sess
     name: input.name,
     created_at: new Date(),
     expires_at: input.expiresAt,
+    last_used_at: null,
+    user_agent: input.userAgent ?? null,
   };
-  await pool.query('INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-    row.id, input.hash, row.account_id, row.kind, row.name, row.created_at, row.expires_at,
+  await pool.query('INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at, user_agent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+    row.id, input.hash, row.account_id, row.kind, row.name, row.created_at, row.expires_at, row.user_agent,
   ]);
   return toSession(row);
 }
@@ -128,6 +132,15 @@ export async function deleteExpiredSessions(pool: Pool, now: Date): Promise<numb
   return rowCount ?? 0;
 }
 
+export async function endSessions(pool: Pool, accountId: string, except: string | null): Promise<number> {
+  const { rowCount } = await pool.query('DELETE FROM sessions WHERE account_id = $1 AND id <> $2', [accountId, except ?? '']);
+  return rowCount ?? 0;
+}
+
+export async function touchSession(pool: Pool, id: string, at: Date): Promise<void> {
+  await pool.query('UPDATE sessions SET last_used_at = $1 WHERE id = $2', [at, id]);
+}
+
 export async function dailyUsage(pool: Pool, accountId: string | null, since: Date): Promise<DailyUsage[]> {
   const params: unknown[] = [since];
   let where = 'created_at >= $1';
@@ -142,4 +155,74 @@ export async function dailyUsage(pool: Pool, accountId: string | null, since: Da
     params,
   );
   return rows.map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
+}
+
+// Two-factor sign-in on PostgreSQL: one statement each, or one transaction where two tables change.
+
+export async function getSecondFactor(pool: Pool, accountId: string): Promise<SecondFactor | null> {
+  const { rows } = await pool.query<{ secret: string; confirmed_at: Date | null; last_step: string | null }>(
+    'SELECT secret, confirmed_at, last_step FROM second_factors WHERE account_id = $1',
+    [accountId],
+  );
+  const row = rows[0];
+  if (row === undefined) return null;
+  return { secret: row.secret, confirmedAt: row.confirmed_at, lastStep: row.last_step === null ? null : Number(row.last_step) };
+}
+
+export async function beginSecondFactor(pool: Pool, accountId: string, secret: string): Promise<void> {
+  await pool.query(
+    `WITH gone AS (DELETE FROM recovery_codes WHERE account_id = $1)
+     INSERT INTO second_factors (account_id, secret, created_at) VALUES ($1, $2, now())
+     ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, confirmed_at = NULL, last_step = NULL, created_at = excluded.created_at`,
+    [accountId, secret],
+  );
+}
+
+export async function confirmSecondFactor(pool: Pool, accountId: string, step: number, hashes: readonly Buffer[]): Promise<boolean> {
+  const { rows } = await pool.query<{ confirmed: boolean }>(
+    `WITH confirmed AS (
+       UPDATE second_factors SET confirmed_at = now(), last_step = $2 WHERE account_id = $1 AND confirmed_at IS NULL RETURNING account_id
+     ), gone AS (
+       DELETE FROM recovery_codes WHERE account_id = $1 AND EXISTS (SELECT 1 FROM confirmed)
+     ), added AS (
+       INSERT INTO recovery_codes (account_id, hash) SELECT $1, hash FROM unnest($3::bytea[]) AS hash WHERE EXISTS (SELECT 1 FROM confirmed)
+     )
+     SELECT EXISTS (SELECT 1 FROM confirmed) AS confirmed`,
+    [accountId, step, hashes],
+  );
+  return rows[0]?.confirmed === true;
+}
+
+export async function removeSecondFactor(pool: Pool, accountId: string): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    `WITH gone AS (DELETE FROM recovery_codes WHERE account_id = $1) DELETE FROM second_factors WHERE account_id = $1`,
+    [accountId],
+  );
+  return rowCount !== 0;
+}
+
+export async function useTotpStep(pool: Pool, accountId: string, step: number): Promise<boolean> {
+  const { rowCount } = await pool.query(
+    'UPDATE second_factors SET last_step = $2 WHERE account_id = $1 AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < $2)',
+    [accountId, step],
+  );
+  return rowCount !== 0;
+}
+
+export async function useRecoveryCode(pool: Pool, accountId: string, hash: Buffer, at: Date): Promise<boolean> {
+  const { rowCount } = await pool.query('UPDATE recovery_codes SET used_at = $3 WHERE account_id = $1 AND hash = $2 AND used_at IS NULL', [accountId, hash, at]);
+  return rowCount !== 0;
+}
+
+export async function recoveryCodesLeft(pool: Pool, accountId: string): Promise<number> {
+  const { rows } = await pool.query<{ left: number }>('SELECT count(*)::int AS left FROM recovery_codes WHERE account_id = $1 AND used_at IS NULL', [accountId]);
+  return rows[0]?.left ?? 0;
+}
+
+export async function anyAdminEnrolled(pool: Pool): Promise<boolean> {
+  const { rows } = await pool.query<{ enrolled: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM second_factors f JOIN accounts a ON a.id = f.account_id
+                     WHERE a.role = 'admin' AND f.confirmed_at IS NOT NULL) AS enrolled`,
+  );
+  return rows[0]?.enrolled === true;
 }

@@ -19,7 +19,7 @@ import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
 import { chargeJson, columnText } from './set-aside';
-import { budgetText, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
+import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
   AccountExistsError,
   type Account,
@@ -49,6 +49,7 @@ import {
   type RedeemResult,
   type RedemptionCodeRecord,
   type SessionKind,
+  type SecondFactor,
   type SessionRecord,
   type SetAsideCharge,
   type Store,
@@ -77,7 +78,7 @@ export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
 const UNIQUE_VIOLATION = '23505';
 
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget`;
+  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits`;
 
 /** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
 function newId(prefix: 'acc_' | 'key_'): string {
@@ -180,7 +181,7 @@ export class PostgresStore implements Store {
   }
 
   async findAccountByName(name: string): Promise<Account | null> {
-    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = $1`, [name]);
+    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE lower(name) = lower($1)`, [name]);
     return rows.length === 0 ? null : toAccount(rows[0]);
   }
 
@@ -289,13 +290,16 @@ export class PostgresStore implements Store {
       models: modelsParam(input.models),
       rate_limits: rateLimitsParam(input.rateLimits),
       budget: budgetText(input.budget ?? null),
+      allowed_networks: networksToJson(input.allowedNetworks),
+      operator_limits: operatorLimitsToJson(input.operatorLimits),
     };
     await this.pool.query(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
+                             allowed_networks, operator_limits)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
       [
         row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
-        row.spend_limit, row.models, row.rate_limits, row.budget,
+        row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits,
       ],
     );
     this.listener.bump();
@@ -362,6 +366,46 @@ export class PostgresStore implements Store {
 
   deleteExpiredSessions(now: Date): Promise<number> {
     return consoleQueries.deleteExpiredSessions(this.pool, now);
+  }
+
+  endSessions(accountId: string, except: string | null = null): Promise<number> {
+    return consoleQueries.endSessions(this.pool, accountId, except);
+  }
+
+  touchSession(id: string, at: Date): Promise<void> {
+    return consoleQueries.touchSession(this.pool, id, at);
+  }
+
+  getSecondFactor(accountId: string): Promise<SecondFactor | null> {
+    return consoleQueries.getSecondFactor(this.pool, accountId);
+  }
+
+  beginSecondFactor(accountId: string, secret: string): Promise<void> {
+    return consoleQueries.beginSecondFactor(this.pool, accountId, secret);
+  }
+
+  confirmSecondFactor(accountId: string, step: number, recoveryHashes: readonly Buffer[]): Promise<boolean> {
+    return consoleQueries.confirmSecondFactor(this.pool, accountId, step, recoveryHashes);
+  }
+
+  removeSecondFactor(accountId: string): Promise<boolean> {
+    return consoleQueries.removeSecondFactor(this.pool, accountId);
+  }
+
+  useTotpStep(accountId: string, step: number): Promise<boolean> {
+    return consoleQueries.useTotpStep(this.pool, accountId, step);
+  }
+
+  useRecoveryCode(accountId: string, hash: Buffer, at: Date): Promise<boolean> {
+    return consoleQueries.useRecoveryCode(this.pool, accountId, hash, at);
+  }
+
+  recoveryCodesLeft(accountId: string): Promise<number> {
+    return consoleQueries.recoveryCodesLeft(this.pool, accountId);
+  }
+
+  anyAdminEnrolled(): Promise<boolean> {
+    return consoleQueries.anyAdminEnrolled(this.pool);
   }
 
   holdFunds(hold: Hold): Promise<HoldResult> {

@@ -23,6 +23,7 @@ import type {
   CreditRecord,
   KeyIdentity,
   KeyRateLimits,
+  OperatorLimits,
   LedgerTotals,
   RedemptionCodeRecord,
   SessionKind,
@@ -78,6 +79,10 @@ export interface KeyRow<T extends ColumnTypes> {
   rate_limits: string | null;
   /** JSON text of a budget (`budgetText`), in both stores. */
   budget: string | null;
+  /** JSON text of a CIDR list in both stores. */
+  allowed_networks: string | null;
+  /** JSON text of `OperatorLimits` (the spend limit as a decimal string) in both stores. */
+  operator_limits: string | null;
   prefix: string;
   last4: string;
   created_at: T['date'];
@@ -182,6 +187,8 @@ export interface SessionRow<T extends ColumnTypes> {
   name: string | null;
   created_at: T['date'];
   expires_at: T['date'] | null;
+  last_used_at: T['date'] | null;
+  user_agent: string | null;
 }
 
 /** One row of the session + account join that the console's authentication reads. */
@@ -221,6 +228,39 @@ function budgetOf(text: string | null): Budget | null {
   return { amount: BigInt(stored.amount), period: stored.period, timezone: stored.timezone };
 }
 
+interface OperatorLimitsJson {
+  spend_limit?: string;
+  models?: string[];
+  rate_limits?: KeyRateLimits;
+  allowed_networks?: string[];
+}
+
+/** `OperatorLimits` as stored; null when it sets nothing. */
+export function operatorLimitsToJson(limits: OperatorLimits | null | undefined): string | null {
+  if (limits === null || limits === undefined) return null;
+  const json: OperatorLimitsJson = {};
+  if (limits.spendLimit !== undefined) json.spend_limit = String(limits.spendLimit);
+  if (limits.models !== undefined) json.models = [...limits.models];
+  if (limits.rateLimits !== undefined) json.rate_limits = limits.rateLimits;
+  if (limits.allowedNetworks !== undefined) json.allowed_networks = [...limits.allowedNetworks];
+  return Object.keys(json).length === 0 ? null : JSON.stringify(json);
+}
+
+function operatorLimitsFromJson(text: string): OperatorLimits {
+  const json = JSON.parse(text) as OperatorLimitsJson;
+  return {
+    ...(json.spend_limit === undefined ? {} : { spendLimit: BigInt(json.spend_limit) }),
+    ...(json.models === undefined ? {} : { models: json.models }),
+    ...(json.rate_limits === undefined ? {} : { rateLimits: json.rate_limits }),
+    ...(json.allowed_networks === undefined ? {} : { allowedNetworks: json.allowed_networks }),
+  };
+}
+
+/** A CIDR list as stored. */
+export function networksToJson(networks: readonly string[] | null | undefined): string | null {
+  return networks === null || networks === undefined ? null : JSON.stringify(networks);
+}
+
 /** Builds the row → record mappers for one backend. */
 export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
   const optionalDate = (value: T['date'] | null): Date | null => (value === null ? null : codec.date(value));
@@ -250,6 +290,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         name: row.name,
         createdAt: codec.date(row.created_at),
         expiresAt: optionalDate(row.expires_at),
+        lastUsedAt: optionalDate(row.last_used_at),
+        userAgent: row.user_agent,
       };
     },
 
@@ -268,6 +310,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         models: row.models === null ? null : codec.models(row.models),
         rateLimits: row.rate_limits === null ? null : (JSON.parse(row.rate_limits) as KeyRateLimits),
         budget: budgetOf(row.budget),
+        allowedNetworks: row.allowed_networks === null ? null : (JSON.parse(row.allowed_networks) as string[]),
+        operatorLimits: row.operator_limits === null ? null : operatorLimitsFromJson(row.operator_limits),
       };
     },
 

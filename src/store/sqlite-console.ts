@@ -5,12 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import type { SqliteDatabase } from './sqlite-driver';
 import { rowMappers, SQLITE_CODEC, type AccountRow, type AccountSummaryRow, type SessionAccountRow, type SessionRow, type SqliteColumns } from './rows';
-import type { Account, AccountLogin, AccountSummary, NewSession, SessionKind, SessionRecord } from './store';
+import type { Account, AccountLogin, AccountSummary, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
 
 const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(SQLITE_CODEC);
 
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget';
-const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at';
+const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at, s.last_used_at, s.user_agent';
 
 function prepareStatements(db: SqliteDatabase) {
   return {
@@ -18,7 +18,7 @@ function prepareStatements(db: SqliteDatabase) {
       `SELECT ${ACCOUNT_COLUMNS}, CAST(balance AS TEXT) AS balance, CAST(held AS TEXT) AS held FROM accounts ORDER BY created_at, rowid`,
     ),
     loginByName: db.prepare<[string], AccountRow<SqliteColumns> & { password_hash: string | null }>(
-      `SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts WHERE name = ?`,
+      `SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts WHERE lower(name) = lower(?)`,
     ),
     loginByEmail: db.prepare<[string], AccountRow<SqliteColumns> & { password_hash: string | null }>(
       `SELECT ${ACCOUNT_COLUMNS}, password_hash FROM accounts WHERE email = ?`,
@@ -26,8 +26,8 @@ function prepareStatements(db: SqliteDatabase) {
     setPassword: db.prepare<[string, string]>('UPDATE accounts SET password_hash = ? WHERE id = ?'),
     setDisabled: db.prepare<[number, string]>('UPDATE accounts SET disabled = ? WHERE id = ?'),
     insertSession: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at)
-       VALUES (@id, @hash, @account_id, @kind, @name, @created_at, @expires_at)`,
+      `INSERT INTO sessions (id, hash, account_id, kind, name, created_at, expires_at, user_agent)
+       VALUES (@id, @hash, @account_id, @kind, @name, @created_at, @expires_at, @user_agent)`,
     ),
     sessionByHash: db.prepare<[Buffer, number], SessionAccountRow<SqliteColumns>>(
       `SELECT ${SESSION_COLUMNS}, a.name AS account_name, a.email AS account_email, a.role AS account_role,
@@ -40,6 +40,8 @@ function prepareStatements(db: SqliteDatabase) {
       `SELECT ${SESSION_COLUMNS} FROM sessions s WHERE s.account_id = ? AND s.kind = ? ORDER BY s.created_at DESC, s.rowid DESC`,
     ),
     deleteExpired: db.prepare<[number]>('DELETE FROM sessions WHERE expires_at IS NOT NULL AND expires_at <= ?'),
+    endSessions: db.prepare<[string, string]>('DELETE FROM sessions WHERE account_id = ? AND id <> ?'),
+    touchSession: db.prepare<[number, string]>('UPDATE sessions SET last_used_at = ? WHERE id = ?'),
   };
 }
 
@@ -75,6 +77,8 @@ export class SqliteConsole {
       name: input.name,
       created_at: Date.now(),
       expires_at: input.expiresAt?.getTime() ?? null,
+      last_used_at: null,
+      user_agent: input.userAgent ?? null,
     };
     this.sql.insertSession.run({ ...row, hash: input.hash });
     return toSession(row);
@@ -96,5 +100,86 @@ export class SqliteConsole {
 
   deleteExpiredSessions(now: Date): number {
     return this.sql.deleteExpired.run(now.getTime()).changes;
+  }
+
+  endSessions(accountId: string, except: string | null): number {
+    return this.sql.endSessions.run(accountId, except ?? '').changes;
+  }
+
+  touchSession(id: string, at: Date): void {
+    this.sql.touchSession.run(at.getTime(), id);
+  }
+}
+
+/** Two-factor sign-in on SQLite: each method is one statement (or one transaction). */
+export class SqliteSecondFactors {
+  private readonly sql;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.sql = {
+      get: db.prepare<[string], { secret: string; confirmed_at: number | null; last_step: number | null }>(
+        'SELECT secret, confirmed_at, last_step FROM second_factors WHERE account_id = ?',
+      ),
+      deleteCodes: db.prepare<[string]>('DELETE FROM recovery_codes WHERE account_id = ?'),
+      deleteFactor: db.prepare<[string]>('DELETE FROM second_factors WHERE account_id = ?'),
+      insert: db.prepare<[string, string, number]>('INSERT INTO second_factors (account_id, secret, created_at) VALUES (?, ?, ?)'),
+      confirm: db.prepare<[number, number, string]>('UPDATE second_factors SET confirmed_at = ?, last_step = ? WHERE account_id = ? AND confirmed_at IS NULL'),
+      insertCode: db.prepare<[string, Buffer]>('INSERT INTO recovery_codes (account_id, hash) VALUES (?, ?)'),
+      useStep: db.prepare<[number, string, number]>(
+        'UPDATE second_factors SET last_step = ? WHERE account_id = ? AND confirmed_at IS NOT NULL AND (last_step IS NULL OR last_step < ?)',
+      ),
+      useCode: db.prepare<[number, string, Buffer]>('UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND hash = ? AND used_at IS NULL'),
+      codesLeft: db.prepare<[string], number>('SELECT count(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL').pluck(),
+      anyAdmin: db.prepare<[], number>(
+        `SELECT EXISTS (SELECT 1 FROM second_factors f JOIN accounts a ON a.id = f.account_id
+                         WHERE a.role = 'admin' AND f.confirmed_at IS NOT NULL)`,
+      ).pluck(),
+    };
+  }
+
+  get(accountId: string): SecondFactor | null {
+    const row = this.sql.get.get(accountId);
+    if (row === undefined) return null;
+    return { secret: row.secret, confirmedAt: row.confirmed_at === null ? null : new Date(row.confirmed_at), lastStep: row.last_step };
+  }
+
+  begin(accountId: string, secret: string): void {
+    this.db.transaction(() => {
+      this.sql.deleteCodes.run(accountId);
+      this.sql.deleteFactor.run(accountId);
+      this.sql.insert.run(accountId, secret, Date.now());
+    }).immediate();
+  }
+
+  confirm(accountId: string, step: number, hashes: readonly Buffer[]): boolean {
+    return this.db.transaction(() => {
+      if (this.sql.confirm.run(Date.now(), step, accountId).changes === 0) return false;
+      this.sql.deleteCodes.run(accountId);
+      for (const hash of hashes) this.sql.insertCode.run(accountId, hash);
+      return true;
+    }).immediate();
+  }
+
+  remove(accountId: string): boolean {
+    return this.db.transaction(() => {
+      this.sql.deleteCodes.run(accountId);
+      return this.sql.deleteFactor.run(accountId).changes > 0;
+    }).immediate();
+  }
+
+  useStep(accountId: string, step: number): boolean {
+    return this.sql.useStep.run(step, accountId, step).changes > 0;
+  }
+
+  useCode(accountId: string, hash: Buffer, at: Date): boolean {
+    return this.sql.useCode.run(at.getTime(), accountId, hash).changes > 0;
+  }
+
+  codesLeft(accountId: string): number {
+    return this.sql.codesLeft.get(accountId) ?? 0;
+  }
+
+  anyAdminEnrolled(): boolean {
+    return (this.sql.anyAdmin.get() ?? 0) === 1;
   }
 }

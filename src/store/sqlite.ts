@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import { SqliteAudit } from './sqlite-audit';
 import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteStatement } from './sqlite-driver';
-import { ACCOUNT_COLUMNS, SqliteConsole } from './sqlite-console';
+import { ACCOUNT_COLUMNS, SqliteConsole, SqliteSecondFactors } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
 import {
   AccountExistsError,
@@ -43,6 +43,7 @@ import {
   type RedemptionCodeRecord,
   type RevisionFreshness,
   type SessionKind,
+  type SecondFactor,
   type SessionRecord,
   type SetAsideCharge,
   type Store,
@@ -54,14 +55,14 @@ import {
   type NewAlert,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
-import { budgetText, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
+import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
 /** The file name SQLite understands as "no file, keep it in memory" (tests). */
 export const SQLITE_MEMORY = ':memory:';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget`;
+  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits`;
 
 interface AlertRow {
   id: string;
@@ -82,13 +83,15 @@ function prepareStatements(db: SqliteDatabase) {
       `INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash)
        VALUES (@id, @name, @email, @role, @disabled, @created_at, @password_hash)`,
     ),
-    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE name = ?`),
+    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE lower(name) = lower(?)`),
     accountById: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
     keysRevision: db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget)
-       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget)`,
+      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
+                             allowed_networks, operator_limits)
+       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget,
+               @allowed_networks, @operator_limits)`,
     ),
     keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
       'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
@@ -110,6 +113,8 @@ function prepareStatements(db: SqliteDatabase) {
         ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
     ),
     alertAttempted: db.prepare<[number | null, string]>('UPDATE budget_alerts SET attempts = attempts + 1, delivered_at = COALESCE(delivered_at, ?) WHERE id = ?'),
+    setKeyNetworks: db.prepare<[string | null, string]>('UPDATE api_keys SET allowed_networks = ? WHERE id = ?'),
+    setKeyOperatorLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET operator_limits = ? WHERE id = ?'),
     allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
     keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
@@ -146,7 +151,9 @@ function isConstraintError(error: unknown, code: string): boolean {
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
   'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
-  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'dailyUsage',
+  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
+  'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
+  'anyAdminEnrolled',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
@@ -170,6 +177,7 @@ export class SqliteStore implements Store {
   private statements: Statements | null = null;
   private ledgerPart: SqliteLedger | null = null;
   private consolePart: SqliteConsole | null = null;
+  private factorsPart: SqliteSecondFactors | null = null;
   private auditPart: SqliteAudit | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
@@ -218,6 +226,11 @@ export class SqliteStore implements Store {
     return this.ledgerPart;
   }
 
+  private get factors(): SqliteSecondFactors {
+    this.factorsPart ??= new SqliteSecondFactors(this.db);
+    return this.factorsPart;
+  }
+
   private get console(): SqliteConsole {
     this.consolePart ??= new SqliteConsole(this.db);
     return this.consolePart;
@@ -257,6 +270,8 @@ export class SqliteStore implements Store {
       if (limits.models !== undefined) this.sql.setKeyModels.run(jsonOrNull(limits.models), id);
       if (limits.rateLimits !== undefined) this.sql.setKeyRateLimits.run(jsonOrNull(limits.rateLimits), id);
       if (limits.budget !== undefined) this.sql.setKeyBudget.run(budgetText(limits.budget), id);
+      if (limits.allowedNetworks !== undefined) this.sql.setKeyNetworks.run(networksToJson(limits.allowedNetworks), id);
+      if (limits.operatorLimits !== undefined) this.sql.setKeyOperatorLimits.run(operatorLimitsToJson(limits.operatorLimits), id);
       return true;
     });
     const found = update.immediate();
@@ -336,6 +351,46 @@ export class SqliteStore implements Store {
 
   async deleteExpiredSessions(now: Date): Promise<number> {
     return this.console.deleteExpiredSessions(now);
+  }
+
+  async endSessions(accountId: string, except: string | null = null): Promise<number> {
+    return this.console.endSessions(accountId, except);
+  }
+
+  async touchSession(id: string, at: Date): Promise<void> {
+    this.console.touchSession(id, at);
+  }
+
+  async getSecondFactor(accountId: string): Promise<SecondFactor | null> {
+    return this.factors.get(accountId);
+  }
+
+  async beginSecondFactor(accountId: string, secret: string): Promise<void> {
+    this.factors.begin(accountId, secret);
+  }
+
+  async confirmSecondFactor(accountId: string, step: number, recoveryHashes: readonly Buffer[]): Promise<boolean> {
+    return this.factors.confirm(accountId, step, recoveryHashes);
+  }
+
+  async removeSecondFactor(accountId: string): Promise<boolean> {
+    return this.factors.remove(accountId);
+  }
+
+  async useTotpStep(accountId: string, step: number): Promise<boolean> {
+    return this.factors.useStep(accountId, step);
+  }
+
+  async useRecoveryCode(accountId: string, hash: Buffer, at: Date): Promise<boolean> {
+    return this.factors.useCode(accountId, hash, at);
+  }
+
+  async recoveryCodesLeft(accountId: string): Promise<number> {
+    return this.factors.codesLeft(accountId);
+  }
+
+  async anyAdminEnrolled(): Promise<boolean> {
+    return this.factors.anyAdminEnrolled();
   }
 
   async dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {
@@ -472,6 +527,8 @@ export class SqliteStore implements Store {
       models: jsonOrNull(input.models ?? null),
       rate_limits: jsonOrNull(input.rateLimits ?? null),
       budget: budgetText(input.budget ?? null),
+      allowed_networks: networksToJson(input.allowedNetworks),
+      operator_limits: operatorLimitsToJson(input.operatorLimits),
     };
     this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null });
     this.localRevision += 1;

@@ -83,6 +83,14 @@ export interface ApiKeyRecord {
   readonly rateLimits: KeyRateLimits | null;
   /** Most the key may spend per period; null for none. */
   readonly budget: Budget | null;
+  /** CIDRs the key's owner allows requests from; null for anywhere. The operator's list applies too. */
+  readonly allowedNetworks: readonly string[] | null;
+  /**
+   * What an operator (an administrator, the CLI) set on the key, kept apart so the owner can tighten
+   * it but never loosen or clear it: `spendLimit`, `models` and `rateLimits` above already include it
+   * (they are what is enforced); its `allowedNetworks` apply beside the owner's.
+   */
+  readonly operatorLimits: OperatorLimits | null;
   /** The first characters of the key (`sk-AbCd`), safe to show. */
   readonly prefix: string;
   /** The last four characters of the key, safe to show. */
@@ -90,6 +98,14 @@ export interface ApiKeyRecord {
   readonly createdAt: Date;
   readonly revokedAt: Date | null;
   readonly expiresAt: Date | null;
+}
+
+/** The limits an operator set on a key; an absent field sets none. */
+export interface OperatorLimits {
+  readonly spendLimit?: bigint;
+  readonly models?: readonly string[];
+  readonly rateLimits?: KeyRateLimits;
+  readonly allowedNetworks?: readonly string[];
 }
 
 /** Per-key rate limits an account holder sets in the console; an absent field sets no limit. */
@@ -118,6 +134,8 @@ export interface NewKey {
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
   readonly budget?: Budget | null;
+  readonly allowedNetworks?: readonly string[] | null;
+  readonly operatorLimits?: OperatorLimits | null;
 }
 
 /** What a key's owner may change after creating it; an absent field is left as it is, null clears it. */
@@ -126,6 +144,8 @@ export interface KeyLimits {
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
   readonly budget?: Budget | null;
+  readonly allowedNetworks?: readonly string[] | null;
+  readonly operatorLimits?: OperatorLimits | null;
 }
 
 /** An account with its stored balance, for the operator's list. */
@@ -152,8 +172,10 @@ export interface NewSession {
   readonly hash: Buffer;
   readonly kind: SessionKind;
   readonly name: string | null;
-  /** Null: never expires (management tokens). */
+  /** Null: never expires (only tokens made before tokens expired, and tests). */
   readonly expiresAt: Date | null;
+  /** The browser or client that signed in (its User-Agent, cut short), shown on the Account page. */
+  readonly userAgent?: string | null;
 }
 
 export interface SessionRecord {
@@ -163,6 +185,18 @@ export interface SessionRecord {
   readonly name: string | null;
   readonly createdAt: Date;
   readonly expiresAt: Date | null;
+  /** When it was last used, to the minute; null before its first use. */
+  readonly lastUsedAt: Date | null;
+  readonly userAgent: string | null;
+}
+
+/** An account's TOTP enrolment: the shared secret, and whether a first code confirmed it. */
+export interface SecondFactor {
+  /** Base32, as the authenticator app was given it. */
+  readonly secret: string;
+  readonly confirmedAt: Date | null;
+  /** The last 30-second time step whose code was accepted; a code of it or earlier is refused. */
+  readonly lastStep: number | null;
 }
 
 /** One UTC day of an account's (or everyone's) charges. */
@@ -440,7 +474,7 @@ export interface Store {
   countAccounts(): Promise<number>;
   /** Every account with its stored balance, oldest first. */
   listAccounts(): Promise<AccountSummary[]>;
-  /** The account whose name, or e-mail (case-insensitive), is `login`, with its password hash. */
+  /** The account whose name or e-mail is `login`, whatever its case, with its password hash. */
   findLogin(login: string): Promise<AccountLogin | null>;
   setPassword(accountId: string, passwordHash: string): Promise<boolean>;
   /** Disables or re-enables an account: a disabled account's keys and sessions stop working. */
@@ -491,6 +525,31 @@ export interface Store {
   listSessions(accountId: string, kind: SessionKind): Promise<SessionRecord[]>;
   /** Removes sessions that expired before `now`; returns how many. */
   deleteExpiredSessions(now: Date): Promise<number>;
+  /**
+   * Ends every session and token of an account but `except` (the caller's own, when it stays signed
+   * in); returns how many ended. The management API reads sessions from the store at every request,
+   * so this takes effect at once on every instance sharing it.
+   */
+  endSessions(accountId: string, except?: string | null): Promise<number>;
+  /** Records that a session or token was used at `at`. */
+  touchSession(id: string, at: Date): Promise<void>;
+
+  // Two-factor sign-in (TOTP) and its one-time recovery codes, by the SHA-256 of their text.
+  getSecondFactor(accountId: string): Promise<SecondFactor | null>;
+  /** Starts an enrolment with `secret` (unconfirmed), replacing any earlier one and its recovery codes. */
+  beginSecondFactor(accountId: string, secret: string): Promise<void>;
+  /** Confirms the enrolment with the step of its first code and stores the recovery codes' hashes. */
+  confirmSecondFactor(accountId: string, step: number, recoveryHashes: readonly Buffer[]): Promise<boolean>;
+  /** Removes the second factor and its recovery codes; false when there was none. */
+  removeSecondFactor(accountId: string): Promise<boolean>;
+  /** Accepts a code's time step once: false when it, or a later one, was accepted already. */
+  useTotpStep(accountId: string, step: number): Promise<boolean>;
+  /** Spends a recovery code: false when unknown or already spent. */
+  useRecoveryCode(accountId: string, hash: Buffer, at: Date): Promise<boolean>;
+  /** Recovery codes the account has not spent. */
+  recoveryCodesLeft(accountId: string): Promise<number>;
+  /** Whether any administrator has confirmed a second factor (`console.require_2fa: admins` starts then). */
+  anyAdminEnrolled(): Promise<boolean>;
 
   // The ledger. Balance = credits − charges, kept in the account row by the same transaction that
   // appends to the ledger, so it can be checked against the ledger at any time (`ledgerTotals`).

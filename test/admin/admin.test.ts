@@ -173,7 +173,7 @@ describe('management API: administrators', function () {
       expect(await tg.store.listAccounts()).to.have.length(before);
     });
 
-    it('disables an account: its session gets 403, its key 401 on /v1, its login 403; enabling restores them', async () => {
+    it('disables an account: its session ends (401), its key 401 on /v1, its login 403; enabling restores the key and the login', async () => {
       const { secret } = await dan.createKey({ name: 'dans-key' });
       expect((await chat(tg.url, secret)).status).to.equal(200);
 
@@ -181,9 +181,9 @@ describe('management API: administrators', function () {
       expect(disabled.status, disabled.text).to.equal(200);
       expect(disabled.body.account).to.deep.include({ id: danId, name: 'dan', disabled: true });
 
-      expectError(await dan.get('/api/session'), 403, 'forbidden');
-      expectError(await dan.get('/api/keys'), 403, 'forbidden');
-      expectError(await dan.post('/api/keys', { name: 'while-disabled' }), 403, 'forbidden');
+      expectError(await dan.get('/api/session'), 401, 'unauthenticated');
+      expectError(await dan.get('/api/keys'), 401, 'unauthenticated');
+      expectError(await dan.post('/api/keys', { name: 'while-disabled' }), 401, 'unauthenticated');
       const refused = await chat(tg.url, secret);
       expect(refused.status).to.equal(401);
       expect(refused.json.error.code).to.equal('invalid_api_key');
@@ -193,6 +193,9 @@ describe('management API: administrators', function () {
 
       const enabled = await root.patch(`/api/admin/accounts/${danId}`, { disabled: false });
       expect(enabled.body.account.disabled).to.equal(false);
+      // The session ended for good; a new login works.
+      expectError(await dan.get('/api/session'), 401, 'unauthenticated');
+      dan = await ApiClient.login(tg.url, 'dan', PASSWORD);
       expect((await dan.get('/api/session')).status).to.equal(200);
       expect((await chat(tg.url, secret)).status).to.equal(200);
       expect((await tg.store.listKeys({ accountId: danId })).map((key) => key.name)).to.deep.equal(['dans-key']);

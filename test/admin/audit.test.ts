@@ -47,9 +47,9 @@ describe('management API: audit log', function () {
 
   it('records disabling and enabling an account', async () => {
     expect((await root.patch(`/api/admin/accounts/${adaId}`, { disabled: true })).status).to.equal(200);
-    expect(await latest('account.disable')).to.deep.include({ actor: 'root', target: adaId, before: { disabled: false }, after: { disabled: true } });
+    expect(await latest('account.disable')).to.deep.include({ actor: 'root', target: adaId, before: { disabled: false }, after: { disabled: true, sessions_ended: 1 } });
     expect((await root.patch(`/api/admin/accounts/${adaId}`, { disabled: false })).status).to.equal(200);
-    expect(await latest('account.enable')).to.deep.include({ before: { disabled: true }, after: { disabled: false } });
+    expect(await latest('account.enable')).to.deep.include({ before: { disabled: true }, after: { disabled: false, sessions_ended: 0 } });
     ada = await ApiClient.login(tg.url, 'ada', PASSWORD);
   });
 
@@ -89,7 +89,7 @@ describe('management API: audit log', function () {
   });
 
   it('records management tokens made and revoked; what a token does is recorded as the api surface', async () => {
-    const made = await ada.post('/api/tokens', { name: 'ci' });
+    const made = await ada.post('/api/tokens', { name: 'ci', password: PASSWORD });
     expect(made.status).to.equal(201);
     secrets.push(made.body.secret);
     expect(await latest('token.create')).to.deep.include({ actor: 'ada', surface: 'console', target: made.body.token.id, after: { name: 'ci' } });
@@ -140,7 +140,7 @@ describe('management API: audit log', function () {
     const lines = csv.text.trim().split('\r\n');
     expect(lines[0]).to.equal('id,at,actor,surface,action,target,account_id,before,after,request_id');
     expect(lines).to.have.length(2);
-    expect(lines[1]).to.include(',root,console,account.disable,').and.include('"{""disabled"":false}","{""disabled"":true}"');
+    expect(lines[1]).to.include(',root,console,account.disable,').and.include('"{""disabled"":false}","{""disabled"":true,""sessions_ended"":1}"');
   });
 
   it('never holds a secret', async () => {

@@ -143,8 +143,15 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['GET', '/api/usage/summary?group_by=model&format=csv'],
   ['GET', '/api/usage/sessions'],
   ['GET', '/api/tokens'],
-  ['POST', '/api/tokens', { name: 't' }],
+  ['POST', '/api/tokens', { name: 't', password: PASSWORD }],
   ['DELETE', '/api/tokens/ses_0000000000000000'],
+  ['GET', '/api/account/2fa'],
+  ['POST', '/api/account/2fa', { password: PASSWORD }],
+  ['POST', '/api/account/2fa/confirm', { code: '123456' }],
+  ['DELETE', '/api/account/2fa', { password: PASSWORD }],
+  ['GET', '/api/account/sessions'],
+  ['DELETE', '/api/account/sessions'],
+  ['DELETE', '/api/account/sessions/ses_0000000000000000'],
 ];
 
 /** Signed-in routes that look one thing up by id: for these placeholder ids, 404 once signed in. */
@@ -166,4 +173,5 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['GET', '/api/admin/providers'],
   ['GET', '/api/admin/audit'],
   ['GET', '/api/admin/audit?format=csv'],
+  ['DELETE', '/api/admin/accounts/{id}/sessions'],
 ];

@@ -324,7 +324,7 @@ describe('schemas/management-api.yaml', () => {
       spent: 0n,
       models: null,
       rateLimits: null,
-      budget: null,
+      budget: null, allowedNetworks: null, operatorLimits: null,
       prefix: 'sk-AbCd',
       last4: 'wxyz',
       createdAt: at,
@@ -376,7 +376,7 @@ describe('schemas/management-api.yaml', () => {
       models: null,
     };
     const code: RedemptionCodeRecord = { id: 'rc_5e0a', amount: 5_000_000_000n, createdAt: at, createdBy: 'root', expiresAt: later, redeemedBy: null, redeemedAt: null };
-    const token: SessionRecord = { id: 'ses_9a0f3c2e1b7d4a65', accountId: account.id, kind: 'token', name: null, createdAt: at, expiresAt: null };
+    const token: SessionRecord = { id: 'ses_9a0f3c2e1b7d4a65', accountId: account.id, kind: 'token', name: null, createdAt: at, expiresAt: later, lastUsedAt: at, userAgent: 'curl/8.5.0' };
 
     const cases: Array<[schema: string, view: () => Record<string, unknown>]> = [
       ['Account', () => accountView(account)],

@@ -48,7 +48,7 @@ describe('management API: log lines', function () {
     expect(wrong.status).to.equal(401);
     const client = await ApiClient.login(tg.url, 'secretive', PASSWORD);
     const key = await client.createKey({ name: 'logged-key' });
-    const token = await client.post('/api/tokens', { name: 'logged-token' });
+    const token = await client.post('/api/tokens', { name: 'logged-token', password: PASSWORD });
     expect(token.status).to.equal(201);
     const cookie = client.cookie!;
     await client.delete('/api/session');

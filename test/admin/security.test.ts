@@ -132,7 +132,7 @@ describe('management API: security', function () {
       const last = amy.csrfToken!.at(-1) === 'A' ? 'B' : 'A';
       expectError(await amy.post('/api/keys', { name: 'wrong-token' }, { headers: { 'x-csrf-token': `${amy.csrfToken!.slice(0, -1)}${last}` } }), 403, 'csrf_failed');
       expectError(await amy.post('/api/keys', { name: 'bos-token' }, { headers: { 'x-csrf-token': bo.csrfToken! } }), 403, 'csrf_failed');
-      expectError(await amy.post('/api/tokens', { name: 'no-token' }, { csrf: false }), 403, 'csrf_failed');
+      expectError(await amy.post('/api/tokens', { name: 'no-token', password: PASSWORD }, { csrf: false }), 403, 'csrf_failed');
       expect(await amysKeyCount()).to.equal(before);
       expect(await tg.store.listSessions(amyId, 'token')).to.deep.equal([]);
     });

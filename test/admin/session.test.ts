@@ -338,8 +338,8 @@ describe('management API: sessions', function () {
       const host = new URL(proxied.url).host;
       const client = new ApiClient(proxied.url, sessionCookieOf(answer.cookies), answer.body.csrf_token);
       const https = { 'x-forwarded-proto': 'https', origin: `https://${host}` };
-      expect((await client.post('/api/tokens', { name: 'via-proxy' }, { headers: https })).status).to.equal(201);
-      expectError(await client.post('/api/tokens', { name: 'via-http' }, { headers: { 'x-forwarded-proto': 'https', origin: `http://${host}` } }), 403, 'csrf_failed');
+      expect((await client.post('/api/tokens', { name: 'via-proxy', password: PASSWORD }, { headers: https })).status).to.equal(201);
+      expectError(await client.post('/api/tokens', { name: 'via-http', password: PASSWORD }, { headers: { 'x-forwarded-proto': 'https', origin: `http://${host}` } }), 403, 'csrf_failed');
 
       const overHttp = await send(proxied.url, 'GET', '/api/meta');
       expect(overHttp.headers.get('strict-transport-security'), 'no HSTS on plain http').to.equal(null);

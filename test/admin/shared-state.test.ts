@@ -187,9 +187,13 @@ describe('management API: two instances sharing PostgreSQL and Redis', function 
     expect(await accountBalance(sameLoginOn(onB, a))).to.deep.equal(expected);
   });
 
-  it('disabling an account on A refuses its key on B within moments, and its console session on B gets 403', async () => {
+  it('disabling an account on A refuses its key on B within moments, and ends its console session and token on B', async () => {
     const user = await addAccount(store, 'dex');
     const onB = await ApiClient.login(b.url, 'dex', PASSWORD);
+    const minted = await onB.post('/api/tokens', { name: 'script', password: PASSWORD });
+    expect(minted.status, minted.text).to.equal(201);
+    const tokenOnB = new ApiClient(b.url, null, null, minted.body.secret);
+    expect((await tokenOnB.get('/api/account')).status).to.equal(200);
     const { secret: key } = await onB.createKey({ name: 'cached' });
     // A free model: only authentication stands between the key and the upstream. This request puts
     // the key in B's cache, whose entries live 60 s unless the store's key revision moves.
@@ -211,8 +215,10 @@ describe('management API: two instances sharing PostgreSQL and Redis', function 
     expect(elapsed, 'ms until B refused the key').to.be.below(2000);
     expect((await chat(a.url, key, 'gpt-free')).status, 'A refuses it too').to.equal(401);
 
-    expectError(await onB.get('/api/account'), 403, 'forbidden');
-    expectError(await onB.get('/api/session'), 403, 'forbidden');
+    // Disabling ends the account's sessions in the shared store: B no longer knows the cookie.
+    expectError(await onB.get('/api/account'), 401, 'unauthenticated');
+    expectError(await onB.get('/api/session'), 401, 'unauthenticated');
+    expectError(await tokenOnB.get('/api/account'), 401, 'unauthenticated');
   });
 
   it('one code redeemed concurrently through A and B credits once: one 200, the rest 409', async () => {

@@ -26,11 +26,11 @@ describe('management API: management tokens', function () {
   after(async () => tg?.stop());
 
   it('creates a token (201) whose secret is shown once, lists it, works as a bearer, and is dead once deleted', async () => {
-    const created = await tia.post('/api/tokens', { name: 'ci' });
+    const created = await tia.post('/api/tokens', { name: 'ci', password: PASSWORD });
     expect(created.status, created.text).to.equal(201);
     const { token, secret } = created.body;
     expect(secret).to.match(/^tgm_[A-Za-z0-9_-]{43}$/);
-    expect(Object.keys(token).sort()).to.deep.equal(['created_at', 'id', 'name']);
+    expect(Object.keys(token).sort()).to.deep.equal(['created_at', 'expires_at', 'id', 'last_used_at', 'name']);
     expect(token.name).to.equal('ci');
     expect(Date.parse(token.created_at)).to.be.closeTo(Date.now(), 5000);
     // Only its hash is stored.
@@ -65,17 +65,17 @@ describe('management API: management tokens', function () {
   });
 
   it('lists the newest token first, and a nameless token has name null', async () => {
-    const first = (await tia.post('/api/tokens', { name: 'first' })).body.token;
-    const second = (await tia.post('/api/tokens', {})).body.token;
+    const first = (await tia.post('/api/tokens', { name: 'first', password: PASSWORD })).body.token;
+    const second = (await tia.post('/api/tokens', { password: PASSWORD })).body.token;
     expect(second.name).to.equal(null);
     const ids = (await tia.get('/api/tokens')).body.tokens.map((token: { id: string }) => token.id);
     expect(ids).to.deep.equal([second.id, first.id]);
-    expectError(await tia.post('/api/tokens', { name: 'n'.repeat(61) }), 400, 'invalid_request', 'name');
-    expectError(await tia.post('/api/tokens', { name: 7 }), 400, 'invalid_request', 'name');
+    expectError(await tia.post('/api/tokens', { name: 'n'.repeat(61), password: PASSWORD }), 400, 'invalid_request', 'name');
+    expectError(await tia.post('/api/tokens', { name: 7, password: PASSWORD }), 400, 'invalid_request', 'name');
   });
 
   it('lets no account see or delete another account\'s tokens, nor end a session by its id', async () => {
-    const created = await tia.post('/api/tokens', { name: 'tias' });
+    const created = await tia.post('/api/tokens', { name: 'tias', password: PASSWORD });
     const { token, secret } = created.body;
     expect((await ugo.get('/api/tokens')).body.tokens).to.deep.equal([]);
     expectError(await ugo.delete(`/api/tokens/${token.id}`), 404, 'not_found');
@@ -88,7 +88,7 @@ describe('management API: management tokens', function () {
   });
 
   it('a token is no cookie, and a cookie no token', async () => {
-    const { secret } = (await tia.post('/api/tokens', { name: 'not-a-cookie' })).body;
+    const { secret } = (await tia.post('/api/tokens', { name: 'not-a-cookie', password: PASSWORD })).body;
     expect((await ApiClient.bearer(tg.url, secret).get('/api/session')).status).to.equal(200);
     expectError(await new ApiClient(tg.url, secret).get('/api/session'), 401, 'unauthenticated');
     expectError(await ApiClient.bearer(tg.url, tia.cookie!).get('/api/session'), 401, 'unauthenticated');
@@ -96,7 +96,7 @@ describe('management API: management tokens', function () {
   });
 
   it('a token ends itself with DELETE /api/session, without touching the console session', async () => {
-    const { secret } = (await tia.post('/api/tokens', { name: 'self-ending' })).body;
+    const { secret } = (await tia.post('/api/tokens', { name: 'self-ending', password: PASSWORD })).body;
     const script = ApiClient.bearer(tg.url, secret);
     const out = await script.delete('/api/session');
     expect(out.status).to.equal(204);

@@ -357,7 +357,7 @@ describe('browser: console', function () {
     await page.getByTestId('audit-table').waitFor();
     const disabled = (await tableRows('audit-table')).find((row) => row[3] === 'account.disable');
     expect(disabled?.slice(1, 3)).to.deep.equal([admin.name, 'console']);
-    expect(disabled?.[6]).to.equal('{"disabled":true}');
+    expect(disabled?.[6]).to.equal('{"disabled":true,"sessions_ended":0}');
     await page.getByLabel('Actor').fill(admin.name);
     await page.getByLabel('Target id (acc_…, key_…)').fill(disabled![4]);
     await page.getByRole('button', { name: 'Apply filters' }).click();

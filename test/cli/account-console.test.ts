@@ -99,6 +99,7 @@ describe('cli/account console access (create with a password, password, token)',
     expect(found?.account.name).to.equal('frank');
     expect(found?.session.kind).to.equal('token');
     expect(found?.session.name).to.equal('deploy-script');
-    expect(found?.session.expiresAt).to.equal(null);
+    // 90 days unless --days says otherwise.
+    expect(found!.session.expiresAt!.getTime() - Date.now()).to.be.within(89.9 * 86_400_000, 90 * 86_400_000);
   });
 });

@@ -69,8 +69,14 @@ describe('cli/audit', function () {
     expect(await latest()).to.deep.include({
       action: 'key.limits',
       before: { spend_limit: null, models: null, rate_limits: null, budget: null },
-      after: { spend_limit: '3', models: ['tollgate-echo'], rate_limits: null, budget: null },
+      // The CLI's limits are the operator's: recorded apart, so the owner cannot loosen them.
+      after: { spend_limit: '3', models: ['tollgate-echo'], rate_limits: null, budget: null, operator_limits: { spend_limit: '3', models: ['tollgate-echo'] } },
     });
+
+    await tollgate('account', 'disable', 'zoe');
+    expect(await latest()).to.deep.include({ action: 'account.disable', target: zoe.id, surface: 'cli', before: { disabled: false }, after: { disabled: true, sessions_ended: 1 } });
+    await tollgate('account', 'enable', 'zoe');
+    expect(await latest()).to.deep.include({ action: 'account.enable', target: zoe.id, surface: 'cli', after: { disabled: false, sessions_ended: 0 } });
 
     await tollgate('key', 'revoke', keyRecord.id);
     const revoked = await latest();

@@ -37,7 +37,7 @@ describe('the default gateway.yaml', () => {
       heap_growing_percent: 50,
       public_url: '',
     });
-    expect(config.console).to.deep.equal({ enabled: true, signup: false, session_ttl_hours: 168, login_failures_per_window: 10 });
+    expect(config.console).to.deep.equal({ enabled: true, signup: false, session_ttl_hours: 168, login_failures_per_window: 10, require_2fa: 'admins' });
     expect(config.store.url).to.equal('sqlite:./data/tollgate.db');
     // Card payments stay off, and the stripe package unloaded, unless payments.stripe is written.
     expect(config.payments).to.deep.equal({});

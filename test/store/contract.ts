@@ -691,14 +691,47 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await store.findAccountByName('caroline')).to.equal(null);
       });
 
-      it('finds a login by exact name or by e-mail in any case, with its password hash', async () => {
+      it('rejects a name that differs from a taken one only in case', async () => {
+        await store.createAccount({ name: 'carol', role: 'user' });
+        const shouting = await rejection(store.createAccount({ name: 'Carol', role: 'user' }));
+        expect(shouting).to.be.instanceOf(AccountExistsError);
+        expect((shouting as AccountExistsError).field).to.equal('name');
+        expect(await store.countAccounts()).to.equal(1);
+      });
+
+      it('ends every session and token of an account but the one kept, and records when one was used', async () => {
+        const carol = await store.createAccount({ name: 'carol', role: 'user' });
+        const dave = await store.createAccount({ name: 'dave', role: 'user' });
+        const later = new Date(Date.now() + 3_600_000);
+        const hash = (n: number) => Buffer.alloc(32, n);
+        const kept = await store.createSession({ accountId: carol.id, hash: hash(1), kind: 'session', name: null, expiresAt: later, userAgent: 'Firefox' });
+        await store.createSession({ accountId: carol.id, hash: hash(2), kind: 'session', name: null, expiresAt: later });
+        await store.createSession({ accountId: carol.id, hash: hash(3), kind: 'token', name: 'ci', expiresAt: later });
+        await store.createSession({ accountId: dave.id, hash: hash(4), kind: 'token', name: null, expiresAt: later });
+        expect(kept.userAgent).to.equal('Firefox');
+        expect(kept.lastUsedAt).to.equal(null);
+        expect(await store.endSessions(carol.id, kept.id)).to.equal(2);
+        expect((await store.listSessions(carol.id, 'session')).map((session) => session.id)).to.deep.equal([kept.id]);
+        expect(await store.listSessions(carol.id, 'token')).to.deep.equal([]);
+        expect(await store.listSessions(dave.id, 'token')).to.have.length(1);
+        const used = new Date(Date.now() - 5_000);
+        await store.touchSession(kept.id, used);
+        const found = await store.findSession(hash(1), new Date());
+        expect(found?.session.lastUsedAt?.getTime()).to.equal(used.getTime());
+        expect(found?.session.userAgent).to.equal('Firefox');
+        expect(await store.endSessions(carol.id)).to.equal(1);
+        expect(await store.findSession(hash(1), new Date())).to.equal(null);
+      });
+
+      it('finds a login by name or by e-mail in any case, with its password hash', async () => {
         const carol = await store.createAccount({ name: 'carol', role: 'user', email: 'carol@example.com', passwordHash: 'hash-1' });
         const dave = await store.createAccount({ name: 'dave', role: 'admin' });
         expect(await store.findLogin('carol')).to.deep.equal({ account: carol, passwordHash: 'hash-1' });
         expect(await store.findLogin('CaRoL@ExAmPlE.cOm')).to.deep.equal({ account: carol, passwordHash: 'hash-1' });
         expect(await store.findLogin('dave')).to.deep.equal({ account: dave, passwordHash: null });
-        // The name must match exactly; only e-mails are compared case-insensitively.
-        expect(await store.findLogin('CAROL')).to.equal(null);
+        // Names are unique whatever their case, so one account answers to every spelling.
+        expect(await store.findLogin('CAROL')).to.deep.equal({ account: carol, passwordHash: 'hash-1' });
+        expect(await store.findAccountByName('Carol')).to.deep.equal(carol);
         expect(await store.findLogin('nobody')).to.equal(null);
         expect(await store.findLogin('nobody@example.com')).to.equal(null);
       });
@@ -789,6 +822,29 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
 
         expect(await store.setKeyLimits('key_doesnotexist00', { rateLimits: { rpm: 1 } })).to.equal(false);
         expect(await store.setKeyLimits('key_doesnotexist00', {})).to.equal(false);
+      });
+
+      it("keeps a key's allowed networks and its operator's limits apart, and moves keysRevision for each", async () => {
+        const account = await store.createAccount({ name: 'netted', role: 'user' });
+        const operator = { spendLimit: 5n * 10n ** 18n, models: ['a'], rateLimits: { rpm: 2 }, allowedNetworks: ['10.0.0.0/8'] };
+        const input = newKey(account, { allowedNetworks: ['192.0.2.0/24'], operatorLimits: operator });
+        const key = await store.createKey(input);
+        expect(key.allowedNetworks).to.deep.equal(['192.0.2.0/24']);
+        expect(key.operatorLimits).to.deep.equal(operator);
+        const read = async () => (await store.listKeys({ accountId: account.id }))[0];
+        expect((await read()).operatorLimits).to.deep.equal(operator);
+        let revision = store.keysRevision();
+        expect(await store.setKeyLimits(key.id, { allowedNetworks: ['2001:db8::/32', '10.1.0.0/16'] })).to.equal(true);
+        expect(store.keysRevision()).not.to.equal(revision);
+        expect((await read()).allowedNetworks).to.deep.equal(['2001:db8::/32', '10.1.0.0/16']);
+        revision = store.keysRevision();
+        expect(await store.setKeyLimits(key.id, { operatorLimits: { models: ['b'] } })).to.equal(true);
+        expect(store.keysRevision()).not.to.equal(revision);
+        expect((await read()).operatorLimits).to.deep.equal({ models: ['b'] });
+        expect(await store.setKeyLimits(key.id, { operatorLimits: null, allowedNetworks: null })).to.equal(true);
+        expect(await read()).to.deep.include({ operatorLimits: null, allowedNetworks: null });
+        expect(await store.setKeyLimits(key.id, { allowedNetworks: ['10.0.0.0/8'] })).to.equal(true);
+        expect((await store.findKeyByHash(input.hash))?.key.allowedNetworks).to.deep.equal(['10.0.0.0/8']);
       });
 
       it('creates a session and finds it with its account until it expires', async () => {

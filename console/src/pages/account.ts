@@ -1,5 +1,5 @@
-// /console/account — change password; management tokens for scripts (tgm_…).
-import { apiDelete, apiGet, apiPost, apiPut, errorMessage } from '../api.js';
+// /console/account — change password; two-factor sign-in; signed-in sessions; management tokens for scripts (tgm_…).
+import { ApiError, apiDelete, apiGet, apiPost, apiPut, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h } from '../dom.js';
 import { FieldError, createForm, inputField, valueOf } from '../forms.js';
@@ -9,7 +9,7 @@ import { secretReveal } from '../secret.js';
 import { currentAccount } from '../session.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
-import type { ManagementToken } from '../types.js';
+import type { ConsoleSession, ManagementToken, TwoFactorEnrolment, TwoFactorState } from '../types.js';
 import { buttonRow, pageHeading, section, timeEl } from '../ui.js';
 
 const MIN_PASSWORD_LENGTH = 10;
@@ -21,6 +21,8 @@ export const accountPage: Page = {
     context.root.append(
       pageHeading('Account', account ? `Signed in as ${account.name}${account.email ? ` (${account.email})` : ''}.` : ''),
       section('Change password', passwordForm()),
+      twoFactorSection(context),
+      sessionsSection(context),
       tokensSection(context));
   },
 };
@@ -70,10 +72,21 @@ function tokensSection(context: PageContext): HTMLElement {
   const form = createForm({
     label: 'Create a management token',
     submitLabel: 'Create management token',
-    fields: [inputField({ name: 'name', label: 'Token name', required: true, hint: 'e.g. “deploy script”.', attrs: { autocomplete: 'off', maxlength: 100 } })],
+    fields: [
+      inputField({ name: 'name', label: 'Token name', required: true, hint: 'e.g. “deploy script”.', attrs: { autocomplete: 'off', maxlength: 100 } }),
+      inputField({ name: 'expires_in_days', label: 'Expires after (days)', type: 'number', value: '90', attrs: { min: 1, max: 366, step: 1 } }),
+      inputField({ name: 'token_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } }),
+    ],
     async onSubmit(form) {
       status.clear();
-      const created = await apiPost<{ token: ManagementToken; secret: string }>('/api/tokens', { name: valueOf(form, 'name') });
+      const days = Number.parseInt(valueOf(form, 'expires_in_days') || '90', 10);
+      let created: { token: ManagementToken; secret: string };
+      try {
+        created = await apiPost<{ token: ManagementToken; secret: string }>('/api/tokens', { name: valueOf(form, 'name'), password: rawValue(form, 'token_password'), expires_in_days: days });
+      } catch (error) {
+        if (error instanceof ApiError && error.field === 'password') throw new FieldError('token_password', error.message);
+        throw error;
+      }
       form.reset();
       showSecret(reveal, created.token, created.secret);
       void refresh();
@@ -103,6 +116,8 @@ function tokenTable(tokens: readonly ManagementToken[], onRevoke: (token: Manage
     columns: [
       { label: 'Name', cell: (token) => token.name },
       { label: 'Created', cell: (token) => timeEl(token.created_at) },
+      { label: 'Expires', cell: (token) => (token.expires_at ? timeEl(token.expires_at) : 'Never') },
+      { label: 'Last used', cell: (token) => (token.last_used_at ? timeEl(token.last_used_at) : 'Never') },
       {
         label: 'Actions',
         cell: (token) => h('button', {
@@ -127,4 +142,146 @@ async function revokeToken(token: ManagementToken, status: StatusLine, refresh: 
     status.show(`Could not revoke “${token.name}”: ${errorMessage(error)}`, 'error');
   }
   void refresh();
+}
+
+/** Two-factor sign-in: its state, enrolling (QR code, first code, recovery codes shown once), turning it off. */
+function twoFactorSection(context: PageContext): HTMLElement {
+  const status = statusLine();
+  const body = h('div', { 'data-testid': 'two-factor' });
+  const refresh = () => loadInto(body,
+    () => apiGet<TwoFactorState>('/api/account/2fa', { signal: context.signal }),
+    (state) => (state.enabled ? enabledView(state) : startView(state)));
+
+  function enabledView(state: TwoFactorState): HTMLElement {
+    const form = createForm({
+      label: 'Turn off two-factor sign-in',
+      submitLabel: 'Turn off',
+      fields: [inputField({ name: 'off_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } })],
+      async onSubmit(form) {
+        await apiDelete<void>('/api/account/2fa', undefined, { password: rawValue(form, 'off_password') });
+        status.show('Two-factor sign-in is off.', 'success');
+        void refresh();
+      },
+    });
+    return h('div', null,
+      h('p', { 'data-testid': 'two-factor-state' }, `On. ${state.recovery_codes_left} recovery codes left.`),
+      state.required ? h('p', { class: 'muted' }, 'Required for this account.') : form);
+  }
+
+  function startView(state: TwoFactorState): HTMLElement {
+    const form = createForm({
+      label: 'Set up two-factor sign-in',
+      submitLabel: 'Set up',
+      fields: [inputField({ name: 'setup_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } })],
+      async onSubmit(form) {
+        const enrolment = await apiPost<TwoFactorEnrolment>('/api/account/2fa', { password: rawValue(form, 'setup_password') });
+        body.replaceChildren(confirmView(enrolment));
+      },
+    });
+    return h('div', null,
+      state.required ? h('p', { class: 'notice notice-info', role: 'status', 'data-testid': 'enrol-required' }, 'This account must sign in with a second factor: set it up to use the console.') : null,
+      h('p', { 'data-testid': 'two-factor-state' }, 'Off.'),
+      form);
+  }
+
+  function confirmView(enrolment: TwoFactorEnrolment): HTMLElement {
+    const form = createForm({
+      label: 'Confirm two-factor sign-in',
+      submitLabel: 'Turn on',
+      fields: [inputField({ name: 'first_code', label: 'The 6-digit code the app shows', required: true, attrs: { autocomplete: 'one-time-code', inputmode: 'numeric', maxlength: 6 } })],
+      async onSubmit(form) {
+        let codes: string[];
+        try {
+          codes = (await apiPost<{ recovery_codes: string[] }>('/api/account/2fa/confirm', { code: valueOf(form, 'first_code') })).recovery_codes;
+        } catch (error) {
+          if (error instanceof ApiError && error.field === 'code') throw new FieldError('first_code', error.message);
+          throw error;
+        }
+        body.replaceChildren(h('div', null,
+          h('p', null, 'Two-factor sign-in is on. Keep these recovery codes somewhere safe: each signs you in once without the app. They are shown only now.'),
+          h('ul', { 'data-testid': 'recovery-codes' }, ...codes.map((code) => h('li', null, h('code', null, code)))),
+          buttonRow(h('button', { type: 'button', class: 'button', onclick: () => void refresh() }, 'Done'))));
+      },
+    });
+    return h('div', null,
+      h('p', null, 'Scan this code with an authenticator app, or type the key by hand, then enter the code it shows.'),
+      qrCode(enrolment.qr),
+      h('p', null, 'Key: ', h('code', { 'data-testid': 'totp-secret' }, enrolment.secret)),
+      form);
+  }
+
+  void refresh();
+  return section('Two-factor sign-in', body, status.element);
+}
+
+/** The QR code drawn from its modules with SVG elements: no image or HTML string involved. */
+function qrCode(qr: { size: number; modules: string }): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  const quiet = 4;
+  const side = qr.size + 2 * quiet;
+  svg.setAttribute('viewBox', `0 0 ${side} ${side}`);
+  svg.setAttribute('width', String(side * 4));
+  svg.setAttribute('height', String(side * 4));
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', 'QR code for the authenticator app');
+  svg.setAttribute('data-testid', 'totp-qr');
+  const background = document.createElementNS(ns, 'rect');
+  background.setAttribute('width', String(side));
+  background.setAttribute('height', String(side));
+  background.setAttribute('fill', '#fff');
+  svg.append(background);
+  let path = '';
+  for (let row = 0; row < qr.size; row += 1) {
+    for (let column = 0; column < qr.size; column += 1) {
+      if (qr.modules[row * qr.size + column] === '1') path += `M${column + quiet} ${row + quiet}h1v1h-1z`;
+    }
+  }
+  const dark = document.createElementNS(ns, 'path');
+  dark.setAttribute('d', path);
+  dark.setAttribute('fill', '#000');
+  svg.append(dark);
+  return svg;
+}
+
+/** The account's signed-in sessions: where and when, ending one or all the others. */
+function sessionsSection(context: PageContext): HTMLElement {
+  const status = statusLine();
+  const list = h('div');
+  const refresh = () => loadInto(list,
+    () => apiGet<{ sessions: ConsoleSession[] }>('/api/account/sessions', { signal: context.signal }),
+    (data) => dataTable({
+      caption: 'Signed-in sessions',
+      rows: data.sessions,
+      emptyText: 'No sessions.',
+      testId: 'session-table',
+      columns: [
+        { label: 'Browser', cell: (session) => `${session.user_agent ?? 'Unknown'}${session.current ? ' (this one)' : ''}` },
+        { label: 'Signed in', cell: (session) => timeEl(session.created_at) },
+        { label: 'Last seen', cell: (session) => (session.last_used_at ? timeEl(session.last_used_at) : '—') },
+        {
+          label: 'Actions',
+          cell: (session) => (session.current ? null : h('button', {
+            type: 'button', class: 'button button-small button-danger', 'aria-label': `End session ${session.id}`,
+            onclick: () => void end(`/api/account/sessions/${encodeURIComponent(session.id)}`, 'Session ended.'),
+          }, 'End')),
+        },
+      ],
+    }));
+
+  async function end(path: string, done: string): Promise<void> {
+    try {
+      await apiDelete<unknown>(path);
+      status.show(done, 'success');
+    } catch (error) {
+      status.show(`Could not end it: ${errorMessage(error)}`, 'error');
+    }
+    void refresh();
+  }
+
+  void refresh();
+  return section('Sessions',
+    h('p', { class: 'muted' }, 'Where this account is signed in. Ending a session signs it out at its next request.'),
+    buttonRow(h('button', { type: 'button', class: 'button', onclick: () => void end('/api/account/sessions', 'Every other session and token ended.') }, 'End all other sessions and tokens')),
+    status.element, list);
 }

@@ -5,6 +5,7 @@ import { h } from '../dom.js';
 import { FieldError, createForm, inputField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
 import type { PageContext } from '../page.js';
+import { navigate } from '../router.js';
 import { startSession } from '../session.js';
 import type { Meta, SessionResponse } from '../types.js';
 import { pageHeading } from '../ui.js';
@@ -32,23 +33,41 @@ export function renderLogin(context: PageContext, options: LoginOptions): void {
 }
 
 function loginView(signupEnabled: boolean, options: LoginOptions): HTMLElement {
+  const codeField = inputField({
+    name: 'code',
+    label: 'Two-factor code',
+    hint: 'The 6-digit code from your authenticator app, or one of your recovery codes.',
+    attrs: { autocomplete: 'one-time-code', spellcheck: 'false', maxlength: 64 },
+  });
+  codeField.hidden = true;
   const form = createForm({
     label: 'Log in',
     submitLabel: 'Log in',
     fields: [
       inputField({ name: 'login', label: 'Name or e-mail', required: true, attrs: { autocomplete: 'username', autocapitalize: 'none', spellcheck: 'false' } }),
       inputField({ name: 'password', label: 'Password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } }),
+      codeField,
     ],
     async onSubmit(form) {
-      const body = { login: valueOf(form, 'login'), password: passwordOf(form, 'password') };
+      const code = valueOf(form, 'code');
+      const body = { login: valueOf(form, 'login'), password: passwordOf(form, 'password'), ...(code ? { code } : {}) };
+      let session: SessionResponse;
       try {
-        startSession(await apiPost<SessionResponse>('/api/session', body));
+        session = await apiPost<SessionResponse>('/api/session', body);
       } catch (error) {
+        // The password was right and the account signs in with a second factor: ask for the code.
+        if (error instanceof ApiError && error.code === 'two_factor_required') {
+          codeField.hidden = false;
+          throw new FieldError('code', error.message);
+        }
         // The API names no field for a wrong name or password; show it at the password, marked invalid.
-        if (error instanceof ApiError && error.code === 'invalid_credentials') throw new FieldError('password', error.message);
+        if (error instanceof ApiError && error.code === 'invalid_credentials') throw new FieldError(error.field === 'code' ? 'code' : 'password', error.message);
         throw error;
       }
-      options.onSignedIn();
+      startSession(session);
+      // An account the operator requires to have a second factor enrols before anything else.
+      if (session.enrol_2fa === true) navigate('/console/account', { replace: true });
+      else options.onSignedIn();
     },
   });
   return h('div', { class: 'auth-card' },

@@ -3,7 +3,7 @@ import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h, type Child } from '../dom.js';
 import { createForm, inputField, valueOf } from '../forms.js';
-import { describeRateLimits, limitFields, readLimits } from '../limits.js';
+import { describeOperatorLimits, describeRateLimits, limitFields, readLimits } from '../limits.js';
 import { loadInto } from '../load.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
@@ -90,6 +90,8 @@ function keyTable(view: TokensView, keys: readonly ApiKey[]): HTMLElement {
       { label: 'Last used', cell: (key) => (key.last_used_at ? timeEl(key.last_used_at) : 'Never') },
       { label: 'Models', cell: (key) => (key.models ? key.models.join(', ') : 'All') },
       { label: 'Rate limits', cell: (key) => describeRateLimits(key.rate_limits) },
+      { label: 'Networks', cell: (key) => (key.allowed_networks ? key.allowed_networks.join(', ') : 'Any') },
+      { label: 'Set by the operator', cell: (key) => describeOperatorLimits(key.operator_limits) },
       { label: 'Expires', cell: (key) => (key.expires_at ? timeEl(key.expires_at) : 'Never') },
       { label: 'Created', cell: (key) => timeEl(key.created_at) },
       { label: 'Actions', cell: (key) => keyActions(view, key) },
@@ -138,6 +140,7 @@ async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<vo
         ...(limits.spend_limit !== null ? { spend_limit: limits.spend_limit } : {}),
         ...(limits.models !== null ? { models: limits.models } : {}),
         ...(limits.rate_limits !== null ? { rate_limits: limits.rate_limits } : {}),
+        ...(limits.allowed_networks !== null ? { allowed_networks: limits.allowed_networks } : {}),
       };
       const created = await apiPost<{ key: ApiKey; secret: string }>('/api/keys', body);
       showNewSecret(view, created.key, created.secret, opener);

@@ -14,7 +14,7 @@ function startOfUtcDay(at: number): Date {
 }
 
 export function accountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
-  router.get('/account', signedIn(deps), async (ctx) => {
+  router.get('/account', signedIn(deps, { beforeEnrolment: true }), async (ctx) => {
     const { account } = callerOf(ctx);
     const [balance, today] = await Promise.all([deps.funds.balance(account.id), deps.store.dailyUsage(account.id, startOfUtcDay(Date.now()))]);
     ctx.body = {

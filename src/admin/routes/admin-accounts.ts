@@ -10,7 +10,7 @@ import { readJsonObject } from '../json-body';
 import { hashPassword } from '../../auth/passwords';
 import { accountSummaryView, accountView, creditView } from '../views';
 import { audit } from '../audit';
-import { accountBudgetChanged, credited } from '../../audit/states';
+import { accountBudgetChanged, credited, disabledChanged } from '../../audit/states';
 
 export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   const admin = [signedIn(deps), adminOnly] as const;
@@ -63,14 +63,10 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     }
     if (disabled !== undefined) {
       await deps.store.setAccountDisabled(account.id, disabled);
+      // A disabled account's sessions and tokens end for good: enabling it again restores none of them.
+      const ended = disabled ? await deps.store.endSessions(account.id) : 0;
       deps.logger.info({ account: account.name, disabled, by: callerOf(ctx).account.name }, 'console: account updated');
-      await audit(deps, ctx, {
-        action: disabled ? 'account.disable' : 'account.enable',
-        target: account.id,
-        accountId: account.id,
-        before: { disabled: account.disabled },
-        after: { disabled },
-      });
+      await audit(deps, ctx, disabledChanged(account, disabled, ended));
     }
     ctx.body = { account: accountView((await deps.store.findAccountById(account.id)) ?? account) };
   });

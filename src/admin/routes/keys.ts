@@ -6,7 +6,8 @@ import type { ApiKeyRecord } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
+import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalNetworkList, optionalRateLimits, optionalString } from '../fields';
+import { ownerChange } from '../../auth/key-limits';
 import { readJsonObject } from '../json-body';
 import { activityView, keyView } from '../views';
 import { audit } from '../audit';
@@ -57,9 +58,10 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const spendLimit = optionalAmount(body, 'spend_limit', 'The spend limit') ?? null;
     const models = optionalModelList(body, 'models', knownModels()) ?? null;
     const rateLimits = optionalRateLimits(body, 'rate_limits') ?? null;
+    const allowedNetworks = optionalNetworkList(body, 'allowed_networks') ?? null;
     const active = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null);
     if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
-    const issued = await issueApiKey(deps.store, { accountId: account.id, name, expiresAt, spendLimit, models, rateLimits });
+    const issued = await issueApiKey(deps.store, { accountId: account.id, name, expiresAt, spendLimit, models, rateLimits, allowedNetworks });
     deps.logger.info({ account: account.name, key: issued.record.id }, 'console: key created');
     await audit(deps, ctx, keyCreated(issued.record));
     ctx.status = 201;
@@ -81,13 +83,16 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.patch('/keys/:id', signedIn(deps), async (ctx) => {
     const key = await ownKey(ctx);
     const body = await readJsonObject(ctx);
-    const limits = {
+    const requested = {
       spendLimit: optionalAmount(body, 'spend_limit', 'The spend limit'),
       models: optionalModelList(body, 'models', knownModels()),
       rateLimits: optionalRateLimits(body, 'rate_limits'),
       budget: optionalBudget(body, 'budget'),
+      allowedNetworks: optionalNetworkList(body, 'allowed_networks'),
     };
-    await deps.store.setKeyLimits(key.id, limits);
+    // The owner tightens an operator's limits at most: clearing or raising one falls back to it.
+    const { budget, ...limits } = requested;
+    await deps.store.setKeyLimits(key.id, { ...ownerChange(limits, key.operatorLimits), ...(budget === undefined ? {} : { budget }) });
     const changed = await ownKey(ctx);
     await audit(deps, ctx, keyLimitsChanged(key, changed));
     ctx.body = { key: keyView(changed) };

@@ -3,15 +3,17 @@ import type Router from '@koa/router';
 import { ApiError, invalid } from '../api-error';
 import { checkSameOrigin, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { accountName, newPassword, optionalEmail, requiredString } from '../fields';
+import { accountName, newPassword, optionalEmail, optionalString, requiredString } from '../fields';
+import { checkSecondFactor, secondFactorRequired } from '../second-factor';
 import { readJsonObject } from '../json-body';
-import { decoyHash, hashPassword, verifyPassword } from '../../auth/passwords';
+import { hashPassword } from '../../auth/passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret, plausibleSecret, SESSION_COOKIE } from '../secrets';
 import { accountView } from '../views';
-import type { Account, AccountLogin } from '../../store/store';
+import type { Account } from '../../store/store';
 import { AccountExistsError } from '../../store/store';
 import { passwordChanged } from '../../audit/states';
 import { audit } from '../audit';
+import { checkPassword, tooManyAttempts } from '../password-check';
 
 const HOUR_MS = 3_600_000;
 /** Expired sessions are deleted at most this often, piggybacking on logins. */
@@ -23,12 +25,10 @@ const SWEEP_INTERVAL_MS = HOUR_MS;
  */
 const COOKIE_PATH = '/api';
 
-/** 429 after too many of `what`, saying when to come back. */
-function tooManyAttempts(what: string, waitSeconds: number): ApiError {
-  return new ApiError('too_many_attempts', `Too many ${what}. Try again in ${Math.ceil(waitSeconds / 60)} min.`, undefined, {
-    'retry-after': String(waitSeconds),
-  });
-}
+/** Console sessions an account keeps at once; a new login past it ends the oldest. */
+const MAX_SESSIONS = 20;
+/** How much of a User-Agent is kept to show on the Account page. */
+const USER_AGENT_CHARS = 200;
 
 export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   let lastSweep = 0;
@@ -41,9 +41,13 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       const found = await deps.store.findSession(hashSecret(previous), new Date());
       if (found !== null) await deps.store.deleteSession(found.session.id, found.account.id);
     }
+    // The oldest sessions end so that, with the new one, the account holds at most MAX_SESSIONS.
+    const sessions = await deps.store.listSessions(account.id, 'session');
+    for (const old of sessions.slice(MAX_SESSIONS - 1)) await deps.store.deleteSession(old.id, account.id);
     const secret = newSessionSecret();
     const expiresAt = new Date(Date.now() + ttlMs());
-    await deps.store.createSession({ accountId: account.id, hash: hashSecret(secret), kind: 'session', name: null, expiresAt });
+    const userAgent = ctx.get('user-agent').slice(0, USER_AGENT_CHARS) || null;
+    await deps.store.createSession({ accountId: account.id, hash: hashSecret(secret), kind: 'session', name: null, expiresAt, userAgent });
     ctx.cookies.set(SESSION_COOKIE, secret, { httpOnly: true, sameSite: 'strict', secure: ctx.secure, path: COOKIE_PATH, expires: expiresAt, overwrite: true });
     if (Date.now() - lastSweep > SWEEP_INTERVAL_MS) {
       lastSweep = Date.now();
@@ -57,37 +61,31 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const body = await readJsonObject(ctx);
     const login = requiredString(body, 'login', 'Your name or e-mail', 254);
     const password = requiredString(body, 'password', 'The password', 1024);
-    const subjects = [`login:${login.toLowerCase()}`, `address:${ctx.ip}`];
-    const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
-    if (wait > 0) {
-      deps.metrics.recordLogin('limited');
-      throw tooManyAttempts('wrong passwords', wait);
+    const found = await checkPassword(deps, ctx.ip, login, password);
+    if (found === null) {
+      // The address only: what was typed as the name may be a password typed in the wrong field.
+      deps.logger.info({ address: ctx.ip }, 'console: wrong name or password');
+      deps.metrics.recordLogin('wrong_password');
+      throw new ApiError('invalid_credentials', 'The name or password is wrong.');
     }
-    // Until this check is decided it counts against the limit, so a burst of guesses cannot all pass it.
-    deps.loginLimiter.begin(subjects);
-    let found: AccountLogin | null;
-    try {
-      found = await deps.store.findLogin(login);
-      // Unknown names are checked against a decoy hash, so timing does not reveal which names exist.
-      const matches = await verifyPassword(password, found?.passwordHash ?? (await decoyHash()));
-      if (found === null || found.passwordHash === null || !matches) {
-        deps.loginLimiter.fail(subjects, Date.now());
-        // The address only: what was typed as the name may be a password typed in the wrong field.
-        deps.logger.info({ address: ctx.ip }, 'console: wrong name or password');
-        deps.metrics.recordLogin('wrong_password');
-        throw new ApiError('invalid_credentials', 'The name or password is wrong.');
-      }
-    } finally {
-      deps.loginLimiter.end(subjects);
-    }
-    deps.loginLimiter.succeed(subjects[0]);
     if (found.account.disabled) {
       deps.metrics.recordLogin('disabled');
       throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
     }
+    // With a second factor, the same request carries its code (a TOTP or a recovery code).
+    const factor = await deps.store.getSecondFactor(found.account.id);
+    if (factor?.confirmedAt != null) {
+      const code = optionalString(body, 'code', 'The code', 64);
+      if (code === null) throw new ApiError('two_factor_required', 'Enter the 6-digit code from your authenticator app, or a recovery code.', 'code');
+      if (!(await checkSecondFactor(deps, ctx.ip, found.account, code, factor.secret))) {
+        deps.metrics.recordLogin('wrong_password');
+        throw new ApiError('invalid_credentials', 'This code is wrong or was used already.', 'code');
+      }
+    }
     deps.metrics.recordLogin('success');
     deps.logger.info({ account: found.account.name, address: ctx.ip }, 'console: logged in');
-    ctx.body = await startSession(ctx, found.account);
+    const enrol = factor?.confirmedAt == null && (await secondFactorRequired(deps, found.account));
+    ctx.body = { ...(await startSession(ctx, found.account)), enrol_2fa: enrol };
   });
 
   router.post('/signup', async (ctx) => {
@@ -122,45 +120,30 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     ctx.body = await startSession(ctx, account);
   });
 
-  router.get('/session', signedIn(deps), (ctx) => {
+  router.get('/session', signedIn(deps, { beforeEnrolment: true }), (ctx) => {
     const caller = callerOf(ctx);
     ctx.body = { account: accountView(caller.account), csrf_token: caller.via === 'cookie' ? csrfTokenFor(caller.secret) : null };
   });
 
-  router.delete('/session', signedIn(deps), async (ctx) => {
+  router.delete('/session', signedIn(deps, { beforeEnrolment: true }), async (ctx) => {
     const caller = callerOf(ctx);
     await deps.store.deleteSession(caller.session.id, caller.account.id);
     if (caller.via === 'cookie') ctx.cookies.set(SESSION_COOKIE, null, { path: COOKIE_PATH, httpOnly: true, sameSite: 'strict', secure: ctx.secure });
     ctx.status = 204;
   });
 
-  router.put('/account/password', signedIn(deps), async (ctx) => {
+  router.put('/account/password', signedIn(deps, { beforeEnrolment: true }), async (ctx) => {
     const caller = callerOf(ctx);
     const body = await readJsonObject(ctx);
     const current = requiredString(body, 'current_password', 'Your current password', 1024);
     const next = newPassword(body, 'new_password');
     // The same limit as logins: a stolen session must not become a way to guess the password.
-    const subjects = [`login:${caller.account.name.toLowerCase()}`, `address:${ctx.ip}`];
-    const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
-    if (wait > 0) {
-      throw tooManyAttempts('wrong passwords', wait);
-    }
-    deps.loginLimiter.begin(subjects);
-    try {
-      const found = await deps.store.findLogin(caller.account.name);
-      if (found?.passwordHash == null || !(await verifyPassword(current, found.passwordHash))) {
-        deps.loginLimiter.fail(subjects, Date.now());
-        throw invalid('current_password', 'This is not your current password.');
-      }
-    } finally {
-      deps.loginLimiter.end(subjects);
-    }
+    const found = await checkPassword(deps, ctx.ip, caller.account.name, current);
+    if (found?.account.id !== caller.account.id) throw invalid('current_password', 'This is not your current password.');
     await deps.store.setPassword(caller.account.id, await hashPassword(next));
-    // Other logins of the account end: a changed password is often a response to a leak.
-    let ended = 0;
-    for (const session of await deps.store.listSessions(caller.account.id, 'session')) {
-      if (session.id !== caller.session.id && (await deps.store.deleteSession(session.id, caller.account.id))) ended += 1;
-    }
+    // Every other login and every management token of the account ends: a changed password is often
+    // a response to a leak, and a token minted from a stolen session must not outlive it.
+    const ended = await deps.store.endSessions(caller.account.id, caller.via === 'cookie' ? caller.session.id : null);
     await audit(deps, ctx, passwordChanged(caller.account.id, ended));
     ctx.status = 204;
   });

@@ -9,6 +9,7 @@ import { readJsonObject } from '../json-body';
 import { creditView } from '../views';
 import { audit } from '../audit';
 import { credited } from '../../audit/states';
+import { tooManyAttempts } from '../password-check';
 
 const CODE_PATTERN = new RegExp(`^${REDEMPTION_CODE_PREFIX}[A-Z2-7]{24}$`);
 
@@ -24,9 +25,18 @@ export function topupRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const body = await readJsonObject(ctx);
     const code = typeof body.code === 'string' ? body.code.trim() : '';
     if (!CODE_PATTERN.test(code)) throw invalid('code', `A redemption code looks like ${REDEMPTION_CODE_PREFIX}ABCD… (24 letters and digits after "${REDEMPTION_CODE_PREFIX}").`);
+    // Failed redemptions are limited per account and per address like wrong passwords: the codes
+    // carry 120 bits, and this keeps guessing at them slow and logged besides.
+    const subjects = [`redeem:${account.id}`, `redeem:${ctx.ip}`];
+    const wait = deps.loginLimiter.retryAfter(subjects, Date.now());
+    if (wait > 0) throw tooManyAttempts('codes that did not work', wait);
     const before = await deps.funds.balance(account.id);
     const result = await deps.funds.redeem(code, account.id, account.name);
-    if (!result.ok) throw REFUSALS[result.reason]();
+    if (!result.ok) {
+      deps.loginLimiter.fail(subjects, Date.now());
+      deps.logger.info({ account: account.name, address: ctx.ip, reason: result.reason }, 'console: a code was not redeemed');
+      throw REFUSALS[result.reason]();
+    }
     deps.metrics.recordCredit(result.credit.kind, result.credit.amount);
     deps.logger.info({ account: account.name, credit: result.credit.id }, 'console: code redeemed');
     const balance = await deps.funds.balance(account.id);

@@ -406,6 +406,51 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       CREATE INDEX budget_alerts_undelivered ON budget_alerts (created_at) WHERE delivered_at IS NULL;
     `,
   },
+  {
+    version: 13,
+    description: 'access: names unique whatever their case, credentials that end, second factors, key networks and operator limits',
+    sql: `
+      -- Names that differ only in case: the oldest account keeps its name; each later one is renamed
+      -- to <name>-<seq> (nothing is deleted; its keys, balance and e-mail login are untouched, and
+      -- "tollgate account list" shows the new name). Then the index makes such clashes impossible.
+      UPDATE accounts SET name = name || '-' || seq
+       WHERE EXISTS (SELECT 1 FROM accounts older WHERE lower(older.name) = lower(accounts.name) AND older.seq < accounts.seq);
+      CREATE UNIQUE INDEX accounts_name_nocase ON accounts (lower(name));
+
+      -- When a session or token was last used, and the browser (or client) that signed in.
+      ALTER TABLE sessions ADD COLUMN last_used_at TIMESTAMPTZ;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT;
+      -- Management tokens made before tokens expired: they end 90 days after the upgrade.
+      UPDATE sessions SET expires_at = now() + interval '90 days' WHERE kind = 'token' AND expires_at IS NULL;
+
+      -- TOTP (RFC 6238): the shared secret (base32), the last time step accepted (a code is never
+      -- taken twice), and whether enrolment was confirmed with a first code.
+      CREATE TABLE second_factors (
+        account_id   TEXT PRIMARY KEY REFERENCES accounts (id),
+        secret       TEXT NOT NULL,
+        confirmed_at TIMESTAMPTZ,
+        last_step    BIGINT,
+        created_at   TIMESTAMPTZ NOT NULL
+      );
+      -- One-time recovery codes, by the SHA-256 of their text.
+      CREATE TABLE recovery_codes (
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        hash       BYTEA NOT NULL CHECK (octet_length(hash) = 32),
+        used_at    TIMESTAMPTZ,
+        PRIMARY KEY (account_id, hash)
+      );
+
+      -- JSON array of CIDRs the key's owner allows requests from; NULL: anywhere.
+      ALTER TABLE api_keys ADD COLUMN allowed_networks TEXT;
+      -- JSON object of the limits an operator (an admin, the CLI) set: the owner may tighten them,
+      -- never loosen or clear them. The key's own columns hold what is enforced.
+      ALTER TABLE api_keys ADD COLUMN operator_limits TEXT;
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget, allowed_networks, operator_limits ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+    `,
+  },
 ];
 
 /**

@@ -392,6 +392,52 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       DROP INDEX charges_account_time;
     `,
   },
+  {
+    version: 13,
+    description: 'access: names unique whatever their case, credentials that end, second factors, key networks and operator limits',
+    sql: `
+      -- Names that differ only in case: the oldest account keeps its name; each later one is renamed
+      -- to <name>-<rowid> (nothing is deleted; its keys, balance and e-mail login are untouched, and
+      -- "tollgate account list" shows the new name). Then the index makes such clashes impossible.
+      UPDATE accounts SET name = name || '-' || rowid
+       WHERE EXISTS (SELECT 1 FROM accounts older WHERE lower(older.name) = lower(accounts.name) AND older.rowid < accounts.rowid);
+      CREATE UNIQUE INDEX accounts_name_nocase ON accounts (lower(name));
+
+      -- When a session or token was last used, and the browser (or client) that signed in.
+      ALTER TABLE sessions ADD COLUMN last_used_at INTEGER;
+      ALTER TABLE sessions ADD COLUMN user_agent TEXT;
+      -- Management tokens made before tokens expired: they end 90 days after the upgrade.
+      UPDATE sessions SET expires_at = CAST(unixepoch('subsec') * 1000 AS INTEGER) + 90 * 86400000
+       WHERE kind = 'token' AND expires_at IS NULL;
+
+      -- TOTP (RFC 6238): the shared secret (base32), the last time step accepted (a code is never
+      -- taken twice), and whether enrolment was confirmed with a first code.
+      CREATE TABLE second_factors (
+        account_id   TEXT PRIMARY KEY REFERENCES accounts (id),
+        secret       TEXT NOT NULL,
+        confirmed_at INTEGER,
+        last_step    INTEGER,
+        created_at   INTEGER NOT NULL
+      ) STRICT;
+      -- One-time recovery codes, by the SHA-256 of their text.
+      CREATE TABLE recovery_codes (
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        hash       BLOB NOT NULL CHECK (length(hash) = 32),
+        used_at    INTEGER,
+        PRIMARY KEY (account_id, hash)
+      ) STRICT;
+
+      -- JSON array of CIDRs the key's owner allows requests from; NULL: anywhere.
+      ALTER TABLE api_keys ADD COLUMN allowed_networks TEXT;
+      -- JSON object of the limits an operator (an admin, the CLI) set: the owner may tighten them,
+      -- never loosen or clear them. The key's own columns hold what is enforced.
+      ALTER TABLE api_keys ADD COLUMN operator_limits TEXT;
+      DROP TRIGGER api_keys_update_revision;
+      CREATE TRIGGER api_keys_update_revision
+        AFTER UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget, allowed_networks, operator_limits ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
