@@ -35,6 +35,8 @@ interface ChatToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
+  /** On the first call of a turn that reasoned: the message's `thinking_blocks` again (see buildChatCompletion). */
+  thinking_blocks?: ChatThinkingBlock[];
 }
 
 /** The non-streamed reply (`object: "chat.completion"`). */
@@ -155,6 +157,10 @@ export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
   if (thinking.length > 0) {
     message.reasoning_content = thinking.map((part) => (part.type === 'thinking' ? part.text : '')).join('');
     message.thinking_blocks = thinking.map(thinkingBlock);
+    // Clients that rebuild the assistant message from its tool calls keep only the calls' own extra
+    // fields (the OpenAI Agents SDK copies them back onto the call and the message), so the first
+    // call carries the signed blocks too: without them the next turn would lose its thinking.
+    if (toolCalls.length > 0) toolCalls[0].thinking_blocks = message.thinking_blocks;
   }
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
   return {

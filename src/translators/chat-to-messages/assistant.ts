@@ -2,7 +2,7 @@
  * An assistant message as Messages blocks, in the order Messages requires: signed thinking first,
  * then text, then tool calls.
  */
-import type { Json } from '../../json';
+import { isObject, type Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
 import { textBlock, toolUse, type Block } from '../to-messages/blocks';
 import { invalid, isSet, requireNonEmptyString, requireArray, requireRecord, requireString } from '../to-messages/fields';
@@ -12,10 +12,22 @@ export function assistantBlocks(message: Json, param: string, toolNames: ToolNam
   if (isSet(message.function_call)) throw invalid(`${param}.function_call`, 'is the legacy form of a tool call; send tool_calls instead.');
   if (isSet(message.audio)) throw invalid(`${param}.audio`, 'refers to an audio reply, which this model cannot take back as input.');
   return [
-    ...thinkingBlocks(message.thinking_blocks, `${param}.thinking_blocks`),
+    ...signedThinking(message, param),
     ...assistantText(message, param),
     ...toolUseBlocks(message.tool_calls, `${param}.tool_calls`, toolNames),
   ];
+}
+
+/**
+ * The message's `thinking_blocks`, or else those of its first tool call: Tollgate returns them in
+ * both places, and a client that keeps its tool calls whole but rebuilds the message sends them
+ * back on the call.
+ */
+function signedThinking(message: Json, param: string): Block[] {
+  if (isSet(message.thinking_blocks)) return thinkingBlocks(message.thinking_blocks, `${param}.thinking_blocks`);
+  const first: unknown = Array.isArray(message.tool_calls) ? message.tool_calls[0] : undefined;
+  if (!isObject(first) || !isSet(first.thinking_blocks)) return [];
+  return thinkingBlocks(first.thinking_blocks, `${param}.tool_calls[0].thinking_blocks`);
 }
 
 /**

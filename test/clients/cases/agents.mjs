@@ -2,7 +2,7 @@
 import { Agent, run, setDefaultOpenAIClient, setOpenAIAPI, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
-import { MODELS, WEATHER_PROMPT, WEATHER_RESULT, bothFamilies, checkRoundTrip } from './util.mjs';
+import { MODELS, WEATHER_PROMPT, WEATHER_RESULT, bothFamilies, check, checkRoundTrip } from './util.mjs';
 
 setTracingDisabled(true);
 
@@ -32,6 +32,23 @@ export const cases = ['responses', 'chat_completions'].flatMap((api) =>
 for (const api of ['responses', 'chat_completions']) {
   cases.push({
     client: `Agents SDK 0.20 (${api})`, feature: 'reasoning + tool run', family: 'anthropic', model: MODELS.claudeBudget, fix: api === 'responses' ? 4 : 2,
-    run: async (env) => checkRoundTrip((await run(agentFor(env, api, { reasoning: { effort: 'low' }, maxTokens: 4096 }), WEATHER_PROMPT)).finalOutput),
+    run: async (env) => {
+      checkRoundTrip((await run(agentFor(env, api, { reasoning: { effort: 'low' }, maxTokens: 4096 }), WEATHER_PROMPT)).finalOutput);
+      checkThinkingKept(env.upstreamSince());
+    },
   });
+}
+
+/**
+ * Turn 2 (the tool result) still thinks, its assistant turn opening with the signed block of turn 1:
+ * the mock checks the signature, and Tollgate turns thinking off rather than send an unsigned block,
+ * so a signature lost on the way shows here as a continuation without thinking.
+ */
+function checkThinkingKept(log) {
+  const sent = log.filter((entry) => entry.protocol === 'anthropic' && entry.reply !== undefined).map((entry) => entry.body);
+  check(sent.length >= 2, `expected a tool continuation upstream, got ${sent.length} request(s)`);
+  const continuation = sent[sent.length - 1];
+  check(continuation.thinking?.type === 'enabled', `turn ${sent.length} was sent without thinking: the signed block of turn 1 was lost`);
+  const assistant = continuation.messages.filter((message) => message.role === 'assistant').at(-1);
+  check(assistant?.content?.[0]?.type === 'thinking', 'the continuation\'s assistant turn does not open with its signed thinking');
 }
