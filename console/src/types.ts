@@ -304,3 +304,37 @@ export interface AutoRechargeSettings {
   needs_action: boolean;
   flagged: boolean;
 }
+
+interface Budget {
+  amount: string;
+  period: 'day' | 'week' | 'month';
+  timezone: string;
+}
+
+/** A budget with what it has spent in its current period (GET /api/budgets). */
+export interface BudgetSpend extends Budget {
+  scope: 'account' | 'key';
+  id: string;
+  name: string | null;
+  role_default: boolean;
+  spent: string;
+  period_start: string;
+  resets_at: string;
+}
+
+export interface BudgetAlert {
+  id: string;
+  kind: 'budget' | 'balance';
+  created_at: string;
+  delivered_at: string | null;
+  attempts: number;
+  event: {
+    type: string;
+    threshold_percent?: number;
+    spent?: string;
+    resets_at?: string;
+    balance?: string;
+    low_balance?: string;
+    budget?: Budget & { scope: 'account' | 'key' };
+  };
+}

@@ -1,5 +1,6 @@
-// /console — balance at a glance and the last 14 days of spend.
+// /console — balance at a glance, budgets this period and their alerts, the last 14 days of spend.
 import { apiGet } from '../api.js';
+import { budgetsSection } from '../budgets.js';
 import { dailySpendChart } from '../chart.js';
 import { h } from '../dom.js';
 import { loadInto } from '../load.js';
@@ -18,6 +19,7 @@ export const dashboardPage: Page = {
     context.root.append(
       pageHeading('Dashboard'),
       summary,
+      budgetsSection(context.signal, true),
       section(`Spend, last ${CHART_DAYS} days`, chart));
 
     void loadInto(summary, () => apiGet<AccountSummary>('/api/account', { signal: context.signal }), summaryCards);

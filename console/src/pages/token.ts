@@ -1,4 +1,5 @@
 // /console/token — the account's API keys: list, add (secret shown once), edit limits, revoke.
+import { budgetsSection } from '../budgets.js';
 import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h, type Child } from '../dom.js';
@@ -46,6 +47,7 @@ export const tokensPage: Page = {
       buttonRow(addButton),
       view.status.element,
       view.panel.element,
+      budgetsSection(context.signal, false),
       view.list);
     void refreshList(view);
   },

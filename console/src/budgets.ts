@@ -1,0 +1,64 @@
+// Budgets: each one's spend this period as a bar with its reset time, the banner for alerts of the
+// current periods, and the alert history. The dashboard and the Tokens page show them.
+import { apiGet } from './api.js';
+import { h } from './dom.js';
+import { loadInto } from './load.js';
+import { commonScale, formatMoney, toScaled } from './money.js';
+import { formatDateTime } from './time.js';
+import type { BudgetAlert, BudgetSpend } from './types.js';
+import { section } from './ui.js';
+
+const PERIOD_WORDS = { day: 'Daily', week: 'Weekly', month: 'Monthly' } as const;
+
+interface BudgetsData {
+  budgets: BudgetSpend[];
+  alerts: BudgetAlert[];
+}
+
+/** The budgets section (bars, banner, and with `history` the alert history); nothing when there are none. */
+export function budgetsSection(signal: AbortSignal, history: boolean): HTMLElement {
+  const holder = h('div', { 'data-testid': 'budgets' });
+  void loadInto(holder, () => apiGet<BudgetsData>('/api/budgets', { signal }), (data) => budgetsView(data, history));
+  return holder;
+}
+
+function budgetsView(data: BudgetsData, history: boolean): HTMLElement {
+  const now = Date.now();
+  // An alert is current while its budget period lasts (a balance alert for a day).
+  const current = data.alerts.filter((alert) => Date.parse(alert.event.resets_at ?? alert.created_at) + (alert.event.resets_at ? 0 : 86_400_000) > now);
+  return h('div', null,
+    current.length > 0 ? h('div', { class: 'notice notice-warn', role: 'alert', 'data-testid': 'budget-banner' }, ...current.map((alert) => h('p', null, alertText(alert)))) : null,
+    data.budgets.length > 0 ? section('Budgets', ...data.budgets.map(budgetBar)) : null,
+    history && data.alerts.length > 0 ? section('Alerts', alertTable(data.alerts)) : null);
+}
+
+function budgetBar(budget: BudgetSpend): HTMLElement {
+  const scale = commonScale([budget.amount, budget.spent]);
+  const amount = toScaled(budget.amount, scale);
+  const spent = toScaled(budget.spent, scale);
+  const percent = amount === 0n ? 100 : Number((spent * 1000n) / amount) / 10;
+  const owner = budget.scope === 'account' ? `Account${budget.role_default ? ' (default for its role)' : ''}` : `Key ${budget.name ?? budget.id}`;
+  const fill = h('div', { class: `budget-fill${percent >= 100 ? ' budget-full' : percent >= 80 ? ' budget-high' : ''}` });
+  // Through the CSSOM: the console's content security policy refuses style attributes.
+  fill.style.width = `${Math.min(100, percent)}%`;
+  const label = `${owner}: ${PERIOD_WORDS[budget.period].toLowerCase()} budget of ${formatMoney(budget.amount)} (${budget.timezone})`;
+  return h('div', { class: 'budget', 'data-testid': `budget-${budget.scope}-${budget.id}` },
+    h('div', { class: 'budget-label' }, label),
+    h('div', { class: 'budget-track', role: 'progressbar', 'aria-label': label, 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': String(Math.min(100, Math.round(percent))) }, fill),
+    h('div', { class: 'budget-note' }, `${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%) · resets ${formatDateTime(budget.resets_at)}`));
+}
+
+function alertText(alert: BudgetAlert): string {
+  const { event } = alert;
+  if (alert.kind === 'balance') return `Balance ${formatMoney(event.balance)} fell below ${formatMoney(event.low_balance)} (${formatDateTime(alert.created_at)}).`;
+  const budget = event.budget;
+  const owner = budget?.scope === 'key' ? 'A key' : 'The account';
+  const period = budget === undefined ? '' : `${PERIOD_WORDS[budget.period].toLowerCase()} `;
+  return `${owner} reached ${event.threshold_percent ?? '?'}% of its ${period}budget of ${formatMoney(budget?.amount)}: ${formatMoney(event.spent)} spent; it resets ${formatDateTime(event.resets_at)}.`;
+}
+
+function alertTable(alerts: readonly BudgetAlert[]): HTMLElement {
+  return h('table', { class: 'table', 'data-testid': 'alert-history' },
+    h('thead', null, h('tr', null, h('th', null, 'When'), h('th', null, 'Alert'))),
+    h('tbody', null, ...alerts.map((alert) => h('tr', null, h('td', null, formatDateTime(alert.created_at)), h('td', null, alertText(alert))))));
+}
