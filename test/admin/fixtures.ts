@@ -152,17 +152,26 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['GET', '/api/account/sessions'],
   ['DELETE', '/api/account/sessions'],
   ['DELETE', '/api/account/sessions/ses_0000000000000000'],
+  ['GET', '/api/payments/options'],
+  ['GET', '/api/payments'],
+  ['POST', '/api/payments/checkout', { amount: 1000 }],
+  ['PUT', '/api/payments/auto-recharge', { enabled: false }],
 ];
 
 /** Signed-in routes that look one thing up by id: for these placeholder ids, 404 once signed in. */
 export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string])[] = [
   ['GET', '/api/usage/sessions/ses_0000000000000000'],
   ['GET', '/api/usage/requests/req_0000000000000000'],
+  // Without payments.stripe (as in the suites' config) these answer 404 too.
+  ['GET', '/api/payments/{id}'],
+  ['GET', '/api/payments/auto-recharge'],
 ];
 
 /** Every administrators' route; `{id}` is replaced by an existing account's id. */
 export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, body?: unknown])[] = [
   ['GET', '/api/admin/accounts'],
+  ['GET', '/api/admin/payments'],
+  ['POST', '/api/admin/payments/reconcile'],
   ['POST', '/api/admin/accounts', { name: 'made-by-user', password: 'long enough password', role: 'admin' }],
   ['PATCH', '/api/admin/accounts/{id}', { disabled: true }],
   ['POST', '/api/admin/accounts/{id}/credits', { amount: '100', note: 'self-service' }],

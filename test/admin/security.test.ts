@@ -22,6 +22,8 @@ const PUBLIC_ROUTES = [
   ['GET', '/api/prices'],
   ['POST', '/api/session'],
   ['POST', '/api/signup'],
+  // Signed by Stripe, not a login: refused without a valid signature (test/payments).
+  ['POST', '/api/payments/stripe/webhook'],
 ] as const;
 
 /** RFC 4180 records: quoted cells may hold commas, doubled quotes and line breaks. */
