@@ -1,9 +1,10 @@
 // The spending and rate limits of an API key: one set of fields used both when a
-// key is created and when its limits are edited, and the code that reads them back.
-import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, valueOf } from './forms.js';
+// key is created and when its limits are edited, and the code that reads them back;
+// and the budget fields, shared by a key's owner and an administrator setting an account's.
+import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, selectField, valueOf } from './forms.js';
 import { h, type Child } from './dom.js';
 import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, isDecimal } from './money.js';
-import type { ApiKey, OperatorLimits, RateLimits } from './types.js';
+import type { ApiKey, Budget, OperatorLimits, RateLimits } from './types.js';
 
 export interface KeyLimits {
   spend_limit: string | null;
@@ -105,4 +106,39 @@ export function describeRateLimits(limits: RateLimits | null): string {
     limits.concurrency !== undefined ? `${limits.concurrency} concurrent` : null,
   ].filter((part): part is string => part !== null);
   return parts.length ? parts.join(' · ') : 'None';
+}
+
+const PERIODS: ReadonlyArray<{ value: Budget['period']; label: string }> = [
+  { value: 'day', label: 'Day' },
+  { value: 'week', label: 'Week' },
+  { value: 'month', label: 'Month' },
+];
+
+/** The fields of a key's or an account's budget; the names match the API's, so its errors land beside them. */
+export function budgetFields(budget: Budget | null): Child[] {
+  return [
+    fieldGroup({ name: 'budget', legend: 'Budget', hint: 'Most that may be spent each period, in balance units. Leave the amount empty for no budget.', className: 'inline-fields' },
+      inputField({
+        name: 'budget.amount',
+        label: 'Amount',
+        value: budget?.amount ?? '',
+        attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off', placeholder: 'e.g. 5' },
+      }),
+      selectField({ name: 'budget.period', label: 'Period', value: budget?.period ?? 'month', options: PERIODS }),
+      inputField({
+        name: 'budget.timezone',
+        label: 'Time zone',
+        value: budget?.timezone ?? 'UTC',
+        hint: 'Where the period starts at midnight, e.g. Europe/Berlin.',
+        attrs: { autocomplete: 'off', spellcheck: 'false' },
+      })),
+  ];
+}
+
+/** Reads the budget fields; an empty amount means "no budget" (null). */
+export function readBudget(form: HTMLFormElement): Budget | null {
+  const amount = valueOf(form, 'budget.amount');
+  if (!amount) return null;
+  if (!isDecimal(amount)) throw new FieldError('budget.amount', AMOUNT_PATTERN_MESSAGE);
+  return { amount, period: valueOf(form, 'budget.period') as Budget['period'], timezone: valueOf(form, 'budget.timezone') || 'UTC' };
 }

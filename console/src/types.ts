@@ -10,6 +10,8 @@ export interface Account {
   role: Role;
   disabled: boolean;
   created_at: string;
+  /** Its own budget; null when it has none (it may still have its role's default). */
+  budget: Budget | null;
 }
 
 export interface AdminAccount extends Account {
@@ -107,6 +109,7 @@ export interface ApiKey {
   spent_month?: string;
   allowed_networks: string[] | null;
   operator_limits: OperatorLimits | null;
+  budget: Budget | null;
 }
 
 /** What an operator set on a key: the owner can tighten it, never loosen it. */
@@ -305,7 +308,7 @@ export interface AutoRechargeSettings {
   flagged: boolean;
 }
 
-interface Budget {
+export interface Budget {
   amount: string;
   period: 'day' | 'week' | 'month';
   timezone: string;

@@ -1,7 +1,8 @@
 /**
  * Budgets in the console (Chromium through playwright-core): the dashboard shows each budget's spend
  * this period as a bar with its reset time, the banner for an alert of the current period and the alert
- * history; the Tokens page shows the bars too. The figures are the ledger's.
+ * history; the Tokens page shows the bars too. The figures are the ledger's. A key's owner sets and
+ * removes its budget on the Tokens page, an administrator an account's on the accounts page.
  */
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -21,6 +22,7 @@ describe('browser: budgets and alerts', function () {
   let page: Page;
   let problems: PageProblems;
   let keyId: string;
+  let beaId: string;
 
   before(async function () {
     const problem = chromiumProblem();
@@ -32,6 +34,7 @@ describe('browser: budgets and alerts', function () {
     tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
     browser = await launchChromium();
     const bea = await createLoginAccount(tg.store, 'bea', PASSWORD);
+    beaId = bea.id;
     await tg.store.credit({ accountId: bea.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
     await tg.store.setAccountBudget(bea.id, { amount: 200_000_000_000n, period: 'month', timezone: 'Europe/Berlin' });
     const { key, id } = await tg.createKey({ accountId: bea.id, name: 'ci' });
@@ -70,9 +73,9 @@ describe('browser: budgets and alerts', function () {
     context = null;
   });
 
-  async function logIn(): Promise<void> {
+  async function logIn(name = 'bea'): Promise<void> {
     await page.goto(`${tg.url}/console`);
-    await page.getByLabel('Name or e-mail').fill('bea');
+    await page.getByLabel('Name or e-mail').fill(name);
     await page.getByLabel('Password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Log in', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Dashboard', exact: true }).waitFor();
@@ -99,5 +102,69 @@ describe('browser: budgets and alerts', function () {
     await page.getByRole('heading', { level: 1, name: 'Tokens', exact: true }).waitFor();
     await page.getByTestId(`budget-key-${keyId}`).waitFor();
     expect(await page.getByTestId('alert-history').count()).to.equal(0);
+  });
+
+  /** Fills the budget form the button opened and saves it; an empty amount removes the budget. */
+  async function saveBudget(amount: string, period?: string, timezone?: string): Promise<void> {
+    const form = page.locator('form').filter({ has: page.getByRole('button', { name: 'Save budget' }) });
+    await form.getByLabel('Amount', { exact: true }).fill(amount);
+    if (period !== undefined) await form.getByLabel('Period').selectOption(period);
+    if (timezone !== undefined) await form.getByLabel('Time zone').fill(timezone);
+    await form.getByRole('button', { name: 'Save budget' }).click();
+    await form.waitFor({ state: 'detached' });
+  }
+
+  async function apiGetJson<T>(path: string): Promise<T> {
+    const res = await page.request.get(`${tg.url}${path}`);
+    expect(res.status(), await res.text()).to.equal(200);
+    return (await res.json()) as T;
+  }
+
+  it('sets and removes a key budget on the Tokens page and an account budget on the accounts page', async () => {
+    const { id: spareId } = await tg.createKey({ accountId: beaId, name: 'spare' });
+    await logIn();
+    await page.goto(`${tg.url}/console/token`);
+    await page.getByRole('heading', { level: 1, name: 'Tokens', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Budget for spare' }).click();
+    expect(await page.getByLabel('Time zone').inputValue(), 'the time zone defaults to UTC').to.equal('UTC');
+    await saveBudget('3', 'week', 'Europe/Berlin');
+    expect(await page.getByText('Budget of “spare” saved.').count()).to.equal(1);
+    const keyBudget = async () => (await apiGetJson<{ keys: Array<{ id: string; budget: unknown }> }>('/api/keys')).keys.find((key) => key.id === spareId)?.budget;
+    expect(await keyBudget()).to.deep.equal({ amount: '3', period: 'week', timezone: 'Europe/Berlin' });
+    const bar = page.getByTestId(`budget-key-${spareId}`);
+    await bar.waitFor();
+    expect(await bar.textContent()).to.include('Key spare: weekly budget of').and.include('(Europe/Berlin)');
+
+    await page.getByRole('button', { name: 'Budget for spare' }).click();
+    expect(await page.getByLabel('Amount', { exact: true }).inputValue(), 'the form shows the budget set').to.equal('3');
+    await saveBudget('');
+    expect(await page.getByText('Budget of “spare” removed.').count()).to.equal(1);
+    expect(await keyBudget()).to.equal(null);
+    await bar.waitFor({ state: 'detached' });
+
+    const cara = await createLoginAccount(tg.store, 'cara', PASSWORD);
+    await createLoginAccount(tg.store, 'ada', PASSWORD, 'admin');
+    await context!.clearCookies();
+    await logIn('ada');
+    await page.goto(`${tg.url}/console/admin/accounts`);
+    await page.getByRole('heading', { level: 1, name: 'Accounts', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Budget for cara' }).click();
+    await saveBudget('50', 'day');
+    const accountBudget = async () => (await apiGetJson<{ accounts: Array<{ id: string; budget: unknown }> }>('/api/admin/accounts')).accounts.find((account) => account.id === cara.id)?.budget;
+    expect(await accountBudget()).to.deep.equal({ amount: '50', period: 'day', timezone: 'UTC' });
+    const row = page.getByTestId('accounts-table').locator('tr', { hasText: 'cara' });
+    await row.getByText('(UTC)').waitFor();
+
+    await context!.clearCookies();
+    await logIn('cara');
+    expect(await page.getByTestId(`budget-account-${cara.id}`).textContent()).to.include('Account: daily budget of').and.include('(UTC)');
+
+    await context!.clearCookies();
+    await logIn('ada');
+    await page.goto(`${tg.url}/console/admin/accounts`);
+    await page.getByRole('button', { name: 'Budget for cara' }).click();
+    await saveBudget('');
+    expect(await accountBudget()).to.equal(null);
+    await row.getByText('Role default').waitFor();
   });
 });

@@ -1,8 +1,9 @@
-// /console/admin/accounts — every account with its balance; create, disable/enable, credit.
+// /console/admin/accounts — every account with its balance; create, disable/enable, credit, budget.
 import { apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h } from '../dom.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
+import { budgetFields, readBudget } from '../limits.js';
 import { loadInto } from '../load.js';
 import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
@@ -10,7 +11,7 @@ import { inlinePanel, type Panel } from '../panel.js';
 import { currentAccount } from '../session.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
-import type { Account, AdminAccount, Credit } from '../types.js';
+import type { Account, AdminAccount, Budget, Credit } from '../types.js';
 import { badge, buttonRow, money, pageHeading, timeEl } from '../ui.js';
 
 interface AccountsView {
@@ -59,6 +60,7 @@ function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HT
       { label: 'Status', cell: (account) => (account.disabled ? badge('disabled', 'bad') : badge('active', 'good')) },
       { label: 'Balance', cell: (account) => money(account.balance), numeric: true },
       { label: 'Held', cell: (account) => money(account.held), numeric: true },
+      { label: 'Budget', cell: (account) => describeBudget(account.budget) },
       { label: 'Created', cell: (account) => timeEl(account.created_at, true) },
       { label: 'Actions', cell: (account) => accountActions(view, account) },
     ],
@@ -70,6 +72,10 @@ function accountActions(view: AccountsView, account: AdminAccount): HTMLElement 
     type: 'button', class: 'button button-small', 'aria-label': `Add credit to ${account.name}`,
     onclick: () => openCreditForm(view, account, credit),
   }, 'Add credit');
+  const budget = h('button', {
+    type: 'button', class: 'button button-small', 'aria-label': `Budget for ${account.name}`,
+    onclick: () => openBudgetForm(view, account, budget),
+  }, 'Budget');
   // An administrator cannot lock themselves out from here.
   const isSelf = currentAccount()?.id === account.id;
   const toggle = isSelf ? null : h('button', {
@@ -78,7 +84,7 @@ function accountActions(view: AccountsView, account: AdminAccount): HTMLElement 
     'aria-label': `${account.disabled ? 'Enable' : 'Disable'} ${account.name}`,
     onclick: () => void setDisabled(view, account, !account.disabled),
   }, account.disabled ? 'Enable' : 'Disable');
-  return h('div', { class: 'row-actions' }, credit, toggle);
+  return h('div', { class: 'row-actions' }, credit, budget, toggle);
 }
 
 async function setDisabled(view: AccountsView, account: AdminAccount, disabled: boolean): Promise<void> {
@@ -146,6 +152,28 @@ function openCreditForm(view: AccountsView, account: AdminAccount, opener: HTMLE
     },
   });
   view.panel.open(`Add credit to ${account.name}`, form, opener);
+}
+
+const PERIOD_WORDS = { day: 'a day', week: 'a week', month: 'a month' } as const;
+
+function describeBudget(budget: Budget | null): string {
+  return budget === null ? 'Role default' : `${formatMoney(budget.amount)} ${PERIOD_WORDS[budget.period]} (${budget.timezone})`;
+}
+
+function openBudgetForm(view: AccountsView, account: AdminAccount, opener: HTMLElement): void {
+  const form = createForm({
+    submitLabel: 'Save budget',
+    secondary: [cancelButton(view.panel)],
+    fields: budgetFields(account.budget),
+    async onSubmit(form) {
+      const budget = readBudget(form);
+      await apiPatch<{ account: Account }>(`/api/admin/accounts/${encodeURIComponent(account.id)}`, { budget });
+      view.panel.close();
+      view.status.show(`Budget of “${account.name}” ${budget === null ? 'removed; its role’s default applies, if any' : 'saved'}.`, 'success');
+      void refresh(view);
+    },
+  });
+  view.panel.open(`Budget for ${account.name}`, form, opener);
 }
 
 function cancelButton(panel: Panel): HTMLButtonElement {

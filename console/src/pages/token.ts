@@ -1,10 +1,10 @@
-// /console/token — the account's API keys: list, add (secret shown once), edit limits, revoke.
+// /console/token — the account's API keys: list, add (secret shown once), edit limits and budget, revoke.
 import { budgetsSection } from '../budgets.js';
 import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h, type Child } from '../dom.js';
 import { createForm, inputField, valueOf } from '../forms.js';
-import { describeOperatorLimits, describeRateLimits, limitFields, readLimits } from '../limits.js';
+import { budgetFields, describeOperatorLimits, describeRateLimits, limitFields, readBudget, readLimits } from '../limits.js';
 import { loadInto } from '../load.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
@@ -21,6 +21,8 @@ interface TokensView {
   panel: Panel;
   status: StatusLine;
   list: HTMLElement;
+  /** The budgets' bars, replaced when a budget changes. */
+  budgets: HTMLElement;
   /** The price list's model names, fetched once per visit; null when it failed. */
   models(): Promise<string[] | null>;
 }
@@ -34,6 +36,7 @@ export const tokensPage: Page = {
       panel: inlinePanel(),
       status: statusLine(),
       list: h('div'),
+      budgets: budgetsSection(context.signal, false),
       models: () => (models ??= loadModelNames(context.signal)),
     };
     const addButton = h('button', {
@@ -47,7 +50,7 @@ export const tokensPage: Page = {
       buttonRow(addButton),
       view.status.element,
       view.panel.element,
-      budgetsSection(context.signal, false),
+      view.budgets,
       view.list);
     void refreshList(view);
   },
@@ -114,13 +117,19 @@ function keyActions(view: TokensView, key: ApiKey): Child {
     'aria-label': `Edit limits for ${label}`,
     onclick: () => void openEditForm(view, key, edit),
   }, 'Edit limits');
+  const budget = h('button', {
+    type: 'button',
+    class: 'button button-small',
+    'aria-label': `Budget for ${label}`,
+    onclick: () => openBudgetForm(view, key, budget),
+  }, 'Budget');
   const revoke = h('button', {
     type: 'button',
     class: 'button button-small button-danger',
     'aria-label': `Revoke ${label}`,
     onclick: () => void revokeKey(view, key),
   }, 'Revoke');
-  return h('div', { class: 'row-actions' }, edit, revoke);
+  return h('div', { class: 'row-actions' }, edit, budget, revoke);
 }
 
 async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<void> {
@@ -175,6 +184,29 @@ async function openEditForm(view: TokensView, key: ApiKey, opener: HTMLElement):
     },
   });
   view.panel.open(`Edit limits: ${keyLabel(key)}`, form, opener);
+}
+
+function openBudgetForm(view: TokensView, key: ApiKey, opener: HTMLElement): void {
+  const form = createForm({
+    submitLabel: 'Save budget',
+    secondary: [cancelButton(view.panel)],
+    fields: budgetFields(key.budget),
+    async onSubmit(form) {
+      const budget = readBudget(form);
+      const updated = await apiPatch<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`, { budget });
+      view.panel.close();
+      view.status.show(`Budget of “${keyLabel(updated.key)}” ${budget === null ? 'removed' : 'saved'}.`, 'success');
+      refreshBudgets(view);
+      void refreshList(view);
+    },
+  });
+  view.panel.open(`Budget: ${keyLabel(key)}`, form, opener);
+}
+
+function refreshBudgets(view: TokensView): void {
+  const budgets = budgetsSection(view.context.signal, false);
+  view.budgets.replaceWith(budgets);
+  view.budgets = budgets;
 }
 
 async function revokeKey(view: TokensView, key: ApiKey): Promise<void> {
