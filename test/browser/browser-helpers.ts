@@ -11,7 +11,8 @@ import { hashPassword } from '../../src/auth/passwords';
 import { unitsToNano } from '../../src/billing/money';
 import { generateRedemptionCode, hashRedemptionCode } from '../../src/billing/redemption';
 import type { Account, AccountRole, Store } from '../../src/store/store';
-import { PROVIDER_KEYS } from '../helpers/test-gateway';
+import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 
 /**
  * The few browser globals used by functions that run in the page (page.evaluate, addInitScript).
@@ -70,6 +71,42 @@ export function chromiumProblem(): string | null {
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+}
+
+/** What a console suite runs against: a fake upstream, a gateway with the sign-up console in front of it, and Chromium. */
+export interface ConsoleRig {
+  readonly browser: Browser;
+  readonly fake: FakeUpstream;
+  readonly tg: TestGateway;
+}
+
+/**
+ * Starts a suite's rig from its `before` hook; without Chromium it skips the suite and says why, so
+ * a machine without the browser still has a passing, honest run.
+ */
+export async function startConsoleRig(suite: Mocha.Context, label: string): Promise<ConsoleRig> {
+  const problem = chromiumProblem();
+  if (problem !== null) {
+    console.log(`      ${problem}: browser ${label} suite skipped`);
+    suite.skip();
+  }
+  const fake = await startFakeUpstream();
+  let tg: TestGateway | undefined;
+  try {
+    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
+    return { browser: await launchChromium(), fake, tg };
+  } catch (error) {
+    await tg?.stop();
+    await fake.close();
+    throw error;
+  }
+}
+
+/** Ends whatever part of a rig started (a skipped suite started none of it). */
+export async function stopConsoleRig(rig: Partial<ConsoleRig>): Promise<void> {
+  await rig.browser?.close();
+  await rig.fake?.close();
+  await rig.tg?.stop();
 }
 
 /** A fresh browser profile (cookies, storage) that may read and write the clipboard. */

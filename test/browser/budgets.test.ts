@@ -6,10 +6,10 @@
  */
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import type { TestGateway } from '../helpers/test-gateway';
 import { chatCompletion } from '../helpers/upstream-replies';
-import { chromiumProblem, consoleYaml, createLoginAccount, launchChromium, newContext, waitFor, watchPage, type PageProblems } from './browser-helpers';
+import { createLoginAccount, newContext, startConsoleRig, stopConsoleRig, waitFor, watchPage, type PageProblems } from './browser-helpers';
 
 const PASSWORD = 'correct-horse-battery';
 
@@ -25,14 +25,7 @@ describe('browser: budgets and alerts', function () {
   let beaId: string;
 
   before(async function () {
-    const problem = chromiumProblem();
-    if (problem !== null) {
-      console.log(`      ${problem}: browser budgets suite skipped`);
-      this.skip();
-    }
-    fake = await startFakeUpstream();
-    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
-    browser = await launchChromium();
+    ({ browser, fake, tg } = await startConsoleRig(this, 'budgets'));
     const bea = await createLoginAccount(tg.store, 'bea', PASSWORD);
     beaId = bea.id;
     await tg.store.credit({ accountId: bea.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
@@ -56,9 +49,7 @@ describe('browser: budgets and alerts', function () {
 
   after(async () => {
     await context?.close();
-    await browser?.close();
-    await tg?.stop();
-    await fake?.close();
+    await stopConsoleRig({ browser, fake, tg });
   });
 
   beforeEach(async () => {

@@ -10,17 +10,16 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hashRedemptionCode } from '../../src/billing/redemption';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import type { TestGateway } from '../helpers/test-gateway';
 import { chatCompletion } from '../helpers/upstream-replies';
 import {
-  chromiumProblem,
-  consoleYaml,
   createLoginAccount,
   createRedemptionCode,
-  launchChromium,
   newContext,
   saveScreenshot,
+  startConsoleRig,
+  stopConsoleRig,
   waitFor,
   watchPage,
   type PageElement,
@@ -43,20 +42,11 @@ describe('browser: console', function () {
   let users = 0;
 
   before(async function () {
-    const problem = chromiumProblem();
-    if (problem !== null) {
-      console.log(`      ${problem}: browser console suite skipped`);
-      this.skip();
-    }
-    fake = await startFakeUpstream();
-    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
-    browser = await launchChromium();
+    ({ browser, fake, tg } = await startConsoleRig(this, 'console'));
   });
 
   after(async () => {
-    await browser?.close();
-    await fake?.close();
-    await tg?.stop();
+    await stopConsoleRig({ browser, fake, tg });
   });
 
   afterEach(async function () {

@@ -9,10 +9,10 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { formatUnits, unitsToNano } from '../../src/billing/money';
 import type { Account, ChargeRecord } from '../../src/store/store';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import type { TestGateway } from '../helpers/test-gateway';
 import { anthropicMessage, chatCompletion } from '../helpers/upstream-replies';
-import { chromiumProblem, consoleYaml, createLoginAccount, launchChromium, newContext, saveScreenshot, waitFor, watchPage, type PageProblems } from './browser-helpers';
+import { createLoginAccount, newContext, saveScreenshot, startConsoleRig, stopConsoleRig, waitFor, watchPage, type PageProblems } from './browser-helpers';
 
 const PASSWORD = 'correct-horse-battery';
 const PHONE = { width: 390, height: 844 };
@@ -48,14 +48,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
   }
 
   before(async function () {
-    const problem = chromiumProblem();
-    if (problem !== null) {
-      console.log(`      ${problem}: browser analytics suite skipped`);
-      this.skip();
-    }
-    fake = await startFakeUpstream();
-    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
-    browser = await launchChromium();
+    ({ browser, fake, tg } = await startConsoleRig(this, 'analytics'));
     una = await createLoginAccount(tg.store, 'una', PASSWORD);
     otto = await createLoginAccount(tg.store, 'otto', PASSWORD);
     await createLoginAccount(tg.store, 'root', PASSWORD, 'admin');
@@ -79,9 +72,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
   });
 
   after(async () => {
-    await browser?.close();
-    await fake?.close();
-    await tg?.stop();
+    await stopConsoleRig({ browser, fake, tg });
   });
 
   afterEach(async function () {

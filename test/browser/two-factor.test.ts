@@ -10,9 +10,9 @@ import { Secret, TOTP } from 'otpauth';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { hashSecret } from '../../src/admin/secrets';
 import { newRecoveryCodes, newTotpSecret, normalizeRecoveryCode } from '../../src/auth/totp';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
-import { chromiumProblem, consoleYaml, createLoginAccount, launchChromium, newContext, saveScreenshot } from './browser-helpers';
+import type { FakeUpstream } from '../helpers/fake-upstream';
+import type { TestGateway } from '../helpers/test-gateway';
+import { createLoginAccount, newContext, saveScreenshot, startConsoleRig, stopConsoleRig } from './browser-helpers';
 
 const PASSWORD = 'correct-horse-battery';
 
@@ -29,20 +29,11 @@ describe('browser: two-factor sign-in and sessions', function () {
   const contexts: BrowserContext[] = [];
 
   before(async function () {
-    const problem = chromiumProblem();
-    if (problem !== null) {
-      console.log(`      ${problem}: browser two-factor suite skipped`);
-      this.skip();
-    }
-    fake = await startFakeUpstream();
-    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
-    browser = await launchChromium();
+    ({ browser, fake, tg } = await startConsoleRig(this, 'two-factor'));
   });
 
   after(async () => {
-    await browser?.close();
-    await fake?.close();
-    await tg?.stop();
+    await stopConsoleRig({ browser, fake, tg });
   });
 
   afterEach(async function () {
