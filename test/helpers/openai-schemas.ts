@@ -1,25 +1,18 @@
 /**
  * OpenAI's published OpenAPI schemas as ajv validators, so tests can check that what Tollgate emits
- * on OpenAI routes is exactly what the SDKs expect. The ~3 MB yaml is parsed once per test run (the
- * module is cached) and each named schema is compiled on first use.
+ * on OpenAI routes is exactly what the SDKs expect. The fixture is read once per test run (the module
+ * is cached) and each named schema is compiled on first use.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020';
-import { parse } from 'yaml';
 import { PACKAGE_ROOT } from '../../src/paths';
 
 /**
- * Where the vendor spec lives: wherever `OPENAI_OPENAPI_YAML` says, else beside the repository (a
- * `shared/vendor-specs` folder next to the checkout), else in the workspace's shared folder (a clone checked
- * out elsewhere).
+ * The structure of OpenAI's schemas that the tests use, extracted from its published OpenAPI document by
+ * scripts/openai-schemas.mjs (which says how to refresh it).
  */
-const OPENAI_SPEC_PATH =
-  process.env.OPENAI_OPENAPI_YAML ??
-  [path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml'), '/work/shared/vendor-specs/openai-openapi.yaml'].find(
-    (candidate) => existsSync(candidate),
-  ) ??
-  path.resolve(PACKAGE_ROOT, '..', 'shared', 'vendor-specs', 'openai-openapi.yaml');
+const SCHEMAS_PATH = path.resolve(PACKAGE_ROOT, 'test', 'fixtures', 'openai-schemas.json');
 
 /** The `$id` under which `components` is registered, so `#/components/schemas/…` refs resolve. */
 const SPEC_ID = 'https://tollgate.test/openai-openapi.json';
@@ -78,7 +71,7 @@ function responsesEventSchemas(schemas: Record<string, Json>): Map<string, strin
 let cached: OpenAISchemas | null = null;
 
 function load(): OpenAISchemas {
-  const document = parse(readFileSync(OPENAI_SPEC_PATH, 'utf8')) as { components: { schemas: Record<string, Json> } };
+  const document = { components: JSON.parse(readFileSync(SCHEMAS_PATH, 'utf8')) as { schemas: Record<string, Json> } };
   const components = foldNullable(document.components);
   // Formats such as `unixtime` are OpenAI's own; they document, they do not constrain.
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
@@ -87,7 +80,7 @@ function load(): OpenAISchemas {
   const eventSchemas = responsesEventSchemas(document.components.schemas);
 
   const errors = (schemaName: string, value: unknown): string | null => {
-    if (!names.includes(schemaName)) throw new Error(`no schema ${schemaName} in ${OPENAI_SPEC_PATH}`);
+    if (!names.includes(schemaName)) throw new Error(`no schema ${schemaName} in ${SCHEMAS_PATH}`);
     const validate = ajv.getSchema(`${SPEC_ID}#/components/schemas/${schemaName}`);
     if (validate === undefined) throw new Error(`ajv could not compile ${schemaName}`);
     return validate(value) ? null : ajv.errorsText(validate.errors, { dataVar: schemaName });
