@@ -10,6 +10,7 @@ import type { AdminDeps, ApiContext, ApiState } from './context';
 import { accountRoutes } from './routes/account';
 import { adminAccountRoutes } from './routes/admin-accounts';
 import { adminAuditRoutes } from './routes/admin-audit';
+import { adminKeyRoutes } from './routes/admin-keys';
 import { adminCodeRoutes } from './routes/admin-codes';
 import { adminProviderRoutes } from './routes/admin-providers';
 import { insightRoutes } from './routes/insight';
@@ -74,6 +75,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   twoFactorRoutes(router, deps);
   sessionListRoutes(router, deps);
   adminAccountRoutes(router, deps);
+  adminKeyRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);
   adminAuditRoutes(router, deps);

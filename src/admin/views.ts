@@ -86,6 +86,7 @@ function operatorLimitsView(limits: OperatorLimits | null) {
     models: limits.models ?? null,
     rate_limits: limits.rateLimits ?? null,
     allowed_networks: limits.allowedNetworks ?? null,
+    budget: budgetView(limits.budget ?? null),
   };
 }
 

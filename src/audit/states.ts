@@ -29,6 +29,7 @@ function operatorLimitsState(limits: OperatorLimits): AuditState {
     ...(limits.models === undefined ? {} : { models: limits.models }),
     ...(limits.rateLimits === undefined ? {} : { rate_limits: limits.rateLimits }),
     ...(limits.allowedNetworks === undefined ? {} : { allowed_networks: limits.allowedNetworks }),
+    ...(limits.budget === undefined ? {} : { budget: budgetState(limits.budget) }),
   };
 }
 

@@ -4,15 +4,40 @@
  * are kept apart (`operatorLimits`), so the owner's change can only tighten them, and the owner's
  * own choice can be told from the operator's on the console. Allowed networks are the exception:
  * both lists are kept and a request must match each, since two lists of networks have no "tighter".
+ * Two budgets compare only over the same period and time zone: under an operator's budget, the
+ * owner's may lower its amount, nothing else (`budgetProblem`).
  */
-import type { ApiKeyRecord, KeyLimits, KeyRateLimits, OperatorLimits } from '../store/store';
+import type { ApiKeyRecord, Budget, KeyLimits, KeyRateLimits, OperatorLimits } from '../store/store';
 
 const RATE_FIELDS = ['rpm', 'tpm', 'concurrency'] as const;
+
+type OwnerFields = Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits' | 'budget' | 'operatorLimits'>;
 
 function tighterSpend(a: bigint | null | undefined, b: bigint | null | undefined): bigint | null {
   if (a == null) return b ?? null;
   if (b == null) return a;
   return a < b ? a : b;
+}
+
+function sameCalendar(a: Budget, b: Budget): boolean {
+  return a.period === b.period && a.timezone === b.timezone;
+}
+
+/** The smaller of two budgets over the same calendar; an operator's over a different one wins. */
+function tighterBudget(own: Budget | null | undefined, operator: Budget | undefined): Budget | null {
+  if (operator === undefined) return own ?? null;
+  if (own == null || !sameCalendar(own, operator)) return operator;
+  return own.amount < operator.amount ? own : operator;
+}
+
+/**
+ * Why an owner's budget cannot stand beside the operator's, or null when it can: a budget per another
+ * period or time zone is neither tighter nor looser, so it is refused rather than silently replaced.
+ */
+export function budgetProblem(requested: Budget | null | undefined, operator: OperatorLimits | null): string | null {
+  const theirs = operator?.budget;
+  if (theirs === undefined || requested == null || sameCalendar(requested, theirs)) return null;
+  return `The operator set this key's budget per ${theirs.period} (${theirs.timezone}); yours can lower its amount, with the same period and time zone.`;
 }
 
 /** Models both allow (null: every model). An empty intersection stays empty: the key can call nothing. */
@@ -37,6 +62,7 @@ function tighterRates(a: KeyRateLimits | null | undefined, b: KeyRateLimits | nu
  */
 export function ownerChange(requested: KeyLimits, operator: OperatorLimits | null): KeyLimits {
   return {
+    ...(requested.budget === undefined ? {} : { budget: tighterBudget(requested.budget, operator?.budget) }),
     ...(requested.spendLimit === undefined ? {} : { spendLimit: tighterSpend(requested.spendLimit, operator?.spendLimit) }),
     ...(requested.models === undefined ? {} : { models: tighterModels(requested.models, operator?.models) }),
     ...(requested.rateLimits === undefined ? {} : { rateLimits: tighterRates(requested.rateLimits, operator?.rateLimits) }),
@@ -48,8 +74,10 @@ export function ownerChange(requested: KeyLimits, operator: OperatorLimits | nul
  * What the owner set on their own: each enforced limit that is tighter than the operator's (or where
  * the operator set none). A limit equal to the operator's is the operator's.
  */
-function ownersOwn(key: Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits' | 'operatorLimits'>): KeyLimits {
+function ownersOwn(key: OwnerFields): KeyLimits {
   const operator = key.operatorLimits;
+  const theirs = operator?.budget;
+  const budget = key.budget !== null && (theirs === undefined || !sameCalendar(key.budget, theirs) || key.budget.amount < theirs.amount) ? key.budget : null;
   const spendLimit = key.spendLimit !== null && (operator?.spendLimit === undefined || key.spendLimit < operator.spendLimit) ? key.spendLimit : null;
   const models =
     key.models !== null && (operator?.models === undefined || key.models.length !== operator.models.length || key.models.some((model) => !operator.models!.includes(model)))
@@ -61,7 +89,7 @@ function ownersOwn(key: Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits
     const theirs = operator?.rateLimits?.[field];
     if (value !== undefined && (theirs === undefined || value < theirs)) own[field] = value;
   }
-  return { spendLimit, models, rateLimits: Object.keys(own).length === 0 ? null : own };
+  return { spendLimit, models, rateLimits: Object.keys(own).length === 0 ? null : own, budget };
 }
 
 /**
@@ -69,12 +97,34 @@ function ownersOwn(key: Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits
  * tighter of the owner's own and the operator's new ones (an operator loosening their limit gives
  * the owner's own choice back).
  */
-export function operatorChange(key: Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits' | 'operatorLimits'>, operator: OperatorLimits | null): KeyLimits {
+export function operatorChange(key: OwnerFields, operator: OperatorLimits | null): KeyLimits {
   const own = ownersOwn(key);
   return {
     operatorLimits: operator,
     spendLimit: tighterSpend(own.spendLimit, operator?.spendLimit),
     models: tighterModels(own.models, operator?.models),
     rateLimits: tighterRates(own.rateLimits, operator?.rateLimits),
+    budget: tighterBudget(own.budget, operator?.budget),
   };
+}
+
+/**
+ * The operator's limits after a change: a field given replaces theirs (null removes it), a field left
+ * out keeps it. Null when none is left.
+ */
+export function changedOperatorLimits(current: OperatorLimits | null, change: KeyLimits): OperatorLimits | null {
+  const pick = <T>(changed: T | null | undefined, kept: T | undefined): T | undefined => (changed === undefined ? kept : (changed ?? undefined));
+  const spendLimit = pick(change.spendLimit, current?.spendLimit);
+  const models = pick(change.models, current?.models);
+  const rateLimits = pick(change.rateLimits, current?.rateLimits);
+  const allowedNetworks = pick(change.allowedNetworks, current?.allowedNetworks);
+  const budget = pick(change.budget, current?.budget);
+  const limits: OperatorLimits = {
+    ...(spendLimit === undefined ? {} : { spendLimit }),
+    ...(models === undefined ? {} : { models }),
+    ...(rateLimits === undefined ? {} : { rateLimits }),
+    ...(allowedNetworks === undefined ? {} : { allowedNetworks }),
+    ...(budget === undefined ? {} : { budget }),
+  };
+  return Object.keys(limits).length === 0 ? null : limits;
 }

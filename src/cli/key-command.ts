@@ -9,6 +9,7 @@ import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
 import type { ApiKeyRecord, Store } from '../store/store';
 import { auditFromCli } from './audit';
 import { formatBudget, parseBudgetFlags } from './budget';
+import { changedOperatorLimits, operatorChange } from '../auth/key-limits';
 import { requireKey } from './lookup';
 
 /** The key as stored now; null when there is none (the command itself then says so). */
@@ -86,9 +87,12 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       const budget = parseBudgetFlags(values, usage);
       await withStore(values.config, io, async (store) => {
         const before = await requireKey(store, rest[0]);
-        if (!(await store.setKeyLimits(before.id, { budget }))) throw new Error(`no key with id "${before.id}"`);
-        const after = { ...before, budget };
-        io.out(`key ${before.id}: budget ${formatBudget(budget)}`);
+        // The operator's budget, kept apart like the other limits set from here: the owner can lower it only.
+        if (!(await store.setKeyLimits(before.id, operatorChange(before, changedOperatorLimits(before.operatorLimits, { budget }))))) {
+          throw new Error(`no key with id "${before.id}"`);
+        }
+        const after = await requireKey(store, before.id);
+        io.out(`key ${before.id}: budget ${formatBudget(after.budget)}`);
         await auditFromCli(store, io, keyLimitsChanged(before, after));
       });
       return EXIT_OK;

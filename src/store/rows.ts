@@ -233,6 +233,7 @@ interface OperatorLimitsJson {
   models?: string[];
   rate_limits?: KeyRateLimits;
   allowed_networks?: string[];
+  budget?: { amount: string; period: BudgetPeriod; timezone: string };
 }
 
 /** `OperatorLimits` as stored; null when it sets nothing. */
@@ -243,6 +244,7 @@ export function operatorLimitsToJson(limits: OperatorLimits | null | undefined):
   if (limits.models !== undefined) json.models = [...limits.models];
   if (limits.rateLimits !== undefined) json.rate_limits = limits.rateLimits;
   if (limits.allowedNetworks !== undefined) json.allowed_networks = [...limits.allowedNetworks];
+  if (limits.budget !== undefined) json.budget = { amount: String(limits.budget.amount), period: limits.budget.period, timezone: limits.budget.timezone };
   return Object.keys(json).length === 0 ? null : JSON.stringify(json);
 }
 
@@ -253,6 +255,7 @@ function operatorLimitsFromJson(text: string): OperatorLimits {
     ...(json.models === undefined ? {} : { models: json.models }),
     ...(json.rate_limits === undefined ? {} : { rateLimits: json.rate_limits }),
     ...(json.allowed_networks === undefined ? {} : { allowedNetworks: json.allowed_networks }),
+    ...(json.budget === undefined ? {} : { budget: { amount: BigInt(json.budget.amount), period: json.budget.period, timezone: json.budget.timezone } }),
   };
 }
 

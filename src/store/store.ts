@@ -87,8 +87,8 @@ export interface ApiKeyRecord {
   readonly allowedNetworks: readonly string[] | null;
   /**
    * What an operator (an administrator, the CLI) set on the key, kept apart so the owner can tighten
-   * it but never loosen or clear it: `spendLimit`, `models` and `rateLimits` above already include it
-   * (they are what is enforced); its `allowedNetworks` apply beside the owner's.
+   * it but never loosen or clear it: `spendLimit`, `models`, `rateLimits` and `budget` above already
+   * include it (they are what is enforced); its `allowedNetworks` apply beside the owner's.
    */
   readonly operatorLimits: OperatorLimits | null;
   /** The first characters of the key (`sk-AbCd`), safe to show. */
@@ -106,6 +106,7 @@ export interface OperatorLimits {
   readonly models?: readonly string[];
   readonly rateLimits?: KeyRateLimits;
   readonly allowedNetworks?: readonly string[];
+  readonly budget?: Budget;
 }
 
 /** Per-key rate limits an account holder sets in the console; an absent field sets no limit. */

@@ -184,4 +184,6 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['GET', '/api/admin/audit'],
   ['GET', '/api/admin/audit?format=csv'],
   ['DELETE', '/api/admin/accounts/{id}/sessions'],
+  ['GET', '/api/admin/accounts/{id}/keys'],
+  ['PATCH', '/api/admin/keys/key_0000000000000000', { spend_limit: '1' }],
 ];

@@ -338,6 +338,9 @@ describe('schemas/management-api.yaml', () => {
       spent: 120_000_000n,
       models: ['claude-sonnet-5'],
       rateLimits: { rpm: 60, tpm: 100_000, concurrency: 4 },
+      budget: { amount: 2_000_000_000n, period: 'day', timezone: 'Europe/Berlin' },
+      allowedNetworks: ['10.0.0.0/8'],
+      operatorLimits: { spendLimit: 5_000_000_000n, models: ['claude-sonnet-5'], allowedNetworks: ['2001:db8::/32'], budget: { amount: 3_000_000_000n, period: 'day', timezone: 'Europe/Berlin' } },
       revokedAt: at,
       expiresAt: later,
     };

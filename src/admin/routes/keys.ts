@@ -7,7 +7,7 @@ import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalNetworkList, optionalRateLimits, optionalString } from '../fields';
-import { ownerChange } from '../../auth/key-limits';
+import { budgetProblem, ownerChange } from '../../auth/key-limits';
 import { readJsonObject } from '../json-body';
 import { activityView, keyView } from '../views';
 import { audit } from '../audit';
@@ -90,9 +90,10 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       budget: optionalBudget(body, 'budget'),
       allowedNetworks: optionalNetworkList(body, 'allowed_networks'),
     };
+    const problem = budgetProblem(requested.budget, key.operatorLimits);
+    if (problem !== null) throw invalid('budget', problem);
     // The owner tightens an operator's limits at most: clearing or raising one falls back to it.
-    const { budget, ...limits } = requested;
-    await deps.store.setKeyLimits(key.id, { ...ownerChange(limits, key.operatorLimits), ...(budget === undefined ? {} : { budget }) });
+    await deps.store.setKeyLimits(key.id, ownerChange(requested, key.operatorLimits));
     const changed = await ownKey(ctx);
     await audit(deps, ctx, keyLimitsChanged(key, changed));
     ctx.body = { key: keyView(changed) };
