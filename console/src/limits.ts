@@ -3,7 +3,7 @@
 // and the budget fields, shared by a key's owner and an administrator setting an account's.
 import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, selectField, valueOf } from './forms.js';
 import { h, type Child } from './dom.js';
-import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, isDecimal } from './money.js';
+import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney, isDecimal } from './money.js';
 import type { ApiKey, Budget, OperatorLimits, RateLimits } from './types.js';
 
 export interface KeyLimits {
@@ -19,8 +19,11 @@ const RATE_FIELDS: ReadonlyArray<{ name: keyof RateLimits; label: string }> = [
   { name: 'concurrency', label: 'Concurrent requests' },
 ];
 
+/** The limits the fields start from: a key's (what it enforces) or an operator's. */
+type LimitValues = Pick<ApiKey, 'spend_limit' | 'models' | 'rate_limits' | 'allowed_networks'> & { operator_limits?: OperatorLimits | null };
+
 /** `availableModels` comes from the price list; a key's own models are kept even if no longer priced. */
-export function limitFields(availableModels: readonly string[] | null, key?: ApiKey): Child[] {
+export function limitFields(availableModels: readonly string[] | null, key?: LimitValues): Child[] {
   const chosen = key?.models ?? [];
   const models = [...new Set([...(availableModels ?? []), ...chosen])];
   return [
@@ -67,10 +70,11 @@ export function limitFields(availableModels: readonly string[] | null, key?: Api
 export function describeOperatorLimits(limits: OperatorLimits | null): string {
   if (!limits) return 'none';
   const parts = [
-    limits.spend_limit !== null ? `spend limit ${limits.spend_limit}` : null,
+    limits.spend_limit !== null ? `spend limit ${formatMoney(limits.spend_limit)}` : null,
     limits.models !== null ? `models ${limits.models.join(', ')}` : null,
     limits.rate_limits !== null ? describeRateLimits(limits.rate_limits) : null,
     limits.allowed_networks !== null ? `networks ${limits.allowed_networks.join(', ')}` : null,
+    limits.budget ? `budget ${describeBudget(limits.budget)}` : null,
   ].filter((part): part is string => part !== null);
   return parts.length ? parts.join(' · ') : 'none';
 }
@@ -106,6 +110,13 @@ export function describeRateLimits(limits: RateLimits | null): string {
     limits.concurrency !== undefined ? `${limits.concurrency} concurrent` : null,
   ].filter((part): part is string => part !== null);
   return parts.length ? parts.join(' · ') : 'None';
+}
+
+const PERIOD_WORDS: Record<Budget['period'], string> = { day: 'a day', week: 'a week', month: 'a month' };
+
+/** "5 a day (UTC)". */
+export function describeBudget(budget: Budget): string {
+  return `${formatMoney(budget.amount)} ${PERIOD_WORDS[budget.period]} (${budget.timezone})`;
 }
 
 const PERIODS: ReadonlyArray<{ value: Budget['period']; label: string }> = [

@@ -118,6 +118,7 @@ export interface OperatorLimits {
   models: string[] | null;
   rate_limits: RateLimits | null;
   allowed_networks: string[] | null;
+  budget: Budget | null;
 }
 
 export interface Credit {

@@ -221,6 +221,30 @@ describe('management API: two instances sharing PostgreSQL and Redis', function 
     expectError(await tokenOnB.get('/api/account'), 401, 'unauthenticated');
   });
 
+  it("an admin ending an account's sessions on A ends its cookie and token on B; limits set on A hold on B", async () => {
+    const user = await addAccount(store, 'eve-shared');
+    const onB = await ApiClient.login(b.url, 'eve-shared', PASSWORD);
+    const minted = await onB.post('/api/tokens', { name: 'script', password: PASSWORD });
+    expect(minted.status, minted.text).to.equal(201);
+    const tokenOnB = new ApiClient(b.url, null, null, minted.body.secret);
+    expect((await tokenOnB.get('/api/account')).status).to.equal(200);
+    const { id: keyId, secret: key } = await onB.createKey({ name: 'cached' });
+    expect((await chat(b.url, key, 'gpt-free')).status).to.equal(200);
+
+    const ended = await rootOnA.delete(`/api/admin/accounts/${user.id}/sessions`);
+    expect(ended.status, ended.text).to.equal(200);
+    expect(ended.body.ended).to.equal(2);
+    expectError(await onB.get('/api/account'), 401, 'unauthenticated');
+    expectError(await tokenOnB.get('/api/account'), 401, 'unauthenticated');
+
+    // The operator's model list set through A reaches B's key cache (its entries follow the key revision).
+    const limited = await rootOnA.patch(`/api/admin/keys/${keyId}`, { models: ['gpt-priced'] });
+    expect(limited.status, limited.text).to.equal(200);
+    const refused = await waitFor(() => chat(b.url, key, 'gpt-free'), (answer) => answer.status !== 200, 'B to apply the operator\'s model list', 2000);
+    expect(refused.status, JSON.stringify(refused.json)).to.equal(403);
+    expect(refused.json.error.code).to.equal('model_not_allowed');
+  });
+
   it('one code redeemed concurrently through A and B credits once: one 200, the rest 409', async () => {
     const user = await addAccount(store, 'raz');
     const onA = await ApiClient.login(a.url, 'raz', PASSWORD);

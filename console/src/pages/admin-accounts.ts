@@ -1,9 +1,10 @@
-// /console/admin/accounts — every account with its balance; create, disable/enable, credit, budget.
-import { apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
+// /console/admin/accounts — every account with its balance; create, disable/enable, credit, budget,
+// end its sessions; its keys, with the operator's limits on each.
+import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h } from '../dom.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
-import { budgetFields, readBudget } from '../limits.js';
+import { budgetFields, describeBudget, describeOperatorLimits, describeRateLimits, limitFields, readBudget, readLimits } from '../limits.js';
 import { loadInto } from '../load.js';
 import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
@@ -11,21 +12,27 @@ import { inlinePanel, type Panel } from '../panel.js';
 import { currentAccount } from '../session.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
-import type { Account, AdminAccount, Budget, Credit } from '../types.js';
-import { badge, buttonRow, money, pageHeading, timeEl } from '../ui.js';
+import type { Account, AdminAccount, ApiKey, Budget, Credit, KeyStatus, PricedModel } from '../types.js';
+import { badge, buttonRow, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 interface AccountsView {
   context: PageContext;
   panel: Panel;
   status: StatusLine;
   list: HTMLElement;
+  /** The price list's model names, loaded once when a key's limits are first edited. */
+  models: () => Promise<string[] | null>;
 }
 
 export const adminAccountsPage: Page = {
   title: 'Accounts',
   admin: true,
   render(context: PageContext) {
-    const view: AccountsView = { context, panel: inlinePanel(), status: statusLine(), list: h('div') };
+    let models: Promise<string[] | null> | undefined;
+    const view: AccountsView = {
+      context, panel: inlinePanel(), status: statusLine(), list: h('div'),
+      models: () => (models ??= loadModelNames(context.signal)),
+    };
     const newButton = h('button', {
       type: 'button', class: 'button button-primary', 'aria-expanded': 'false',
       onclick: () => openCreateForm(view, newButton),
@@ -60,7 +67,7 @@ function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HT
       { label: 'Status', cell: (account) => (account.disabled ? badge('disabled', 'bad') : badge('active', 'good')) },
       { label: 'Balance', cell: (account) => money(account.balance), numeric: true },
       { label: 'Held', cell: (account) => money(account.held), numeric: true },
-      { label: 'Budget', cell: (account) => describeBudget(account.budget) },
+      { label: 'Budget', cell: (account) => describeAccountBudget(account.budget) },
       { label: 'Created', cell: (account) => timeEl(account.created_at, true) },
       { label: 'Actions', cell: (account) => accountActions(view, account) },
     ],
@@ -76,6 +83,14 @@ function accountActions(view: AccountsView, account: AdminAccount): HTMLElement 
     type: 'button', class: 'button button-small', 'aria-label': `Budget for ${account.name}`,
     onclick: () => openBudgetForm(view, account, budget),
   }, 'Budget');
+  const keys = h('button', {
+    type: 'button', class: 'button button-small', 'aria-label': `Keys of ${account.name}`,
+    onclick: () => void openKeyList(view, account, keys),
+  }, 'Keys');
+  const endSessions = h('button', {
+    type: 'button', class: 'button button-small', 'aria-label': `End sessions of ${account.name}`,
+    onclick: () => void endAllSessions(view, account),
+  }, 'End sessions');
   // An administrator cannot lock themselves out from here.
   const isSelf = currentAccount()?.id === account.id;
   const toggle = isSelf ? null : h('button', {
@@ -84,7 +99,7 @@ function accountActions(view: AccountsView, account: AdminAccount): HTMLElement 
     'aria-label': `${account.disabled ? 'Enable' : 'Disable'} ${account.name}`,
     onclick: () => void setDisabled(view, account, !account.disabled),
   }, account.disabled ? 'Enable' : 'Disable');
-  return h('div', { class: 'row-actions' }, credit, budget, toggle);
+  return h('div', { class: 'row-actions' }, credit, budget, keys, endSessions, toggle);
 }
 
 async function setDisabled(view: AccountsView, account: AdminAccount, disabled: boolean): Promise<void> {
@@ -154,10 +169,8 @@ function openCreditForm(view: AccountsView, account: AdminAccount, opener: HTMLE
   view.panel.open(`Add credit to ${account.name}`, form, opener);
 }
 
-const PERIOD_WORDS = { day: 'a day', week: 'a week', month: 'a month' } as const;
-
-function describeBudget(budget: Budget | null): string {
-  return budget === null ? 'Role default' : `${formatMoney(budget.amount)} ${PERIOD_WORDS[budget.period]} (${budget.timezone})`;
+function describeAccountBudget(budget: Budget | null): string {
+  return budget === null ? 'Role default' : describeBudget(budget);
 }
 
 function openBudgetForm(view: AccountsView, account: AdminAccount, opener: HTMLElement): void {
@@ -174,6 +187,94 @@ function openBudgetForm(view: AccountsView, account: AdminAccount, opener: HTMLE
     },
   });
   view.panel.open(`Budget for ${account.name}`, form, opener);
+}
+
+async function endAllSessions(view: AccountsView, account: AdminAccount): Promise<void> {
+  const isSelf = currentAccount()?.id === account.id;
+  const confirmed = await confirmAction({
+    title: `End the sessions of “${account.name}”?`,
+    message: isSelf
+      ? 'Every other console session and every management token of your account ends; this one stays.'
+      : 'They are signed out everywhere and their management tokens are refused from now on. Their API keys keep working.',
+    confirmLabel: 'End sessions',
+  });
+  if (!confirmed) return;
+  try {
+    const { ended } = await apiDelete<{ ended: number }>(`/api/admin/accounts/${encodeURIComponent(account.id)}/sessions`);
+    view.status.show(`Ended ${ended} ${ended === 1 ? 'session or token' : 'sessions and tokens'} of “${account.name}”.`, 'success');
+  } catch (error) {
+    view.status.show(`Could not end the sessions of “${account.name}”: ${errorMessage(error)}`, 'error');
+  }
+}
+
+async function loadModelNames(signal: AbortSignal): Promise<string[] | null> {
+  try {
+    const data = await apiGet<{ models: PricedModel[] }>('/api/prices', { signal });
+    return data.models.map((model) => model.model);
+  } catch {
+    return null;
+  }
+}
+
+const KEY_TONES: Record<KeyStatus, BadgeTone> = { active: 'good', revoked: 'bad', expired: 'neutral' };
+
+function keyLabel(key: ApiKey): string {
+  return key.name ?? `${key.prefix}…${key.last4}`;
+}
+
+/** The account's keys in the panel, each with what it enforces and what the operator set. */
+async function openKeyList(view: AccountsView, account: AdminAccount, opener: HTMLElement): Promise<void> {
+  const list = h('div');
+  view.panel.open(`Keys of ${account.name}`, h('div', null,
+    h('p', { class: 'hint' }, 'Operator limits are yours to set: the owner can tighten them, never loosen or remove them.'),
+    list), opener);
+  await loadInto(list,
+    () => apiGet<{ keys: ApiKey[] }>(`/api/admin/accounts/${encodeURIComponent(account.id)}/keys`, { signal: view.context.signal }),
+    (data) => dataTable({
+      caption: `Keys of ${account.name}`,
+      hideCaption: true,
+      rows: data.keys,
+      emptyText: 'This account has no keys.',
+      testId: 'admin-key-table',
+      columns: [
+        { label: 'Name', cell: (key) => key.name ?? h('span', { class: 'muted' }, 'Unnamed') },
+        { label: 'Key', cell: (key) => h('code', { class: 'key-mask' }, `${key.prefix}…${key.last4}`) },
+        { label: 'Status', cell: (key) => badge(key.status, KEY_TONES[key.status]) },
+        { label: 'Spent / limit', cell: (key) => `${formatMoney(key.spent)} / ${key.spend_limit === null ? 'no limit' : formatMoney(key.spend_limit)}`, numeric: true },
+        { label: 'Models', cell: (key) => (key.models ? key.models.join(', ') : 'All') },
+        { label: 'Rate limits', cell: (key) => describeRateLimits(key.rate_limits) },
+        { label: 'Set by the operator', cell: (key) => describeOperatorLimits(key.operator_limits) },
+        {
+          label: 'Actions',
+          cell: (key) => (key.status === 'active'
+            ? h('button', {
+              type: 'button', class: 'button button-small', 'aria-label': `Operator limits for ${keyLabel(key)}`,
+              onclick: () => void openOperatorLimitsForm(view, account, key, opener),
+            }, 'Operator limits')
+            : null),
+        },
+      ],
+    }));
+}
+
+/** The operator's limits on one key; every field is sent, so an emptied one removes that limit. */
+async function openOperatorLimitsForm(view: AccountsView, account: AdminAccount, key: ApiKey, opener: HTMLElement): Promise<void> {
+  const models = await view.models();
+  const operator = key.operator_limits;
+  const form = createForm({
+    submitLabel: 'Save operator limits',
+    secondary: [cancelButton(view.panel)],
+    fields: [
+      ...limitFields(models, operator ?? undefined),
+      ...budgetFields(operator?.budget ?? null),
+    ],
+    async onSubmit(form) {
+      const updated = await apiPatch<{ key: ApiKey }>(`/api/admin/keys/${encodeURIComponent(key.id)}`, { ...readLimits(form), budget: readBudget(form) });
+      view.status.show(`Operator limits of “${keyLabel(updated.key)}” (${account.name}) saved: ${describeOperatorLimits(updated.key.operator_limits)}.`, 'success');
+      await openKeyList(view, account, opener);
+    },
+  });
+  view.panel.open(`Operator limits: ${keyLabel(key)} (${account.name})`, form, opener);
 }
 
 function cancelButton(panel: Panel): HTMLButtonElement {

@@ -4,7 +4,7 @@ import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
 import { h, type Child } from '../dom.js';
 import { createForm, inputField, valueOf } from '../forms.js';
-import { budgetFields, describeOperatorLimits, describeRateLimits, limitFields, readBudget, readLimits } from '../limits.js';
+import { budgetFields, describeBudget, describeOperatorLimits, describeRateLimits, limitFields, readBudget, readLimits } from '../limits.js';
 import { loadInto } from '../load.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
@@ -190,7 +190,12 @@ function openBudgetForm(view: TokensView, key: ApiKey, opener: HTMLElement): voi
   const form = createForm({
     submitLabel: 'Save budget',
     secondary: [cancelButton(view.panel)],
-    fields: budgetFields(key.budget),
+    fields: [
+      ...budgetFields(key.budget),
+      ...(key.operator_limits?.budget
+        ? [h('p', { class: 'hint', 'data-testid': 'operator-budget' }, `Set by the operator: ${describeBudget(key.operator_limits.budget)}. You can lower its amount, keeping its period and time zone; not raise or remove it.`)]
+        : []),
+    ],
     async onSubmit(form) {
       const budget = readBudget(form);
       const updated = await apiPatch<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`, { budget });
