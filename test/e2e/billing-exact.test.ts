@@ -21,7 +21,7 @@ import type { ChargeRecord } from '../../src/store/store';
 import { openBook } from '../../src/billing/open-book';
 import { parseConfig } from '../../src/config/load';
 import { startFakeUpstream, type FakeUpstream, type SseEvent } from '../helpers/fake-upstream';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
+import { onEachBackend, type Backend } from '../helpers/backends';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { chatCompletion, chatStream, responsesObject } from '../helpers/upstream-replies';
 
@@ -31,15 +31,6 @@ const HOLD_INPUT_NANO = 2000n;
 const OUTPUT_NANO = 5000n;
 const MAX_OUTPUT = 1000n;
 const CONTEXT_WINDOW = 200_000n;
-
-/** Where the ledger and the live balances are: the embedded store, or PostgreSQL with a Redis book. */
-interface Backend {
-  readonly name: string;
-  /** The store and redis sections of gateway.yaml. */
-  readonly sections: string;
-}
-
-const EMBEDDED: Backend = { name: 'the embedded store', sections: 'store: { url: "sqlite::memory:" }' };
 
 function yamlFor(upstreamUrl: string, backend: Backend, billing = '{ flush_interval_ms: 10 }', price = PRICE): string {
   return `
@@ -90,33 +81,7 @@ function messagesReply(usage: Record<string, unknown>, text = 'Searched and answ
   };
 }
 
-for (const shared of [false, true]) {
-  describe(`e2e: exact billing on ${shared ? 'PostgreSQL + Redis' : 'the embedded store'}`, function () {
-    this.timeout(30_000);
-    let backend: Backend = EMBEDDED;
-    let cleanup: (() => Promise<void>) | null = null;
-
-    before(async function () {
-      if (!shared) return;
-      const problem = (await postgresProblem()) ?? (await redisProblem());
-      if (problem !== null) {
-        console.log(`      ${problem}: the PostgreSQL + Redis run of exact billing skipped`);
-        this.skip();
-      }
-      const database = await createTestDatabase();
-      const redis = redisTestPrefix('exact');
-      backend = { name: 'PostgreSQL + Redis', sections: `store: { url: "${database.url}" }\nredis: { url: "${REDIS_URL}", key_prefix: "${redis.prefix}" }` };
-      cleanup = async () => {
-        await redis.clear();
-        await database.drop();
-      };
-    });
-
-    after(async () => cleanup?.());
-
-    exactBilling(() => backend);
-  });
-}
+onEachBackend((backend) => `e2e: exact billing on ${backend}`, 'exact billing', exactBilling);
 
 function exactBilling(backendOf: () => Backend): void {
   let fake: FakeUpstream;

@@ -19,7 +19,7 @@ import { unitsToNano } from '../../src/billing/money';
 import { costOf, priceOfSnapshot } from '../../src/billing/prices';
 import type { ChargeRecord } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream, type JsonReply, type SseEvent, type SseReply } from '../helpers/fake-upstream';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
+import { onEachBackend, type Backend } from '../helpers/backends';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 
 const STANDARD = 'input: 1, cache_write: 1.25, cache_write_1h: 2, cache_hit: 0.1, output: 5';
@@ -27,13 +27,6 @@ const PRIORITY = 'priority: { input: 2, cache_write: 2.5, cache_hit: 0.2, output
 const FLEX = 'flex: { input: 0.5, cache_hit: 0.05, output: 2.5 }';
 const FAST = 'fast: { input: 6, cache_write: 7.5, cache_hit: 0.6, output: 30 }';
 const LONG = 'long_context: { above_input_tokens: 200000, input: 2, cache_write: 2.5, cache_hit: 0.2, output: 7.5 }';
-
-interface Backend {
-  readonly name: string;
-  readonly sections: string;
-}
-
-const EMBEDDED: Backend = { name: 'the embedded store', sections: 'store: { url: "sqlite::memory:" }' };
 
 function yamlFor(upstreamUrl: string, backend: Backend): string {
   return `
@@ -190,33 +183,7 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, t
   }
 }
 
-for (const shared of [false, true]) {
-  describe(`e2e: premium service priced or refused, on ${shared ? 'PostgreSQL + Redis' : 'the embedded store'}`, function () {
-    this.timeout(30_000);
-    let backend: Backend = EMBEDDED;
-    let cleanup: (() => Promise<void>) | null = null;
-
-    before(async function () {
-      if (!shared) return;
-      const problem = (await postgresProblem()) ?? (await redisProblem());
-      if (problem !== null) {
-        console.log(`      ${problem}: the PostgreSQL + Redis run of premium service skipped`);
-        this.skip();
-      }
-      const database = await createTestDatabase();
-      const redis = redisTestPrefix('tiers');
-      backend = { name: 'PostgreSQL + Redis', sections: `store: { url: "${database.url}" }\nredis: { url: "${REDIS_URL}", key_prefix: "${redis.prefix}" }` };
-      cleanup = async () => {
-        await redis.clear();
-        await database.drop();
-      };
-    });
-
-    after(async () => cleanup?.());
-
-    premiumService(() => backend);
-  });
-}
+onEachBackend((backend) => `e2e: premium service priced or refused, on ${backend}`, 'premium service', premiumService);
 
 function premiumService(backendOf: () => Backend): void {
   let fake: FakeUpstream;
