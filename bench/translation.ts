@@ -52,7 +52,7 @@ const PROVIDER: ProviderConfig = {
 };
 
 function context(clientBody: Record<string, unknown>, toolNameLimit: number): TranslationContext {
-  return { model: MODEL, upstreamModel: 'm', provider: PROVIDER, toolNames: new ToolNameMap(toolNameLimit), clientBody };
+  return { model: MODEL, upstreamModel: 'm', provider: PROVIDER, toolNames: new ToolNameMap(toolNameLimit), clientBody, webSearchMaxUses: 5 };
 }
 
 /** Median of per-event microseconds over ROUNDS runs of `once`, after a warm-up. */

@@ -18,6 +18,7 @@ import { openReplySizes } from '../../src/billing/reply-sizes';
 import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
 import { chargedLevel, FREE_RATES, rateTable, tierRates, type ModelRates } from '../../src/billing/service-levels';
 import { billedTokens } from '../../src/billing/settlement';
+import { withTranslatedSearches } from '../../src/billing/translated-searches';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import type { AuthState } from '../auth';
@@ -347,7 +348,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         const auth = need(ctx, 'auth');
 
         const rates = ratesFor(ctx.state.config, request.model.id);
-        const { reach } = request;
+        const reach = withTranslatedSearches(request.reach, endpoint, request.body, request.model, ctx.state.config);
         let held: bigint | null = null;
         let budgets: readonly BudgetCheck[] = NO_BUDGETS;
         if (!isFree(rates.standard.card)) {

@@ -776,6 +776,12 @@ export interface TranslatePluginConfig {
    * unsupported_model_for_endpoint.
    */
   readonly enabled: boolean;
+  /**
+   * Searches a translated request's hosted web search may run on a Claude model (Anthropic's web search tool
+   * max_uses) when the request does not cap them itself with Responses max_tool_calls. Each search is billed
+   * at the model's tool_calls.web_search price, and held for up to this many.
+   */
+  readonly web_search_max_uses: number;
 }
 
 /** Sends each request to the model's routes in order (failover, circuit breakers) and relays the answer. */

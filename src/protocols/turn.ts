@@ -18,12 +18,33 @@ export type ThinkingPart =
   | { readonly type: 'thinking'; readonly text: string; readonly signature: string }
   | { readonly type: 'redacted_thinking'; readonly data: string };
 
+/** A web page a search found, or that a passage of the answer cites. */
+export interface WebSource {
+  readonly url: string;
+  readonly title: string | null;
+}
+
+/**
+ * A search the provider ran on its own side (Anthropic's web search server tool) while it answered:
+ * what it searched for and the pages it found, or the error code it got instead of pages.
+ */
+export interface WebSearchPart {
+  readonly type: 'web_search';
+  /** The provider's id of the search. */
+  readonly id: string;
+  readonly query: string;
+  readonly sources: readonly WebSource[];
+  readonly error: string | null;
+}
+
 /** One piece of an assistant turn, in the order it was produced. */
 export type TurnPart =
-  | { readonly type: 'text'; readonly text: string }
+  /** `citations`: the pages the whole of this text is drawn from (none when it cites nothing). */
+  | { readonly type: 'text'; readonly text: string; readonly citations?: readonly WebSource[] }
   /** `arguments` is JSON text; '' means the tool was called without arguments. */
   | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string }
-  | ThinkingPart;
+  | ThinkingPart
+  | WebSearchPart;
 
 /** A finished assistant turn, protocol-neutral: what a writer needs to build a non-streamed reply. */
 export interface AssistantTurn {
@@ -60,6 +81,15 @@ export interface TurnStreamWriter {
   thinkingSignature(signature: string): string;
   /** A whole redacted reasoning block: opaque data the client must send back unchanged. */
   redactedThinking(data: string): string;
+  /** A provider-side search for `query` has begun (closing whatever was open). */
+  webSearchStart(id: string, query: string): string;
+  /** The outcome of search `id`: the pages it found, or the error code it ended with. */
+  webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string;
+  /**
+   * The text written last, `cited` (the whole of an upstream text block, already passed to `text`), is
+   * drawn from `sources`.
+   */
+  citations(cited: string, sources: readonly WebSource[]): string;
   /** Closes whatever block is open (text, reasoning or tool call); '' when none is. */
   blockEnd(): string;
   /** Everything that ends the stream: stop reason, final usage and the protocol's terminator. */

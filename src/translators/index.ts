@@ -44,10 +44,12 @@ export function translationContext(
   model: ModelConfig,
   target: Target,
   clientBody: Readonly<Record<string, unknown>>,
+  webSearchMaxUses: number,
   references?: ResponseReferences,
 ): TranslationContext {
   return {
     references,
+    webSearchMaxUses,
     model,
     upstreamModel: target.route.upstream_model,
     provider: target.provider,

@@ -25,6 +25,8 @@ export interface TranslationContext {
   readonly toolNames: ToolNameMap;
   /** The client's parsed request body. */
   readonly clientBody: Readonly<Record<string, unknown>>;
+  /** Searches a hosted web search may run when the request does not cap them (plugins.translate.web_search_max_uses). */
+  readonly webSearchMaxUses: number;
   /** Responses only: the minted responses the request refers to, read for its account; none when absent. */
   readonly references?: ResponseReferences;
 }

@@ -36,7 +36,7 @@ function translatedLeg(ctx: GatewayContext, target: Target, translator: Translat
   const { provider } = target;
   const wire = wireOf(provider);
   // Tool names are mapped per attempt: each upstream has its own limits.
-  const context = translationContext(request.model, target, request.body, references);
+  const context = translationContext(request.model, target, request.body, ctx.state.config.plugins.translate.web_search_max_uses, references);
   const call = { endpoint: translator.upstreamEndpoint, upstreamModel: target.route.upstream_model, stream: request.stream, beta: false };
   return {
     call,

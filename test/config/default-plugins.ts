@@ -12,7 +12,7 @@ export const DEFAULT_PLUGIN_CONFIG = {
     concurrency_lease_ms: 600000,
     fallback_instances: 1,
   },
-  translate: { enabled: true },
+  translate: { enabled: true, web_search_max_uses: 5 },
   upstream: {
     enabled: true,
     failover: {

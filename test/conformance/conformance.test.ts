@@ -75,6 +75,7 @@ function context(pair: TranslatorPair, fixture: Fixture, clientBody: Json): Tran
     provider,
     toolNames: new ToolNameMap(anthropic ? 128 : 64),
     clientBody,
+    webSearchMaxUses: 5,
   };
 }
 
@@ -91,7 +92,7 @@ function defaultClientBody(pair: TranslatorPair, stream: boolean): Json {
   }
 }
 
-const GENERATED_ID = /^(chatcmpl-|resp_|msg_|fc_|rs_)[0-9a-f]{24}$/;
+const GENERATED_ID = /^(chatcmpl-|resp_|msg_|fc_|rs_|ws_)[0-9a-f]{24}$/;
 const TIMESTAMPS = new Set(['created', 'created_at', 'completed_at']);
 
 /** Replaces the ids and times the gateway generates, which differ on every run. */

@@ -33,5 +33,6 @@ export function translationContext(upstream: UpstreamProtocol, clientBody: Recor
     provider,
     toolNames: new ToolNameMap(anthropic ? 128 : 64),
     clientBody,
+    webSearchMaxUses: 5,
   };
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { GatewayError } from '../../src/kernel/errors';
 import { MessagesStreamWriter } from '../../src/protocols/anthropic-messages/writer';
 import { SseParser, type SseEvent } from '../../src/protocols/sse';
-import type { TurnStop, TurnStreamWriter } from '../../src/protocols/turn';
+import type { TurnStop, TurnStreamWriter, WebSource } from '../../src/protocols/turn';
 import type { Usage } from '../../src/protocols/types';
 import { chatReplyHasUsage, readChatReply } from '../../src/translators/readers/chat-reply';
 import { ChatStreamReader } from '../../src/translators/readers/chat-stream';
@@ -36,6 +36,15 @@ class RecordingWriter implements TurnStreamWriter {
   }
   thinking(delta: string): string {
     return this.record('thinking', delta);
+  }
+  webSearchStart(id: string, query: string): string {
+    return this.record('webSearchStart', id, query);
+  }
+  webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string {
+    return this.record('webSearchEnd', id, sources, error);
+  }
+  citations(cited: string, sources: readonly WebSource[]): string {
+    return this.record('citations', cited, sources);
   }
   thinkingSignature(signature: string): string {
     return this.record('thinkingSignature', signature);

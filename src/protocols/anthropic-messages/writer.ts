@@ -97,9 +97,11 @@ export function buildMessage(turn: AssistantTurn): MessagesMessage {
       content.push({ type: 'tool_use', id: part.id, name: part.name, input: toolInput(part.arguments) });
     } else if (part.type === 'thinking') {
       content.push({ type: 'thinking', thinking: part.text, signature: part.signature });
-    } else {
+    } else if (part.type === 'redacted_thinking') {
       content.push({ type: 'redacted_thinking', data: part.data });
     }
+    // A provider-side search has no Messages form without the encrypted results only Anthropic returns
+    // (and a Messages client is answered natively by Anthropic models): its findings are in the text.
   }
   return {
     id: turn.id ?? newMessageId(),
@@ -198,6 +200,19 @@ export class MessagesStreamWriter implements TurnStreamWriter {
   }
 
   /** A whole `redacted_thinking` block: its data arrives complete in `content_block_start`. */
+  /** Searches come only from Anthropic upstreams, which a Messages client reaches without a writer. */
+  webSearchStart(): string {
+    return '';
+  }
+
+  webSearchEnd(): string {
+    return '';
+  }
+
+  citations(): string {
+    return '';
+  }
+
   redactedThinking(data: string): string {
     return this.blockStop() + this.blockStart('redacted_thinking', { type: 'redacted_thinking', data }) + this.blockStop();
   }

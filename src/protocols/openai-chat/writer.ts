@@ -7,7 +7,8 @@ import { randomHex } from '../../random-hex';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
 import { sseFrame } from '../sse';
-import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter } from '../turn';
+import { codePoints } from '../openai-responses/items';
+import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter, WebSource } from '../turn';
 import { cacheWriteTotal, type Usage } from '../types';
 
 /** Chat `finish_reason` values. */
@@ -29,6 +30,15 @@ export interface ChatUsage {
 type ChatThinkingBlock =
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string };
+
+/**
+ * A passage of the message that cites a web page; the indexes count Unicode code points of `content`
+ * (end exclusive), as Python's string indexes do.
+ */
+interface ChatUrlCitation {
+  type: 'url_citation';
+  url_citation: { url: string; title: string; start_index: number; end_index: number };
+}
 
 /** A tool call as it appears in `message.tool_calls`. */
 interface ChatToolCall {
@@ -56,7 +66,7 @@ export interface ChatCompletion {
         reasoning_content?: string;
         thinking_blocks?: ChatThinkingBlock[];
         tool_calls?: ChatToolCall[];
-        annotations: [];
+        annotations: ChatUrlCitation[];
       };
       logprobs: null;
       finish_reason: ChatFinishReason;
@@ -87,6 +97,8 @@ export interface ChatCompletionChunk {
       reasoning_content?: string;
       thinking_blocks?: ChatThinkingBlock[];
       tool_calls?: ChatToolCallDelta[];
+      /** A passage's citations, sent once the passage has been (as LiteLLM streams them). */
+      annotations?: ChatUrlCitation[];
     };
     logprobs: null;
     finish_reason: ChatFinishReason | null;
@@ -138,6 +150,27 @@ function thinkingBlock(part: ThinkingPart): ChatThinkingBlock {
     : { type: 'redacted_thinking', data: part.data };
 }
 
+/** The annotations of a passage of `length` code points that starts `start` code points into the content. */
+function chatCitations(start: number, length: number, sources: readonly WebSource[]): ChatUrlCitation[] {
+  return sources.map((source) => ({
+    type: 'url_citation',
+    url_citation: { url: source.url, title: source.title ?? '', start_index: start, end_index: start + length },
+  }));
+}
+
+/** The citations of every text part, placed in the content the parts are joined into. */
+function contentCitations(turn: AssistantTurn): ChatUrlCitation[] {
+  const annotations: ChatUrlCitation[] = [];
+  let offset = 0;
+  for (const part of turn.parts) {
+    if (part.type !== 'text') continue;
+    const length = codePoints(part.text);
+    if (part.citations !== undefined) annotations.push(...chatCitations(offset, length, part.citations));
+    offset += length;
+  }
+  return annotations;
+}
+
 /** Builds the complete non-streamed `chat.completion` object for a turn. */
 export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
   const text = turn.parts.map((part) => (part.type === 'text' ? part.text : '')).join('');
@@ -152,7 +185,7 @@ export function buildChatCompletion(turn: AssistantTurn): ChatCompletion {
     // OpenAI sends null content beside tool calls, and "" for an empty answer.
     content: text === '' && toolCalls.length > 0 ? null : text,
     refusal: null,
-    annotations: [],
+    annotations: contentCitations(turn),
   };
   if (thinking.length > 0) {
     message.reasoning_content = thinking.map((part) => (part.type === 'thinking' ? part.text : '')).join('');
@@ -196,6 +229,8 @@ export class ChatStreamWriter implements TurnStreamWriter {
   private readonly includeUsage: boolean;
   private toolCallCount = 0;
   private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
+  /** Code points of content sent so far: where a cited passage starts. */
+  private contentLength = 0;
   /** The reasoning text of the block under way, repeated with its signature when the block is signed. */
   private thinkingText = '';
   /** The start of every chunk's JSON, up to its choices. */
@@ -214,7 +249,25 @@ export class ChatStreamWriter implements TurnStreamWriter {
   }
 
   text(delta: string): string {
-    return delta === '' ? '' : this.chunk({ content: delta });
+    if (delta === '') return '';
+    this.contentLength += codePoints(delta);
+    return this.chunk({ content: delta });
+  }
+
+  /** Chat has no item for a search: what it found reaches the client as the answer's citations. */
+  webSearchStart(): string {
+    return '';
+  }
+
+  webSearchEnd(): string {
+    return '';
+  }
+
+  /** The passage just sent, as an `annotations` delta. */
+  citations(cited: string, sources: readonly WebSource[]): string {
+    if (sources.length === 0) return '';
+    const length = codePoints(cited);
+    return this.chunk({ annotations: chatCitations(this.contentLength - length, length, sources) });
   }
 
   /** The first fragment of a call carries id, `type: "function"`, the name and `arguments: ""`. */

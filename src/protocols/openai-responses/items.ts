@@ -3,14 +3,26 @@
  * reasoning items, with the ids and builders the object and the stream share.
  */
 import { randomHex } from '../../random-hex';
-import type { ThinkingPart } from '../turn';
+import type { ThinkingPart, WebSearchPart, WebSource } from '../turn';
 import { splitNamespace } from './namespaced-name';
 
 /** Status of one output item, and of a response that did not fail. */
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete';
 
+/**
+ * A passage of the text that cites a web page: `start_index` and `end_index` count Unicode code points
+ * of the part's text (end exclusive), as Python's string indexes do.
+ */
+export interface ResponseUrlCitation {
+  type: 'url_citation';
+  url: string;
+  title: string;
+  start_index: number;
+  end_index: number;
+}
+
 /** An `output_text` content part. */
-export type ResponseOutputText = { type: 'output_text'; text: string; annotations: []; logprobs: [] };
+export type ResponseOutputText = { type: 'output_text'; text: string; annotations: ResponseUrlCitation[]; logprobs: [] };
 
 /** An assistant message item of `output`. */
 export interface ResponseMessageItem {
@@ -49,8 +61,23 @@ export interface ResponseReasoningItem {
   encrypted_content: string | null;
 }
 
+/** One search as `web_search_call.action`; `sources` lists the pages it found. */
+interface ResponseWebSearchAction {
+  type: 'search';
+  query: string;
+  sources?: Array<{ type: 'url'; url: string }>;
+}
+
+/** A web search the model ran while answering; `failed` when the search ended in an error. */
+export interface ResponseWebSearchItem {
+  type: 'web_search_call';
+  id: string;
+  status: ResponseStatus | 'failed';
+  action: ResponseWebSearchAction;
+}
+
 /** An item of `output`. */
-export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem | ResponseReasoningItem;
+export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem | ResponseReasoningItem | ResponseWebSearchItem;
 
 /**
  * Marks the `encrypted_content` of a redacted thinking block, so a later request can tell it from a
@@ -58,8 +85,8 @@ export type ResponseOutputItem = ResponseMessageItem | ResponseFunctionCallItem 
  */
 export const REDACTED_THINKING_PREFIX = 'redacted:';
 
-/** A fresh id with an OpenAI prefix: `resp`, `msg`, `fc` or `rs` (reasoning). */
-export function newResponsesId(prefix: 'resp' | 'msg' | 'fc' | 'rs'): string {
+/** A fresh id with an OpenAI prefix: `resp`, `msg`, `fc`, `rs` (reasoning) or `ws` (web search). */
+export function newResponsesId(prefix: 'resp' | 'msg' | 'fc' | 'rs' | 'ws'): string {
   return `${prefix}_${randomHex(12)}`;
 }
 
@@ -84,4 +111,45 @@ export function reasoningItemFor(part: ThinkingPart): ResponseReasoningItem {
 export function functionCallItem(callId: string, flatName: string, args: string, status: ResponseStatus): ResponseFunctionCallItem {
   const { name, namespace } = splitNamespace(flatName);
   return { type: 'function_call', id: newResponsesId('fc'), status, call_id: callId, name, ...(namespace !== undefined && { namespace }), arguments: args };
+}
+
+/** A web search item, in progress until its outcome is known. */
+export function webSearchItem(query: string, status: ResponseWebSearchItem['status']): ResponseWebSearchItem {
+  return { type: 'web_search_call', id: newResponsesId('ws'), status, action: { type: 'search', query } };
+}
+
+/** Writes a search's outcome on its item: the pages found, or `failed`. */
+export function settleWebSearch(item: ResponseWebSearchItem, sources: readonly WebSource[], error: string | null): void {
+  item.status = error === null ? 'completed' : 'failed';
+  if (sources.length > 0) item.action.sources = sources.map((source) => ({ type: 'url', url: source.url }));
+}
+
+/** The finished item of a search part. */
+export function webSearchItemFor(part: WebSearchPart): ResponseWebSearchItem {
+  const item = webSearchItem(part.query, 'in_progress');
+  settleWebSearch(item, part.sources, part.error);
+  return item;
+}
+
+/** The annotations for `cited`, the last passage of a text part that ends `before.length + cited.length` in. */
+export function urlCitations(before: string, cited: string, sources: readonly WebSource[]): ResponseUrlCitation[] {
+  const start = codePoints(before);
+  const end = start + codePoints(cited);
+  return sources.map((source) => ({ type: 'url_citation', url: source.url, title: source.title ?? '', start_index: start, end_index: end }));
+}
+
+/** Unicode code points in `text`: its UTF-16 length less one per surrogate pair. */
+export function codePoints(text: string): number {
+  let count = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--;
+        i++;
+      }
+    }
+  }
+  return count;
 }

@@ -8,7 +8,7 @@
 import type { GatewayError } from '../../kernel/errors';
 import { sseFrame } from '../sse';
 import type { Usage } from '../types';
-import type { AssistantTurn, TurnStop, TurnStreamWriter } from '../turn';
+import type { AssistantTurn, TurnStop, TurnStreamWriter, WebSource } from '../turn';
 import {
   functionCallItem,
   newResponsesId,
@@ -16,10 +16,15 @@ import {
   REDACTED_THINKING_PREFIX,
   reasoningItem,
   reasoningItemFor,
+  settleWebSearch,
+  urlCitations,
+  webSearchItem,
+  webSearchItemFor,
   type ResponseFunctionCallItem,
   type ResponseMessageItem,
   type ResponseOutputItem,
   type ResponseReasoningItem,
+  type ResponseWebSearchItem,
 } from './items';
 import type { ResponsesRequestEcho } from './request-echo';
 import { finalStatus, nowSeconds, responseError, responseObject, type ResponseIdentity, type ResponseObject } from './response-object';
@@ -53,10 +58,18 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
     const last = output[output.length - 1];
     if (part.type === 'text') {
       if (part.text === '') continue; // as in the stream, where an empty delta opens no item
-      if (last?.type === 'message') last.content[0].text += part.text;
-      else output.push({ type: 'message', id: newResponsesId('msg'), status: 'completed', role: 'assistant', content: [outputText(part.text)] });
+      let message = last;
+      if (message?.type !== 'message') {
+        message = { type: 'message', id: newResponsesId('msg'), status: 'completed', role: 'assistant', content: [outputText('')] };
+        output.push(message);
+      }
+      const content = message.content[0];
+      if (part.citations !== undefined && part.citations.length > 0) content.annotations.push(...urlCitations(content.text, part.text, part.citations));
+      content.text += part.text;
     } else if (part.type === 'tool_call') {
       output.push(functionCallItem(part.id, part.name, part.arguments || '{}', 'completed'));
+    } else if (part.type === 'web_search') {
+      output.push(webSearchItemFor(part));
     } else {
       output.push(reasoningItemFor(part));
     }
@@ -71,7 +84,7 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
  * The item being streamed and its place in `output`. A reasoning item's single summary part is
  * opened by the first text fragment, so a block whose thinking is omitted gets an empty summary.
  */
-type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number; summaryOpen?: boolean };
+type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number; summaryOpen?: boolean; searchId?: string };
 
 /**
  * Writes one Responses stream. Output items are opened on demand (text opens a message, a tool call a
@@ -165,6 +178,46 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
     return frames + this.event('response.output_item.added', { output_index: outputIndex, item }) + this.itemDone('completed');
   }
 
+  /** Opens a web_search_call item: `in_progress`, then `searching` (the provider runs it on its side). */
+  webSearchStart(id: string, query: string): string {
+    const frames = this.itemDone('completed');
+    const outputIndex = this.output.length;
+    const item = webSearchItem(query, 'in_progress');
+    this.open = { item, outputIndex, searchId: id };
+    const where = { output_index: outputIndex, item_id: item.id };
+    return (
+      frames +
+      this.event('response.output_item.added', { output_index: outputIndex, item }) +
+      this.event('response.web_search_call.in_progress', where) +
+      this.event('response.web_search_call.searching', where)
+    );
+  }
+
+  /** Closes the search's item with its sources; a failed search has no `completed` event. */
+  webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string {
+    const open = this.open;
+    if (open?.item.type !== 'web_search_call' || open.searchId !== id) return '';
+    const item: ResponseWebSearchItem = open.item;
+    settleWebSearch(item, sources, error);
+    const completed = error === null ? this.event('response.web_search_call.completed', { output_index: open.outputIndex, item_id: item.id }) : '';
+    return completed + this.itemDone('completed');
+  }
+
+  /** One `output_text.annotation.added` per source the passage just written cites. */
+  citations(cited: string, sources: readonly WebSource[]): string {
+    const open = this.open;
+    if (open?.item.type !== 'message' || sources.length === 0) return '';
+    const content = open.item.content[0];
+    const annotations = urlCitations(content.text.slice(0, content.text.length - cited.length), cited, sources);
+    let frames = '';
+    for (const annotation of annotations) {
+      const where = { item_id: open.item.id, output_index: open.outputIndex, content_index: 0, annotation_index: content.annotations.length };
+      content.annotations.push(annotation);
+      frames += this.event('response.output_text.annotation.added', { ...where, annotation });
+    }
+    return frames;
+  }
+
   /** Closes the open item, whatever its kind; '' when none is open. */
   blockEnd(): string {
     return this.itemDone('completed');
@@ -229,19 +282,20 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
       const where = { item_id: item.id, output_index: outputIndex, content_index: 0 };
       const text = item.content[0].text;
       frames += this.event('response.output_text.done', { ...where, text, logprobs: [] });
-      frames += this.event('response.content_part.done', { ...where, part: outputText(text) });
+      frames += this.event('response.content_part.done', { ...where, part: { ...outputText(text), annotations: item.content[0].annotations } });
     } else if (item.type === 'function_call') {
       // A call with no argument fragments still needs valid JSON arguments (docs/protocols.md#fact-9).
       if (item.arguments === '') frames += this.argumentsDelta(item, outputIndex, '{}');
       const done = { item_id: item.id, output_index: outputIndex, name: item.name, arguments: item.arguments };
       frames += this.event('response.function_call_arguments.done', done);
-    } else if (open.summaryOpen === true) {
+    } else if (item.type === 'reasoning' && open.summaryOpen === true) {
       const where = { item_id: item.id, output_index: outputIndex, summary_index: 0 };
       const text = item.summary[0].text;
       frames += this.event('response.reasoning_summary_text.done', { ...where, text });
       frames += this.event('response.reasoning_summary_part.done', { ...where, part: { type: 'summary_text', text } });
     }
-    item.status = status;
+    // A search's outcome is already written on its item (webSearchEnd); one cut off before it keeps `status`.
+    if (item.type !== 'web_search_call' || item.status === 'in_progress') item.status = status;
     this.output.push(item);
     return frames + this.event('response.output_item.done', { output_index: outputIndex, item });
   }

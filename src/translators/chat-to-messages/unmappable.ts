@@ -32,7 +32,6 @@ const UNMAPPABLE_FIELDS: readonly UnmappableField[] = [
     asksTooMuch: (modalities) => Array.isArray(modalities) && modalities.includes('audio'),
     reason: "cannot include 'audio': this model does not produce audio.",
   },
-  { field: 'web_search_options', asksTooMuch: isSet, reason: 'cannot be set: web search is not available through this route.' },
   { field: 'functions', asksTooMuch: isSet, reason: 'is the legacy form of tools; declare each function in tools instead.' },
   { field: 'function_call', asksTooMuch: isSet, reason: 'is the legacy form of tool_choice; use tool_choice instead.' },
 ];

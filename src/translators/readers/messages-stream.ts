@@ -8,14 +8,27 @@ import { object, stringField, tryParse, type Json } from '../../json';
 import { GatewayError } from '../../kernel/errors';
 import { messagesUsage } from '../../protocols/anthropic-messages/usage';
 import type { SseEvent } from '../../protocols/sse';
-import type { TurnStop, TurnStreamWriter } from '../../protocols/turn';
+import type { TurnStop, TurnStreamWriter, WebSource } from '../../protocols/turn';
 import { NO_TOKENS, type Usage, type UsageCounts } from '../../protocols/types';
 import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
 import type { ReplyStreamReader } from './types';
+import { citedSource, citedSources, searchOutcome, searchQuery, WEB_SEARCH_TOOL_NAME } from './web-search';
 
 type Counts = UsageCounts;
+
+/**
+ * The upstream block under way, where its end matters: a search's input arrives in fragments and is
+ * passed on whole when the block ends; a text block's citations are passed on with its text at its
+ * end, and consecutive text blocks continue one passage of the answer (Anthropic splits a cited answer
+ * into a block per cited claim). Any other block closes at its end.
+ */
+type OpenBlock =
+  | { readonly kind: 'search'; readonly id: string; input: string }
+  | { readonly kind: 'text'; text: string; readonly sources: WebSource[] }
+  | { readonly kind: 'skipped' }
+  | { readonly kind: 'other' };
 
 export class MessagesStreamReader implements ReplyStreamReader {
   ended = false;
@@ -26,6 +39,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
   private stop: TurnStop = 'end';
   private stopSequence: string | null = null;
   private stopSeen = false;
+  private block: OpenBlock = { kind: 'other' };
 
   constructor(private readonly toolNames: ToolNameMap) {}
 
@@ -50,7 +64,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
       case 'content_block_delta':
         return this.blockDelta(object(payload.delta), writer);
       case 'content_block_stop':
-        return writer.blockEnd();
+        return this.blockStop(writer);
       case 'message_delta':
         return this.messageDelta(payload);
       case 'message_stop':
@@ -79,9 +93,22 @@ export class MessagesStreamReader implements ReplyStreamReader {
   }
 
   private blockStart(block: Json, writer: TurnStreamWriter): string {
+    this.block = { kind: 'other' };
     switch (block.type) {
-      case 'text':
-        return writer.text(typeof block.text === 'string' ? block.text : '');
+      case 'text': {
+        const text = typeof block.text === 'string' ? block.text : '';
+        this.block = { kind: 'text', text, sources: citedSources(block.citations) };
+        return writer.text(text);
+      }
+      case 'server_tool_use':
+        // Only the search Tollgate declares is relayed; any other server tool's blocks are not the client's.
+        this.block = block.name === WEB_SEARCH_TOOL_NAME ? { kind: 'search', id: stringField(block.id), input: '' } : { kind: 'skipped' };
+        return '';
+      case 'web_search_tool_result': {
+        this.block = { kind: 'skipped' };
+        const { sources, error } = searchOutcome(block.content);
+        return writer.webSearchEnd(stringField(block.tool_use_id), sources, error);
+      }
       case 'tool_use':
         return writer.toolCallStart(stringField(block.id), this.toolNames.client(stringField(block.name)));
       case 'thinking':
@@ -89,22 +116,52 @@ export class MessagesStreamReader implements ReplyStreamReader {
       case 'redacted_thinking':
         return writer.redactedThinking(stringField(block.data));
       default:
+        this.block = { kind: 'skipped' };
         return '';
     }
   }
 
+  private blockStop(writer: TurnStreamWriter): string {
+    const block = this.block;
+    this.block = { kind: 'other' };
+    switch (block.kind) {
+      case 'search':
+        return writer.webSearchStart(block.id, searchQuery(block.input || '{}'));
+      case 'text':
+        return block.sources.length > 0 && block.text !== '' ? writer.citations(block.text, block.sources) : '';
+      case 'skipped':
+        return '';
+      case 'other':
+        return writer.blockEnd();
+    }
+  }
+
   private blockDelta(delta: Json, writer: TurnStreamWriter): string {
+    const block = this.block;
     switch (delta.type) {
-      case 'text_delta':
-        return writer.text(stringField(delta.text));
+      case 'text_delta': {
+        const text = stringField(delta.text);
+        if (block.kind === 'text') block.text += text;
+        return writer.text(text);
+      }
       case 'input_json_delta':
+        if (block.kind === 'search') {
+          block.input += stringField(delta.partial_json);
+          return '';
+        }
+        if (block.kind === 'skipped') return '';
         return writer.toolCallArguments(stringField(delta.partial_json));
+      case 'citations_delta': {
+        const source = citedSource(delta.citation);
+        if (block.kind === 'text' && source !== null && !block.sources.some((seen) => seen.url === source.url)) block.sources.push(source);
+        return '';
+      }
       case 'thinking_delta':
         return writer.thinking(stringField(delta.thinking));
       case 'signature_delta':
         return writer.thinkingSignature(stringField(delta.signature));
       default:
-        return ''; // citations have no counterpart in the OpenAI shapes
+        return '';
     }
   }
 

@@ -10,8 +10,9 @@ import { asBlocks, normalisedTurns, type Conversation, type Turn, type TurnRules
 import { contentBlocks } from './content';
 import { thinkingBlocks, toolResultBlock, toolUseBlock } from './items';
 
-/** What one input item contributes: system text, a turn's blocks, or signed reasoning to carry over. */
+/** What one input item contributes: system text, a turn's blocks, signed reasoning to carry over, or nothing. */
 type ItemPiece =
+  | { readonly kind: 'none' }
   | { readonly kind: 'system'; readonly blocks: Block[] }
   | { readonly kind: 'turn'; readonly turn: Turn }
   | { readonly kind: 'thinking'; readonly blocks: Block[] };
@@ -36,6 +37,7 @@ export function conversationFor(body: Readonly<Json>, toolNames: ToolNameMap): C
   // and are dropped if none comes (a turn of thinking alone would be a prefill Messages refuses).
   let pendingThinking: Block[] = [];
   for (const piece of inputPieces(body.input, toolNames)) {
+    if (piece.kind === 'none') continue;
     if (piece.kind === 'system') {
       system.push(...piece.blocks);
       continue;
@@ -73,13 +75,18 @@ function itemPiece(value: unknown, param: string, toolNames: ToolNameMap): ItemP
       return { kind: 'turn', turn: { role: 'user', content: [toolResultBlock(item, param)] } };
     case 'reasoning':
       return { kind: 'thinking', blocks: thinkingBlocks(item, param) };
+    case 'web_search_call':
+      // A search Claude ran in an earlier answer. Messages takes a search back only with its encrypted
+      // results, which OpenAI's item does not hold; the answer that used them (the message after it)
+      // is what the conversation keeps, so the search itself is left out.
+      return { kind: 'none' };
     case 'item_reference':
       // Resolved beforehand (expanded-input.ts); one left here has nothing to resolve to.
       throw invalid(param, 'refers to an item this gateway does not hold; send the item itself.');
     default:
       throw invalid(
         `${param}.type`,
-        `'${kind}' items cannot be sent to this model; input may hold messages, function calls, function call outputs and reasoning items.`,
+        `'${kind}' items cannot be sent to this model; input may hold messages, function calls, function call outputs, reasoning items and web search calls.`,
       );
   }
 }

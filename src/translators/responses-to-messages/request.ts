@@ -22,7 +22,7 @@ const RESPONSES_DIALECT: MessagesDialect = {
   maxTokens: (body, model) => maxTokensFor(body.max_output_tokens, model),
   reasoning: (body, model, maxTokens) => reasoningFor(body.reasoning, model, maxTokens),
   effortParam: 'reasoning.effort',
-  tools: (body, toolNames) => toolsFor(body.tools, toolNames),
+  tools: (body, toolNames, searchUses) => toolsFor(body, toolNames, searchUses),
   toolChoice: toolChoiceFor,
   format: (body) => formatFor(body.text),
   metadata: metadataFor,

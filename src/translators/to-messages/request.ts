@@ -22,7 +22,8 @@ export interface MessagesDialect {
   readonly reasoning: (body: Readonly<Json>, model: ModelConfig, maxTokens: number) => ThinkingFields;
   /** The field that asks for reasoning, named when a forced tool call rules thinking out. */
   readonly effortParam: string;
-  readonly tools: (body: Readonly<Json>, toolNames: ToolNameMap) => Json[] | undefined;
+  /** `searchUses`: the searches a hosted web search may run when the request does not cap them. */
+  readonly tools: (body: Readonly<Json>, toolNames: ToolNameMap, searchUses: number) => Json[] | undefined;
   readonly toolChoice: (body: Readonly<Json>, toolNames: ToolNameMap, hasTools: boolean) => Json | undefined;
   /** `stop_sequences`, for protocols that have stop sequences at all. */
   readonly stopSequences?: (body: Readonly<Json>) => string[] | undefined;
@@ -42,7 +43,7 @@ export function messagesRequest(ctx: TranslationContext, dialect: MessagesDialec
   const maxTokens = dialect.maxTokens(body, ctx.model);
   const reasoning = withoutUnsignedContinuation(dialect.reasoning(body, ctx.model, maxTokens), messages);
   const thinking = reasoning.thinking !== undefined;
-  const tools = dialect.tools(body, ctx.toolNames);
+  const tools = dialect.tools(body, ctx.toolNames, ctx.webSearchMaxUses);
   const toolChoice = dialect.toolChoice(body, ctx.toolNames, tools !== undefined);
   if (thinking) rejectForcedTool(toolChoice, dialect.effortParam);
   return withoutUndefined({

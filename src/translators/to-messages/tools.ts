@@ -7,13 +7,16 @@ import type { Json } from '../../json';
 import type { ToolNameMap } from '../tool-names';
 import { invalid, isSet, requireArray, requireRecord, requireString } from './fields';
 
-/** Reads one entry of the client's `tools` as a Messages tool. */
-export type ToolReader = (value: unknown, param: string, toolNames: ToolNameMap) => Json;
+/** Reads one entry of the client's `tools` as a Messages tool; null when it sends nothing (a search allowed no uses). */
+export type ToolReader = (value: unknown, param: string, toolNames: ToolNameMap) => Json | null;
 
 /** The tool list to send; undefined when the client declared none. */
 export function toolsFor(value: unknown, toolNames: ToolNameMap, readTool: ToolReader): Json[] | undefined {
   if (!isSet(value)) return undefined;
-  const tools = requireArray(value, 'tools').map((tool, i) => readTool(tool, `tools[${i}]`, toolNames));
+  const tools = requireArray(value, 'tools').flatMap((tool, i): Json[] => {
+    const read = readTool(tool, `tools[${i}]`, toolNames);
+    return read === null ? [] : [read];
+  });
   return tools.length > 0 ? tools : undefined;
 }
 
