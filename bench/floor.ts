@@ -6,8 +6,14 @@
  * requests/s of each, and their ratios to the bare proxy; asserts nothing. Two more rows leave the
  * ledger row, then the log line too, out of the paying floor, to show what each costs.
  *
+ * First, the ledger row and the log line alone (bench/floor-rows-main.ts, its own process): each the
+ * cheapest way there is beside Tollgate's own, in CPU µs per row and per line, so the table shows what
+ * Tollgate's ledger writer and request line cost above the work itself.
+ *
  *   npm run bench:floor        BENCH_ROUNDS (6) rounds of BENCH_ROUND (3) s each, after 3 s of warm-up; BENCH_CONNECTIONS (32)
+ *   BENCH_FLOOR=rows | http    only the per-row table, or only the requests' table
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,7 +57,17 @@ function pathOf(name: string, server: ServerProcess<{ url: string; key?: string 
   };
 }
 
+/** The per-row table, from its own process so the servers' JIT and heap stay out of it. */
+function rowsTable(): void {
+  const run = spawnSync(process.execPath, [path.join(__dirname, 'floor-rows-main.js')], { stdio: 'inherit' });
+  if (run.status !== 0) throw new Error(`floor-rows-main.js exited with ${run.status ?? run.signal}`);
+  console.log('');
+}
+
 async function main(): Promise<void> {
+  const parts = process.env.BENCH_FLOOR ?? 'rows,http';
+  if (parts.includes('rows')) rowsTable();
+  if (!parts.includes('http')) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'tollgate-floor-'));
   const upstream = await startServerProcess<{ url: string }>('upstream-main.js');
   // Each server inherits BENCH_LOG as it is when it starts: both log lines go to files, as in production.

@@ -6,42 +6,35 @@
  * Per request: the key looked up in a Map (Tollgate's cache hit), the body parsed as JSON (the model
  * and the output limit decide the hold), a hold against an in-memory balance, the upstream call, the
  * reply parsed as JSON for its usage, the cost computed in nano-units, the charge written to a SQLite
- * ledger with Tollgate's own schema (Tollgate's store, batched every 10 ms in one transaction, as
- * billing does), one counter and one histogram observation, and one JSON log line through pino's
- * asynchronous destination. No validation, rate limits, failover, breakers, timeouts, headers or
+ * ledger the cheapest way (bench/floor-ledger.ts: Tollgate's columns, primary key and the two spend
+ * indexes, batched every 10 ms in one transaction with one balance UPDATE, as billing batches), one
+ * counter and one histogram observation, and one plain JSON log line through pino's asynchronous
+ * destination. No validation, rate limits, failover, breakers, timeouts, headers or
  * error handling: a gateway cannot ship without them, so the real cost of a paying request is above this.
  *
  *   node paying-floor-main.js <upstream-url> <sqlite-file> [--without=ledger,log]     prints {"url": …}
  *
  * `--without` leaves parts out, to attribute the floor's cost to them (bench/floor.ts).
  */
-import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { Pool } from 'undici';
-import { SqliteStore } from '../src/store/sqlite';
-import type { ChargeRecord } from '../src/store/store';
+import { newRequestId } from '../src/http/request-id';
+import { FloorLedger } from './floor-ledger';
 
 const NANO = 1_000_000_000n;
 /** Per 1M tokens, as the bench's priced models: input 3, output 15. */
 const INPUT_PRICE = 3n * NANO;
 const OUTPUT_PRICE = 15n * NANO;
+/** The price snapshot each charge records, as JSON text: one text per model, made once. */
+const PRICES_TEXT = JSON.stringify({ tokens: { inputTokens: '3000', cacheWriteTokens: '0', cacheWrite1hTokens: '0', cacheReadTokens: '0', outputTokens: '15000' }, tool_calls: {} });
 
 async function main(upstreamUrl: string, file: string, without: ReadonlySet<string>): Promise<void> {
-  const store = new SqliteStore(file);
-  await store.migrate();
-  const account = await store.createAccount({ name: 'floor', role: 'user' });
-  const key = await store.createKey({
-    accountId: account.id,
-    name: null,
-    hash: Buffer.alloc(32, 7),
-    prefix: 'sk-floor',
-    last4: 'abcd',
-    spendLimit: null,
-  });
-  const keys = new Map([['sk-floor-key', { accountId: account.id, keyId: key.id }]]);
+  const ledger = new FloorLedger(file);
+  ledger.addAccount('acc_floor');
+  const keys = new Map([['sk-floor-key', { accountId: 'acc_floor', keyId: 'key_floor', prefix: 'sk-floor' }]]);
   let balance = 10n ** 18n;
 
   const pool = new Pool(upstreamUrl, {
@@ -70,13 +63,7 @@ async function main(upstreamUrl: string, file: string, without: ReadonlySet<stri
     registers: [registry],
   }).labels('gpt-bench');
 
-  let queue: ChargeRecord[] = [];
-  setInterval(() => {
-    if (queue.length === 0) return;
-    const batch = queue;
-    queue = [];
-    void store.recordCharges(batch);
-  }, 10).unref();
+  setInterval(() => ledger.write(), 10).unref();
 
   const server = createServer((req, res) => {
     const startedAt = performance.now();
@@ -99,7 +86,7 @@ async function main(upstreamUrl: string, file: string, without: ReadonlySet<stri
         return;
       }
       balance -= held;
-      const requestId = `req_${randomUUID().replaceAll('-', '')}`;
+      const requestId = newRequestId();
       pool
         .request({
           method: 'POST',
@@ -124,44 +111,42 @@ async function main(upstreamUrl: string, file: string, without: ReadonlySet<stri
           balance += held - cost;
           const latencyMs = performance.now() - startedAt;
           if (!without.has('ledger'))
-            queue.push({
-              requestId,
-              clientRequestId: null,
-              ...who,
-              model: body.model,
-              provider: 'bench-openai',
-              endpoint: 'chat',
-              inputTokens: usage.prompt_tokens,
-              cacheWriteTokens: 0,
-              cacheWrite1hTokens: 0,
-              cacheReadTokens: 0,
-              outputTokens: usage.completion_tokens,
-              toolCalls: {},
-              cost,
-              held,
-              overage: 0n,
-              unbilled: 0n,
-              prices: null,
-              serviceTier: null,
-              longContext: false,
-              usageSource: 'upstream',
-              status: upstream.statusCode,
-              outcome: 'delivered',
-              latencyMs,
-              createdAt: new Date(),
-            });
+            ledger.add(
+              {
+                requestId,
+                accountId: who.accountId,
+                keyId: who.keyId,
+                model: body.model,
+                provider: 'bench-openai',
+                inputTokens: usage.prompt_tokens,
+                outputTokens: usage.completion_tokens,
+                cost,
+                held,
+                pricesText: PRICES_TEXT,
+                status: upstream.statusCode,
+                latencyMs,
+                attemptMs: latencyMs,
+                userAgent: req.headers['user-agent'] ?? null,
+              },
+              Date.now(),
+            );
           requests.inc();
           latency.observe(latencyMs / 1000);
+          // The request line's dozen fields, as a plain object.
           if (!without.has('log'))
             logger.info(
               {
                 requestId,
                 accountId: who.accountId,
+                keyPrefix: who.prefix,
+                endpoint: 'chat',
                 model: body.model,
+                provider: 'bench-openai',
                 status: upstream.statusCode,
                 input: usage.prompt_tokens,
                 output: usage.completion_tokens,
                 cost: String(cost),
+                usageSource: 'upstream',
                 durationMs: latencyMs,
               },
               'request',
