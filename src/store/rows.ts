@@ -421,11 +421,10 @@ const MONEY_COLUMNS: ReadonlySet<string> = new Set<MoneyColumn>(['cost', 'held',
 
 /**
  * A charge as insert parameters, its time stored with `date`. The keys are in `CHARGE_COLUMNS` order,
- * which PostgreSQL's positional insert relies on. The cost is the charge's own: the billing plugin
- * decided it, and the store records it as it is, never capped against a balance it may not see whole.
+ * which SQLite's positional insert (`chargeValues`) relies on. The cost is the charge's own: the billing
+ * plugin decided it, and the store records it as it is, never capped against a balance it may not see whole.
  */
 export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: (at: Date) => T['date'], flag: (value: boolean) => T['flag']): ChargeParams<T> {
-  const tokens = Object.fromEntries(TOKEN_KINDS.map((kind) => [TOKEN_COLUMNS[kind], charge[kind]])) as TokenColumns;
   return {
     request_id: charge.requestId,
     client_request_id: charge.clientRequestId,
@@ -434,13 +433,18 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     model: charge.model,
     provider: charge.provider,
     endpoint: charge.endpoint,
-    ...tokens,
+    // Field by field, in TOKEN_KINDS order: a new kind does not compile until it is listed here too.
+    input_tokens: charge.inputTokens,
+    cache_write_tokens: charge.cacheWriteTokens,
+    cache_write_1h_tokens: charge.cacheWrite1hTokens,
+    cache_read_tokens: charge.cacheReadTokens,
+    output_tokens: charge.outputTokens,
     tool_calls: JSON.stringify(charge.toolCalls),
     cost: charge.cost,
     held: charge.held,
     overage: charge.overage,
     unbilled: charge.unbilled,
-    prices: charge.prices === null ? null : JSON.stringify(charge.prices),
+    prices: charge.prices === null ? null : pricesText(charge.prices),
     service_tier: charge.serviceTier,
     long_context: flag(charge.longContext),
     usage_source: charge.usageSource,
@@ -456,6 +460,23 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     user_agent: charge.userAgent ?? null,
     origin: charge.origin ?? null,
   };
+}
+
+/** The parameters in `CHARGE_COLUMNS` order, for a positional insert: binding by name looks each column up. */
+export function chargeValues<T extends ColumnTypes>(params: ChargeParams<T>): unknown[] {
+  return Object.values(params);
+}
+
+/**
+ * Each price snapshot's JSON text, made once: billing gives every charge priced from one table the
+ * same snapshot object (snapshots are never changed once made), so the text is the same for all of them.
+ */
+const pricesTexts = new WeakMap<ChargePrices, string>();
+
+function pricesText(prices: ChargePrices): string {
+  let text = pricesTexts.get(prices);
+  if (text === undefined) pricesTexts.set(prices, (text = JSON.stringify(prices)));
+  return text;
 }
 
 function tokensOf(row: TokenColumns): TokenCounts {

@@ -26,7 +26,7 @@ import type {
   UsageSummaryRow,
 } from './store';
 import { summarySql, toSummaryRow, type SummaryDialect, type SummarySqlRow } from './usage-queries';
-import { CHARGE_COLUMNS, chargeParams, chargeSelectList, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
+import { CHARGE_COLUMNS, chargeParams, chargeSelectList, chargeValues, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
 
 const CHARGE_SELECT = chargeSelectList((column) => `CAST(${column} AS TEXT) AS ${column}`);
 const CREDIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, actor, note, created_at';
@@ -37,6 +37,8 @@ function newId(prefix: 'cr_' | 'rc_'): string {
 }
 
 const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
+
+const toMillis = (at: Date): number => at.getTime();
 
 /** How the shared summary SQL reads in SQLite (exported for the query-plan test). */
 export const SUMMARY_DIALECT: SummaryDialect<number> = {
@@ -73,8 +75,9 @@ function prepare(db: SqliteDatabase) {
     anyHold: db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM holds)').pluck(),
     unholdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held - ? WHERE id = ?'),
     unholdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held - ? WHERE id = ?'),
-    insertCharge: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO charges (${CHARGE_COLUMNS.join(', ')}) VALUES (${CHARGE_COLUMNS.map((column) => `@${column}`).join(', ')})
+    // Positional: binding 30-odd named parameters looks each one up by name on every row.
+    insertCharge: db.prepare<unknown[]>(
+      `INSERT INTO charges (${CHARGE_COLUMNS.join(', ')}) VALUES (${CHARGE_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT (request_id) DO NOTHING`,
     ),
     chargeAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?'),
@@ -175,7 +178,7 @@ export class SqliteLedger {
         if (holdsStored) this.removeHold(charge.requestId);
         // The charge is recorded as billing priced it: a cost above the hold is overage the charge
         // itself records, and may take the balance below zero by that much, never by a race.
-        const inserted = this.sql.insertCharge.run(chargeParams<SqliteColumns>(charge, (at) => at.getTime(), Number)).changes > 0;
+        const inserted = this.sql.insertCharge.run(...chargeValues(chargeParams<SqliteColumns>(charge, toMillis, Number))).changes > 0;
         if (!inserted) continue;
         recorded += 1;
         if (charge.cost > 0n) {
