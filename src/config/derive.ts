@@ -1,5 +1,6 @@
 /** Completes validated gateway.yaml data into the typed config: the fields derived from others. */
 import { wireOf } from '../wire';
+import { metricsToken } from './metrics-token';
 import type { GatewayData, LongContextPriceData, ModelData, ProviderData, TierPriceData } from './schema-types';
 import type { GatewayConfig, LongContextCard, ModelConfig, ModelFamily, ModelPrice, ProviderConfig, RateCard, TierCard } from './types';
 
@@ -22,7 +23,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
   return {
     source,
     version: data.version,
-    server: data.server,
+    server: { ...data.server, metrics_token: metricsToken(data) },
     console: data.console,
     store: data.store,
     redis: data.redis,

@@ -10,6 +10,7 @@ import { budgetConfigIssues } from './budget-checks';
 import { crossCheck, crossCheckValidParts } from './cross-checks';
 import { deepFreeze } from './deep-freeze';
 import { deriveConfig, type ValidatedGatewayData } from './derive';
+import { metricsTokenIssues } from './metrics-token';
 import { interpolateDocument } from './interpolate';
 import { YamlLocator } from './locate';
 import { validateGatewaySchema } from './schema';
@@ -49,7 +50,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
   // Cross-field rules assume the schema's shape: with schema errors they still run on every provider
   // and model that has it, so one `config check` reports both kinds of problem together.
   issues.push(...(config ? crossCheck(config, locator) : crossCheckValidParts(data, schemaErrors, locator)));
-  if (config) issues.push(...budgetConfigIssues(config, locator));
+  if (config) issues.push(...budgetConfigIssues(config, locator), ...metricsTokenIssues(config, locator));
 
   const reported = [...substitutionIssues, ...withoutKnockOns(issues, substitutionIssues)];
   if (reported.length > 0 || !config) throw new ConfigError(reported);

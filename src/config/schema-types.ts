@@ -59,6 +59,13 @@ export interface GatewayData {
      */
     readonly trusted_proxy_hops: number;
     /**
+     * When set, GET /metrics requires "Authorization: Bearer <token>" and answers 401 without it (compared in
+     * constant time). Empty (the default): /metrics is open, as Prometheus expects on a private listener; set
+     * it whenever the listener is reachable from the internet. Usually ${METRICS_TOKEN:-}.
+     * plugins.metrics.bearer_token is its older name: set one of the two.
+     */
+    readonly metrics_token: string;
+    /**
      * On SIGTERM, how long requests and streams under way may run to their end, in milliseconds; streams
      * still running then end with an error event.
      */
@@ -685,8 +692,8 @@ export interface MetricsPluginConfig {
    */
   readonly enabled: boolean;
   /**
-   * When set, GET /metrics requires "Authorization: Bearer <token>" and answers 401 without it. Usually
-   * ${METRICS_TOKEN:-}; empty means no token is needed.
+   * The older name of server.metrics_token, still read: when set, GET /metrics requires "Authorization:
+   * Bearer <token>". Setting both to different values is a config error.
    */
   readonly bearer_token: string;
   /**

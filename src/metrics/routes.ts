@@ -36,11 +36,13 @@ export function opsRouter<S>(deps: OpsDeps): Router<S> {
   const router = new Router<S>();
 
   router.get('/metrics', async function scrapeMetrics(ctx: ParameterizedContext<S>, next: () => Promise<void>) {
-    const config = deps.runtime.current.config.plugins.metrics;
+    const { config } = deps.runtime.current;
     // With the plugin off nothing is counted: the path is as unknown as any other.
-    if (!config.enabled) return next();
-    if (config.bearer_token !== '' && !tokenMatches(BEARER.exec(ctx.get('authorization'))?.[1] ?? '', config.bearer_token)) {
-      throw new GatewayError('TOLLGATE_ERR_METRICS_UNAUTHORIZED', 'GET /metrics needs "Authorization: Bearer <token>" with the token set in plugins.metrics.bearer_token.', {
+    if (!config.plugins.metrics.enabled) return next();
+    // Also filled from plugins.metrics.bearer_token, its older name (config/metrics-token.ts).
+    const token = config.server.metrics_token;
+    if (token !== '' && !tokenMatches(BEARER.exec(ctx.get('authorization'))?.[1] ?? '', token)) {
+      throw new GatewayError('TOLLGATE_ERR_METRICS_UNAUTHORIZED', 'GET /metrics needs "Authorization: Bearer <token>" with the token set in server.metrics_token.', {
         headers: { 'www-authenticate': 'Bearer realm="tollgate-metrics"' },
       });
     }

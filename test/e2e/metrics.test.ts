@@ -19,10 +19,10 @@ import { parseSamples, sampleValue, samplesOf, total, type Sample } from '../hel
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { anthropicError, anthropicMessage, anthropicStream } from '../helpers/upstream-replies';
 
-function yaml(aUrl: string, bUrl: string, limitedKeyId: string, metrics = '{}'): string {
+function yaml(aUrl: string, bUrl: string, limitedKeyId: string, metrics = '{}', server = ''): string {
   return `
 version: 1
-server: { host: 127.0.0.1 }
+server: { host: 127.0.0.1${server} }
 store: { url: "sqlite::memory:" }
 providers:
   a: { protocol: anthropic, base_url: ${aUrl}, api_key: ${PROVIDER_KEYS.anthropic} }
@@ -57,7 +57,7 @@ interface Setup {
   readonly brokeKey: string;
 }
 
-async function setup(metrics = '{}'): Promise<Setup> {
+async function setup(metrics = '{}', server = '', env: NodeJS.ProcessEnv = {}): Promise<Setup> {
   const a = await startFakeUpstream();
   const b = await startFakeUpstream();
   const store = openStore({ url: 'sqlite::memory:' });
@@ -68,7 +68,7 @@ async function setup(metrics = '{}'): Promise<Setup> {
   const { key } = await issueApiKey(store, { accountId: account.id, name: null });
   const limited = await issueApiKey(store, { accountId: account.id, name: 'limited' });
   const { key: brokeKey } = await issueApiKey(store, { accountId: broke.id, name: null });
-  const config = parseConfig(yaml(a.url, b.url, limited.record.id, metrics), 'metrics.yaml', {});
+  const config = parseConfig(yaml(a.url, b.url, limited.record.id, metrics, server), 'metrics.yaml', env);
   const gateway = await startGateway({ config, port: 0, store, logger: pino({ level: 'silent' }) });
   return { a, b, store, gateway, accountId: account.id, key, limitedKey: limited.key, brokeKey };
 }
@@ -296,6 +296,26 @@ describe('e2e: GET /metrics', () => {
     it('leaves /healthz and /readyz open', async () => {
       expect((await fetch(`${s.gateway.url}/healthz`)).status).to.equal(200);
       expect((await fetch(`${s.gateway.url}/readyz`)).status).to.equal(200);
+    });
+  });
+
+  describe('server.metrics_token from ${METRICS_TOKEN}', () => {
+    let s: Setup;
+    before(async () => (s = await setup('{}', ', metrics_token: "${METRICS_TOKEN}"', { METRICS_TOKEN: 'from-the-env' })));
+    after(async () => teardown(s));
+
+    it('answers 401 without the token, with a wrong one, or one differing only in length; 200 with it', async () => {
+      const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: 'Bearer from-the-env-' }, { authorization: 'Basic from-the-env' }];
+      for (const headers of attempts) {
+        const res = await fetch(`${s.gateway.url}/metrics`, { headers });
+        expect(res.status, JSON.stringify(headers)).to.equal(401);
+        const body = (await res.json()) as { error: { code: string; message: string } };
+        expect(body.error.code).to.equal('invalid_metrics_token');
+        expect(body.error.message).to.include('server.metrics_token');
+        expect(JSON.stringify(body)).to.not.include('from-the-env');
+      }
+      const samples = await scrape(s.gateway.url, { authorization: 'Bearer from-the-env' });
+      expect(sampleValue(samples, 'tollgate_ratelimit_degraded')).to.equal(0);
     });
   });
 
