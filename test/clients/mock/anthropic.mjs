@@ -3,7 +3,8 @@
  * calls to a declared tool with schema-valid input, signed thinking whose signature it checks when
  * it comes back, full SSE event sequences, message threads, count_tokens, and the documented
  * validation rules a translating gateway can trip over (tool_use/tool_result pairing, the
- * thinking-block rule, sampling under API 2026-10-21, tool names, forced tools with thinking).
+ * thinking-block rule, sampling under API 2026-10-21, tool names, forced tools with thinking), and
+ * its web search server tool: a prompt that asks to search the web gets one search and a cited answer.
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import { requestedTool, schemaProblem, valueFor } from './schema-value.mjs';
@@ -76,6 +77,7 @@ function validate(body, headers) {
   }
   const tools = body.tools ?? [];
   tools.forEach((tool, i) => {
+    if (typeof tool.type === 'string' && tool.type.startsWith('web_search_')) return validateWebSearchTool(tool, i);
     if (tool.type !== undefined && tool.type !== 'custom') return;
     if (!TOOL_NAME.test(tool.name ?? '')) throw invalid(`tools.${i}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
     if (tool.input_schema?.type !== 'object') throw invalid(`tools.${i}.custom.input_schema.type: Field required`);
@@ -90,6 +92,30 @@ function validate(body, headers) {
     throw invalid('Thinking may not be enabled when tool_choice forces tool use.');
   }
   validateMessages(body.messages, thinking === 'enabled');
+}
+
+/** The web search server tool as the API checks it. */
+function validateWebSearchTool(tool, i) {
+  if (tool.type !== 'web_search_20250305') throw invalid(`tools.${i}: Input tag '${tool.type}' found using 'type' does not match any of the expected tags`);
+  if (tool.name !== 'web_search') throw invalid(`tools.${i}.web_search_20250305.name: Input should be 'web_search'`);
+  if (tool.max_uses !== undefined && (!Number.isInteger(tool.max_uses) || tool.max_uses < 1)) throw invalid(`tools.${i}.web_search_20250305.max_uses: Input should be greater than 0`);
+  if (tool.allowed_domains !== undefined && tool.blocked_domains !== undefined) throw invalid(`tools.${i}: Cannot specify both allowed_domains and blocked_domains`);
+  for (const key of Object.keys(tool)) {
+    if (!['type', 'name', 'max_uses', 'allowed_domains', 'blocked_domains', 'user_location', 'cache_control'].includes(key)) throw invalid(`tools.${i}.web_search_20250305.${key}: Extra inputs are not permitted`);
+  }
+}
+
+/** A server tool's use must be answered by its result in the same assistant turn, and a result must answer one. */
+function validateServerToolBlocks(blocks, i) {
+  const used = new Set();
+  blocks.forEach((block, j) => {
+    if (block.type === 'server_tool_use') used.add(block.id);
+    if (block.type === 'web_search_tool_result') {
+      if (!used.has(block.tool_use_id)) throw invalid(`messages.${i}.content.${j}: web_search_tool_result block(s) provided without a preceding server_tool_use block with id ${block.tool_use_id}`);
+      used.delete(block.tool_use_id);
+    }
+  });
+  if (used.size > 0) throw invalid(`messages.${i}.content: server_tool_use ids were found without web_search_tool_result blocks immediately after: ${[...used].join(', ')}`);
 }
 
 function validateMessages(messages, budgetThinking) {
@@ -120,6 +146,7 @@ function validateMessages(messages, budgetThinking) {
       }
       pendingToolUses = [];
     } else if (message.role === 'assistant') {
+      validateServerToolBlocks(blocks, i);
       pendingToolUses = blocks.filter((block) => block.type === 'tool_use').map((block) => block.id);
     } else if (message.role !== 'system') {
       // Mid-conversation system turns are accepted (Claude Code sends them).
@@ -162,8 +189,11 @@ function answer(body) {
     const thought = `Considering: ${text.slice(0, 60) || 'the tool result'}`;
     content.push({ type: 'thinking', thinking: thought, signature: sign(thought) });
   }
-  const call = results.length > 0 ? null : toolCall(body, text);
-  if (call !== null) {
+  const search = results.length > 0 ? null : webSearch(body, text);
+  const call = results.length > 0 || search !== null ? null : toolCall(body, text);
+  if (search !== null) {
+    content.push(...search.blocks);
+  } else if (call !== null) {
     content.push({ type: 'text', text: 'Let me check.' });
     content.push(call);
   } else {
@@ -178,7 +208,37 @@ function answer(body) {
     content,
     stop_reason: call !== null ? 'tool_use' : 'end_turn',
     stop_sequence: null,
-    usage: { input_tokens: inputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: estimateTokens(content) },
+    usage: {
+      input_tokens: inputTokens,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens: estimateTokens(content),
+      ...(search !== null && { server_tool_use: { web_search_requests: 1 } }),
+    },
+  };
+}
+
+/** What the mock's web finds, and the fact its answer cites. */
+export const WEB_RESULTS = [
+  { type: 'web_search_result', url: 'https://tollgate.example/releases', title: 'Tollgate releases', encrypted_content: 'RW5jcnlwdGVkIHJlc3VsdCAx', page_age: '2 days ago' },
+  { type: 'web_search_result', url: 'https://news.example/tollgate', title: 'Tollgate ships', encrypted_content: 'RW5jcnlwdGVkIHJlc3VsdCAy', page_age: null },
+];
+export const WEB_FACT = 'Tollgate 1.0 was released on 2026-11-20';
+
+/** With the web search tool declared and a prompt that asks to search the web: one search and a cited answer. */
+function webSearch(body, text) {
+  const declared = (body.tools ?? []).some((tool) => tool.type === 'web_search_20250305');
+  if (!declared || !/search the web/i.test(text)) return null;
+  const id = `srvtoolu_${randomBytes(12).toString('hex')}`;
+  const citation = { type: 'web_search_result_location', url: WEB_RESULTS[0].url, title: WEB_RESULTS[0].title, encrypted_index: 'RW5jcnlwdGVkIGluZGV4', cited_text: `${WEB_FACT}.` };
+  return {
+    blocks: [
+      { type: 'server_tool_use', id, name: 'web_search', input: { query: text.slice(0, 80) } },
+      { type: 'web_search_tool_result', tool_use_id: id, content: WEB_RESULTS },
+      { type: 'text', text: 'According to the project page, ' },
+      { type: 'text', text: WEB_FACT, citations: [citation] },
+      { type: 'text', text: '.' },
+    ],
   };
 }
 
@@ -223,10 +283,18 @@ function stream(res, message) {
       send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: block.thinking } });
       send('content_block_delta', { index, delta: { type: 'signature_delta', signature: block.signature } });
     } else if (block.type === 'text') {
-      send('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      send('content_block_start', { index, content_block: { type: 'text', text: '', ...(block.citations !== undefined && { citations: [] }) } });
+      for (const citation of block.citations ?? []) send('content_block_delta', { index, delta: { type: 'citations_delta', citation } });
       const half = Math.ceil(block.text.length / 2);
       send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text.slice(0, half) } });
       send('content_block_delta', { index, delta: { type: 'text_delta', text: block.text.slice(half) } });
+    } else if (block.type === 'server_tool_use') {
+      send('content_block_start', { index, content_block: { ...block, input: {} } });
+      const args = JSON.stringify(block.input);
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: args.slice(0, 5) } });
+      send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: args.slice(5) } });
+    } else if (block.type === 'web_search_tool_result') {
+      send('content_block_start', { index, content_block: block });
     } else {
       send('content_block_start', { index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
       const args = JSON.stringify(block.input);
@@ -236,7 +304,8 @@ function stream(res, message) {
     }
     send('content_block_stop', { index });
   });
-  send('message_delta', { delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
+  const searches = message.usage.server_tool_use === undefined ? {} : { server_tool_use: message.usage.server_tool_use };
+  send('message_delta', { delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens, ...searches } });
   send('message_stop', {});
   res.end();
 }
