@@ -78,11 +78,11 @@ describe('management API: credentials that end', function () {
   it("an operator's password reset (tollgate account password) ends every session and token: 401", async () => {
     const { browser, token } = await signedIn('reset-me');
     const lines: string[] = [];
-    const { ended } = await setPasswordCommand(tg.store, { name: 'reset-me', password: 'an operator chose this' }, (line) => lines.push(line));
-    expect(ended).to.equal(2);
-    expect(lines.join('\n')).to.include('ended 2 console sessions and tokens');
+    const reset = await setPasswordCommand(tg.store, { name: 'reset-me', password: 'an operator chose this' }, (line) => lines.push(line));
     expectError(await token.get('/api/account'), 401, 'unauthenticated');
     expectError(await browser.get('/api/account'), 401, 'unauthenticated');
+    expect(reset.ended).to.equal(2);
+    expect(lines.join('\n')).to.include('ended 2 console sessions and tokens');
   });
 
   it('disabling an account (admin API) ends its sessions and tokens: 401, and enabling it restores none', async () => {
@@ -97,10 +97,14 @@ describe('management API: credentials that end', function () {
     expect(entry.after).to.deep.equal({ disabled: true, sessions_ended: 2 });
   });
 
-  it('disabling an account with the CLI ends its sessions and tokens: 401', async () => {
+  it('disabling an account with the CLI ends its sessions and tokens: 401, and enabling it restores none', async () => {
     const { browser, token } = await signedIn('cli-disabled');
-    const { ended } = await setAccountDisabledCommand(tg.store, 'cli-disabled', true, () => undefined);
-    expect(ended).to.equal(2);
+    const disabled = await setAccountDisabledCommand(tg.store, 'cli-disabled', true, () => undefined);
+    expectError(await token.get('/api/account'), 401, 'unauthenticated');
+    expectError(await browser.get('/api/account'), 401, 'unauthenticated');
+    expect(disabled.ended).to.equal(2);
+    // Enabling it again restores none of them.
+    await setAccountDisabledCommand(tg.store, 'cli-disabled', false, () => undefined);
     expectError(await token.get('/api/account'), 401, 'unauthenticated');
     expectError(await browser.get('/api/account'), 401, 'unauthenticated');
   });
