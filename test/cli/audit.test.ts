@@ -96,6 +96,15 @@ describe('cli/audit', function () {
     for (const secret of secrets) expect(log).to.not.include(secret);
   });
 
+  it('records account disable and enable, which once wrote nothing', async () => {
+    await tollgate('account', 'create', 'ned');
+    const ned = (await store.findAccountByName('ned'))!;
+    await tollgate('account', 'disable', 'ned');
+    expect(await latest()).to.deep.include({ action: 'account.disable', target: ned.id, accountId: ned.id, before: { disabled: false } });
+    await tollgate('account', 'enable', 'ned');
+    expect(await latest()).to.deep.include({ action: 'account.enable', target: ned.id, accountId: ned.id, before: { disabled: true } });
+  });
+
   it('lists the log as a table, filtered by actor, target, action and date, or as CSV', async () => {
     await tollgate('account', 'create', 'yan');
     await tollgate('account', 'credit', 'yan', '1', '--note', 'trial');
