@@ -39,6 +39,17 @@ for (const api of ['responses', 'chat_completions']) {
   });
 }
 
+/** Streamed over the Responses API, the reasoning item (and its signature) comes back whole too. */
+cases.push({
+  client: 'Agents SDK 0.20 (responses)', feature: 'reasoning + tool run, streamed', family: 'anthropic', model: MODELS.claudeBudget, fix: 4,
+  run: async (env) => {
+    const result = await run(agentFor(env, 'responses', { reasoning: { effort: 'low' }, maxTokens: 4096 }), WEATHER_PROMPT, { stream: true });
+    await result.completed;
+    checkRoundTrip(result.finalOutput);
+    checkThinkingKept(env.upstreamSince());
+  },
+});
+
 /**
  * Turn 2 (the tool result) still thinks, its assistant turn opening with the signed block of turn 1:
  * the mock checks the signature, and Tollgate turns thinking off rather than send an unsigned block,
