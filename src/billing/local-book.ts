@@ -9,7 +9,7 @@
  * Holds need no sweeper: they die with the process, and the ledger never saw them. The stored
  * balance is read once and kept while the store's funds revision (any other connection's commit,
  * this one's credits and redemptions) stays put and no charge of ours is written; so a credit written
- * by another process (the CLI) is read at the next hold. Each account's check-and-hold runs
+ * by another process (the CLI) is read at the first hold of the next event-loop turn. Each account's check-and-hold runs
  * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
@@ -182,7 +182,9 @@ export class LocalBook implements BalanceBook {
    * read (again when a charge was written or funds added while reading, so a stale read is never kept).
    */
   private async storedBalance(accountId: string): Promise<bigint> {
-    const revision = this.store.fundsRevision?.();
+    // As of this event-loop turn: another process's commit (the CLI's credit) is seen from the next
+    // turn on, and every hold of a turn shares one read of the file's version instead of one each.
+    const revision = this.store.fundsRevision?.('turn');
     if (revision === undefined) return (await this.store.balance(accountId)).balance;
     const kept = this.stored.get(accountId);
     if (kept !== undefined && kept.revision === revision) return kept.balance;

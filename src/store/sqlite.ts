@@ -570,8 +570,8 @@ export class SqliteStore implements Store {
 
   /**
    * `PRAGMA data_version`: each read is a read transaction, with its WAL lock calls (two `fcntl`). The
-   * request path asks for it twice per request (auth, the hold); 'turn' reads it once per event-loop
-   * turn for every request the turn serves, or takes what an exact read of the same turn found.
+   * request path asks for it twice per request (auth, the hold), both 'turn': read once per event-loop
+   * turn for every request the turn serves, or taken from what an exact read of the same turn found.
    */
   private readDataVersion(asOf: RevisionFreshness): number {
     if (asOf === 'turn' && this.turnDataVersion !== null) return this.turnDataVersion;
