@@ -5,19 +5,19 @@
  * counts, timings. Headers and prompt or completion text are never part of it.
  */
 import { formatUnits } from '../billing/money';
-import { TOKEN_KINDS, type TokenCounts, type TokenKind } from '../protocols/types';
+import type { TokenCounts, TokenKind } from '../protocols/types';
 import type { RequestSummary } from './summary';
 
-/** The log line's name for each token kind. */
-const LOG_TOKEN_NAMES = {
-  inputTokens: 'input',
-  cacheWriteTokens: 'cacheWrite',
-  cacheWrite1hTokens: 'cacheWrite1h',
-  cacheReadTokens: 'cacheRead',
-  outputTokens: 'output',
-} as const satisfies Record<TokenKind, string>;
+/** The log line's name for each token kind (a kind added without one here does not compile). */
+interface LogTokenNames {
+  inputTokens: 'input';
+  cacheWriteTokens: 'cacheWrite';
+  cacheWrite1hTokens: 'cacheWrite1h';
+  cacheReadTokens: 'cacheRead';
+  outputTokens: 'output';
+}
 
-type LoggedTokens = { readonly [K in TokenKind as (typeof LOG_TOKEN_NAMES)[K]]: number };
+type LoggedTokens = { readonly [K in TokenKind as LogTokenNames[K]]: number };
 
 export interface RequestLogLine {
   readonly requestId: string;
@@ -50,6 +50,17 @@ function ms(value: number): number {
   return Math.round(value * 1000) / 1000;
 }
 
+/** Whether a tool call was counted: `toolCalls` is on the line only then. */
+function anyToolCall(toolCalls: Readonly<Record<string, number>>): boolean {
+  for (const _tool in toolCalls) return true;
+  return false;
+}
+
+/**
+ * One literal of one shape for every line: a field the line leaves out is undefined, which the JSON
+ * writer skips (`JSON.stringify` and pino alike), so the text is as if it were absent. Spreading the
+ * optional fields in would build every line field by field, with a shape of its own.
+ */
 export function requestLogLine(summary: RequestSummary): RequestLogLine {
   return {
     requestId: summary.requestId,
@@ -65,10 +76,10 @@ export function requestLogLine(summary: RequestSummary): RequestLogLine {
     errorCode: summary.errorCode,
     outcome: summary.outcome,
     tokens: summary.tokens === null ? null : loggedTokens(summary.tokens),
-    ...(Object.keys(summary.toolCalls).length > 0 && { toolCalls: summary.toolCalls }),
+    toolCalls: anyToolCall(summary.toolCalls) ? summary.toolCalls : undefined,
     cost: summary.cost === null ? null : formatUnits(summary.cost),
-    ...(summary.overage > 0n && { overage: formatUnits(summary.overage) }),
-    ...(summary.unbilled > 0n && { unbilled: formatUnits(summary.unbilled) }),
+    overage: summary.overage > 0n ? formatUnits(summary.overage) : undefined,
+    unbilled: summary.unbilled > 0n ? formatUnits(summary.unbilled) : undefined,
     usageSource: summary.usageSource,
     durationMs: ms(summary.durationMs),
     ttfbMs: summary.ttfbMs === null ? null : ms(summary.ttfbMs),
@@ -76,6 +87,13 @@ export function requestLogLine(summary: RequestSummary): RequestLogLine {
   };
 }
 
+/** The counts under the log line's names: a literal, as `tokensOf` in the summary. */
 function loggedTokens(tokens: TokenCounts): LoggedTokens {
-  return Object.fromEntries(TOKEN_KINDS.map((kind) => [LOG_TOKEN_NAMES[kind], tokens[kind]])) as LoggedTokens;
+  return {
+    input: tokens.inputTokens,
+    cacheWrite: tokens.cacheWriteTokens,
+    cacheWrite1h: tokens.cacheWrite1hTokens,
+    cacheRead: tokens.cacheReadTokens,
+    output: tokens.outputTokens,
+  };
 }
