@@ -164,10 +164,9 @@ interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
-  const { tokens: billed, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
-  // The reply's tier is recorded as the charge's service level, not as a token count.
-  const { servedTier: _servedTier, ...tokens } = billed;
-  const level = chargedLevel(bill.rates, billed);
+  const { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
+  // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
+  const level = chargedLevel(bill.rates, tokens);
   const cost = costOf(tokens, level.card);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
@@ -179,7 +178,14 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     model: bill.request.model.id,
     provider: outcome?.provider ?? null,
     endpoint: bill.endpoint,
-    ...tokens,
+    // Field by field rather than spread: a literal of one shape, where spreads (and the rest pattern that
+    // took the tier out) are copied key by key on every charge.
+    inputTokens: tokens.inputTokens,
+    cacheWriteTokens: tokens.cacheWriteTokens,
+    cacheWrite1hTokens: tokens.cacheWrite1hTokens,
+    cacheReadTokens: tokens.cacheReadTokens,
+    outputTokens: tokens.outputTokens,
+    toolCalls: tokens.toolCalls,
     cost: mode === 'cap' ? cost - excess : cost,
     held,
     overage: mode === 'charge' ? excess : 0n,
@@ -192,7 +198,10 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     outcome: outcome?.end.kind ?? 'failed',
     latencyMs: performance.now() - bill.startedAt,
     createdAt: new Date(),
-    ...bill.trail,
+    sessionId: bill.trail.sessionId,
+    userAgent: bill.trail.userAgent,
+    origin: bill.trail.origin,
+    requestedModel: bill.trail.requestedModel,
     servedModel: outcome?.upstreamModel ?? null,
     attempts: outcome === null ? [] : outcome.attemptLog.map((attempt) => ({ provider: attempt.provider, outcome: attempt.outcome, ms: Math.round(attempt.durationMs) })),
     ttfbMs: bill.request.stream && outcome?.committedAt != null ? Math.max(0, outcome.committedAt - bill.startedAt) : null,
@@ -355,12 +364,12 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           // Refused before anything is held or forwarded: premium service the model has no price for.
           const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
           budgets = budgetChecks(ctx.state.config, auth.account, auth.key, new Date(), periods);
-          const referenced = [...reach.responseIds, ...reach.conversationIds];
+          const referenced = reach.responseIds.length + reach.conversationIds.length === 0 ? null : [...reach.responseIds, ...reach.conversationIds];
           const estimate = dearestHold(
             {
               rawBytes: request.raw.length,
               reach,
-              referencedTokens: referenced.length === 0 ? 0 : await replySizes.total(referenced),
+              referencedTokens: referenced === null ? 0 : await replySizes.total(referenced),
               defaultToolUses: config.server_tool_uses,
             },
             request.model,

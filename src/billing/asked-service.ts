@@ -37,7 +37,15 @@ export interface AskedService {
 interface Context {
   readonly model: string;
   readonly rates: ModelRates;
-  readonly tiers: Set<string | null>;
+  /** The standard service and the tiers asked for, in order; null until a tier is asked for. */
+  tiers: Set<string | null> | null;
+}
+
+/** What nearly every request asks for: the standard service alone, one answer shared by all. */
+const STANDARD_SERVICE: AskedService = Object.freeze({ tiers: Object.freeze([null]) });
+
+function addTier(context: Context, tier: string): void {
+  (context.tiers ??= new Set<string | null>([null])).add(tier);
 }
 
 /** Refuses what the model does not price; otherwise the tiers the reply may be served at. */
@@ -48,10 +56,10 @@ export function askedService(
   model: string,
   rates: ModelRates,
 ): AskedService {
-  const context: Context = { model, rates, tiers: new Set([null]) };
+  const context: Context = { model, rates, tiers: null };
   if (endpoint === 'chat' || endpoint === 'responses') openAiAsks(body, context);
   if (endpoint === 'messages') anthropicAsks(body, headers, context);
-  return { tiers: [...context.tiers] };
+  return context.tiers === null ? STANDARD_SERVICE : { tiers: [...context.tiers] };
 }
 
 function openAiAsks(body: Readonly<Record<string, unknown>>, context: Context): void {
@@ -67,7 +75,7 @@ function openAiAsks(body: Readonly<Record<string, unknown>>, context: Context): 
 function anthropicAsks(body: Readonly<Record<string, unknown>>, headers: IncomingHttpHeaders, context: Context): void {
   const asked = body.service_tier;
   if (asked === undefined || asked === 'auto') {
-    if (context.rates.tiers.has('priority')) context.tiers.add('priority');
+    if (context.rates.tiers.has('priority')) addTier(context, 'priority');
   } else if (typeof asked === 'string' && asked !== 'standard_only') {
     needTier('service_tier', asked, asked, context);
   }
@@ -82,7 +90,7 @@ function anthropicAsks(body: Readonly<Record<string, unknown>>, headers: Incomin
 
 function needTier(field: string, asked: string, tier: string, context: Context): void {
   if (tierRates(context.rates, tier) === undefined) throw notOffered(field, asked, context.model);
-  context.tiers.add(tier);
+  addTier(context, tier);
 }
 
 /** The betas of the header (comma-separated, possibly repeated) and of a body's `anthropic_beta` list. */

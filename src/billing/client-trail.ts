@@ -37,10 +37,17 @@ function sessionIdOf(header: HeaderOf): string | null {
   return null;
 }
 
-/** Printable text only (control characters become '?'), at most `max` characters; null when empty. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/**
+ * Printable text only (control characters become '?'), at most `max` characters; null when empty. A
+ * value that needs no change (nearly every User-Agent) is returned as it is, without a copy.
+ */
 function printable(value: string, max: number): string | null {
   if (value === '') return null;
-  return value.slice(0, max).replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  const cut = value.length > max ? value.slice(0, max) : value;
+  return CONTROL.test(cut) ? cut.replace(CONTROLS, '?') : cut;
 }
 
 export function clientTrail(header: HeaderOf, askedModel: unknown, resolvedModel: string): ClientTrail {

@@ -53,7 +53,15 @@ function estimated(input: number, output: number): UsageCounts {
   return { ...NO_TOKENS, inputTokens: input, outputTokens: output, toolCalls: {} };
 }
 
-/** The counts alone, without the usage's source. */
-function counts({ source: _source, ...rest }: UsageCounts & { source?: unknown }): UsageCounts {
-  return rest;
+/** The counts alone, without the usage's source: field by field, cheaper than a rest pattern per charge. */
+function counts(usage: UsageCounts): UsageCounts {
+  const tokens: UsageCounts = {
+    inputTokens: usage.inputTokens,
+    cacheWriteTokens: usage.cacheWriteTokens,
+    cacheWrite1hTokens: usage.cacheWrite1hTokens,
+    cacheReadTokens: usage.cacheReadTokens,
+    outputTokens: usage.outputTokens,
+    toolCalls: usage.toolCalls,
+  };
+  return usage.servedTier === undefined ? tokens : { ...tokens, servedTier: usage.servedTier };
 }
