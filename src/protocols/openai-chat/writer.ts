@@ -229,8 +229,8 @@ export class ChatStreamWriter implements TurnStreamWriter {
   private readonly includeUsage: boolean;
   private toolCallCount = 0;
   private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
-  /** Code points of content sent so far: where a cited passage starts. */
-  private contentLength = 0;
+  /** The content sent so far, only measured (in code points) when a passage cites something. */
+  private content = '';
   /** The reasoning text of the block under way, repeated with its signature when the block is signed. */
   private thinkingText = '';
   /** The start of every chunk's JSON, up to its choices. */
@@ -250,7 +250,7 @@ export class ChatStreamWriter implements TurnStreamWriter {
 
   text(delta: string): string {
     if (delta === '') return '';
-    this.contentLength += codePoints(delta);
+    this.content += delta;
     return this.chunk({ content: delta });
   }
 
@@ -267,7 +267,7 @@ export class ChatStreamWriter implements TurnStreamWriter {
   citations(cited: string, sources: readonly WebSource[]): string {
     if (sources.length === 0) return '';
     const length = codePoints(cited);
-    return this.chunk({ annotations: chatCitations(this.contentLength - length, length, sources) });
+    return this.chunk({ annotations: chatCitations(codePoints(this.content) - length, length, sources) });
   }
 
   /** The first fragment of a call carries id, `type: "function"`, the name and `arguments: ""`. */
