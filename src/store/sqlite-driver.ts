@@ -26,17 +26,18 @@ export interface SqliteStatement<P extends unknown[] = unknown[], R = unknown> {
   pluck(): SqliteStatement<P, R>;
 }
 
-interface SqliteTransaction<T> {
-  (): T;
+export interface SqliteTransaction<A extends unknown[], T> {
+  (...args: A): T;
   /** Runs under BEGIN IMMEDIATE: takes the write lock before the first read. */
-  immediate(): T;
+  immediate(...args: A): T;
 }
 
 export interface SqliteDatabase {
   readonly open: boolean;
   exec(sql: string): void;
   prepare<P extends unknown[] = unknown[], R = unknown>(sql: string): SqliteStatement<P, R>;
-  transaction<T>(fn: () => T): SqliteTransaction<T>;
+  /** Made once and called with arguments, it is cheaper than made per call (better-sqlite3 builds four wrappers). */
+  transaction<T, A extends unknown[] = []>(fn: (...args: A) => T): SqliteTransaction<A, T>;
   close(): void;
 }
 
@@ -173,9 +174,9 @@ class NodeSqliteDatabase implements SqliteDatabase {
     return new NodeSqliteStatement<P, R>(this.db.prepare(sql), false);
   }
 
-  transaction<T>(fn: () => T): SqliteTransaction<T> {
-    const run = (begin: 'BEGIN' | 'BEGIN IMMEDIATE'): T => (this.depth === 0 ? this.outermost(fn, begin) : this.nested(fn));
-    return Object.assign(() => run('BEGIN'), { immediate: () => run('BEGIN IMMEDIATE') });
+  transaction<T, A extends unknown[] = []>(fn: (...args: A) => T): SqliteTransaction<A, T> {
+    const run = (begin: 'BEGIN' | 'BEGIN IMMEDIATE', args: A): T => (this.depth === 0 ? this.outermost(() => fn(...args), begin) : this.nested(() => fn(...args)));
+    return Object.assign((...args: A) => run('BEGIN', args), { immediate: (...args: A) => run('BEGIN IMMEDIATE', args) });
   }
 
   private outermost<T>(fn: () => T, begin: string): T {

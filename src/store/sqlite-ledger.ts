@@ -7,7 +7,7 @@
  * through a JS number.
  */
 import { randomBytes } from 'node:crypto';
-import type { SqliteDatabase } from './sqlite-driver';
+import type { SqliteDatabase, SqliteTransaction } from './sqlite-driver';
 import type {
   AccountBalance,
   BudgetScope,
@@ -133,8 +133,14 @@ function prepare(db: SqliteDatabase) {
 export class SqliteLedger {
   private readonly sql: ReturnType<typeof prepare>;
 
+  // Made once: a transaction made per call costs more than the statements of a small one.
+  private readonly holdTransaction: SqliteTransaction<[Hold], HoldResult>;
+  private readonly chargesTransaction: SqliteTransaction<[readonly ChargeRecord[]], number>;
+
   constructor(private readonly db: SqliteDatabase) {
     this.sql = prepare(db);
+    this.holdTransaction = db.transaction((hold: Hold) => this.hold(hold));
+    this.chargesTransaction = db.transaction((charges: readonly ChargeRecord[]) => this.insertCharges(charges));
   }
 
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): bigint {
@@ -143,53 +149,57 @@ export class SqliteLedger {
   }
 
   holdFunds(hold: Hold): HoldResult {
-    return this.db.transaction((): HoldResult => {
-      for (const budget of hold.budgets ?? []) {
-        const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
-        const left = budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held);
-        if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
-      }
-      if (this.sql.holdAccount.run(hold.amount, hold.accountId, hold.amount).changes === 0) {
-        return { ok: false, reason: 'balance', available: BigInt(this.sql.accountAvailable.get(hold.accountId) ?? '0') };
-      }
-      if (this.sql.holdKey.run(hold.amount, hold.keyId, hold.amount).changes === 0) {
-        // Undo the account's part: the whole hold happens or none of it does.
-        this.sql.unholdAccount.run(hold.amount, hold.accountId);
-        const left = BigInt(this.sql.keyAvailable.get(hold.keyId) ?? '0');
-        return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
-      }
-      const now = Date.now();
-      this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, now, hold.expiresAt.getTime());
-      return { ok: true };
-    }).immediate();
+    return this.holdTransaction.immediate(hold);
   }
 
   recordCharges(charges: readonly ChargeRecord[]): number {
-    return this.db.transaction(() => {
-      // A book that holds in memory (LocalBook) leaves this table empty: one look per batch then
-      // spares every charge its own lookup.
-      const holdsStored = this.sql.anyHold.get() === 1;
-      // Summed per account and per key, then one UPDATE each: the same totals in the same
-      // transaction, without two row updates per charge.
-      const byAccount = new Map<string, bigint>();
-      const byKey = new Map<string, bigint>();
-      let recorded = 0;
-      for (const charge of charges) {
-        if (holdsStored) this.removeHold(charge.requestId);
-        // The charge is recorded as billing priced it: a cost above the hold is overage the charge
-        // itself records, and may take the balance below zero by that much, never by a race.
-        const inserted = this.sql.insertCharge.run(...chargeValues(chargeParams<SqliteColumns>(charge, toMillis, Number))).changes > 0;
-        if (!inserted) continue;
-        recorded += 1;
-        if (charge.cost > 0n) {
-          byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
-          byKey.set(charge.keyId, (byKey.get(charge.keyId) ?? 0n) + charge.cost);
-        }
+    return this.chargesTransaction.immediate(charges);
+  }
+
+  private hold(hold: Hold): HoldResult {
+    for (const budget of hold.budgets ?? []) {
+      const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
+      const left = budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held);
+      if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
+    }
+    if (this.sql.holdAccount.run(hold.amount, hold.accountId, hold.amount).changes === 0) {
+      return { ok: false, reason: 'balance', available: BigInt(this.sql.accountAvailable.get(hold.accountId) ?? '0') };
+    }
+    if (this.sql.holdKey.run(hold.amount, hold.keyId, hold.amount).changes === 0) {
+      // Undo the account's part: the whole hold happens or none of it does.
+      this.sql.unholdAccount.run(hold.amount, hold.accountId);
+      const left = BigInt(this.sql.keyAvailable.get(hold.keyId) ?? '0');
+      return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
+    }
+    const now = Date.now();
+    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, now, hold.expiresAt.getTime());
+    return { ok: true };
+  }
+
+  private insertCharges(charges: readonly ChargeRecord[]): number {
+    // A book that holds in memory (LocalBook) leaves this table empty: one look per batch then
+    // spares every charge its own lookup.
+    const holdsStored = this.sql.anyHold.get() === 1;
+    // Summed per account and per key, then one UPDATE each: the same totals in the same
+    // transaction, without two row updates per charge.
+    const byAccount = new Map<string, bigint>();
+    const byKey = new Map<string, bigint>();
+    let recorded = 0;
+    for (const charge of charges) {
+      if (holdsStored) this.removeHold(charge.requestId);
+      // The charge is recorded as billing priced it: a cost above the hold is overage the charge
+      // itself records, and may take the balance below zero by that much, never by a race.
+      const inserted = this.sql.insertCharge.run(...chargeValues(chargeParams<SqliteColumns>(charge, toMillis, Number))).changes > 0;
+      if (!inserted) continue;
+      recorded += 1;
+      if (charge.cost > 0n) {
+        byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
+        byKey.set(charge.keyId, (byKey.get(charge.keyId) ?? 0n) + charge.cost);
       }
-      for (const [accountId, cost] of byAccount) this.sql.chargeAccount.run(cost, accountId);
-      for (const [keyId, cost] of byKey) this.sql.chargeKey.run(cost, keyId);
-      return recorded;
-    }).immediate();
+    }
+    for (const [accountId, cost] of byAccount) this.sql.chargeAccount.run(cost, accountId);
+    for (const [keyId, cost] of byKey) this.sql.chargeKey.run(cost, keyId);
+    return recorded;
   }
 
   releaseHolds(requestIds: readonly string[]): number {
