@@ -40,6 +40,18 @@ const { toCharge, toCredit, toCode } = rowMappers(SQLITE_CODEC);
 
 const toMillis = (at: Date): number => at.getTime();
 
+/** What a batch of charges moves on one account or key: charged (balance, spent) and un-held. */
+interface Moves {
+  charged: bigint;
+  unheld: bigint;
+}
+
+function movesOf(moves: Map<string, Moves>, id: string): Moves {
+  let found = moves.get(id);
+  if (found === undefined) moves.set(id, (found = { charged: 0n, unheld: 0n }));
+  return found;
+}
+
 /** How the shared summary SQL reads in SQLite (exported for the query-plan test). */
 export const SUMMARY_DIALECT: SummaryDialect<number> = {
   day: 'created_at / 86400000',
@@ -72,6 +84,9 @@ function prepare(db: SqliteDatabase) {
       'SELECT account_id, key_id, CAST(amount AS TEXT) AS amount FROM holds WHERE request_id = ?',
     ),
     deleteHold: db.prepare<[string]>('DELETE FROM holds WHERE request_id = ?'),
+    takeHold: db.prepare<[string], { account_id: string; key_id: string; amount: string }>(
+      'DELETE FROM holds WHERE request_id = ? RETURNING account_id, key_id, CAST(amount AS TEXT) AS amount',
+    ),
     anyHold: db.prepare<[], number>('SELECT EXISTS (SELECT 1 FROM holds)').pluck(),
     unholdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held - ? WHERE id = ?'),
     unholdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held - ? WHERE id = ?'),
@@ -80,8 +95,8 @@ function prepare(db: SqliteDatabase) {
       `INSERT INTO charges (${CHARGE_COLUMNS.join(', ')}) VALUES (${CHARGE_COLUMNS.map(() => '?').join(', ')})
        ON CONFLICT (request_id) DO NOTHING`,
     ),
-    chargeAccount: db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?'),
-    chargeKey: db.prepare<[bigint, string]>('UPDATE api_keys SET spent = spent + ? WHERE id = ?'),
+    chargeAccount: db.prepare<[bigint, bigint, string]>('UPDATE accounts SET balance = balance - ?, held = held - ? WHERE id = ?'),
+    chargeKey: db.prepare<[bigint, bigint, string]>('UPDATE api_keys SET spent = spent + ?, held = held - ? WHERE id = ?'),
     expiredHolds: db.prepare<[number, number], { request_id: string; account_id: string; key_id: string; amount: string; expires_at: number }>(
       `SELECT request_id, account_id, key_id, CAST(amount AS TEXT) AS amount, expires_at FROM holds
         WHERE expires_at < ? ORDER BY expires_at LIMIT ?`,
@@ -180,25 +195,32 @@ export class SqliteLedger {
     // A book that holds in memory (LocalBook) leaves this table empty: one look per batch then
     // spares every charge its own lookup.
     const holdsStored = this.sql.anyHold.get() === 1;
-    // Summed per account and per key, then one UPDATE each: the same totals in the same
-    // transaction, without two row updates per charge.
-    const byAccount = new Map<string, bigint>();
-    const byKey = new Map<string, bigint>();
+    // Charged and un-held amounts summed per account and per key, then one UPDATE each: the same
+    // totals in the same transaction, without row updates per charge.
+    const byAccount = new Map<string, Moves>();
+    const byKey = new Map<string, Moves>();
     let recorded = 0;
     for (const charge of charges) {
-      if (holdsStored) this.removeHold(charge.requestId);
+      if (holdsStored) {
+        const hold = this.sql.takeHold.get(charge.requestId);
+        if (hold !== undefined) {
+          const amount = BigInt(hold.amount);
+          movesOf(byAccount, hold.account_id).unheld += amount;
+          movesOf(byKey, hold.key_id).unheld += amount;
+        }
+      }
       // The charge is recorded as billing priced it: a cost above the hold is overage the charge
       // itself records, and may take the balance below zero by that much, never by a race.
       const inserted = this.sql.insertCharge.run(...chargeValues(chargeParams<SqliteColumns>(charge, toMillis, Number))).changes > 0;
       if (!inserted) continue;
       recorded += 1;
       if (charge.cost > 0n) {
-        byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
-        byKey.set(charge.keyId, (byKey.get(charge.keyId) ?? 0n) + charge.cost);
+        movesOf(byAccount, charge.accountId).charged += charge.cost;
+        movesOf(byKey, charge.keyId).charged += charge.cost;
       }
     }
-    for (const [accountId, cost] of byAccount) this.sql.chargeAccount.run(cost, accountId);
-    for (const [keyId, cost] of byKey) this.sql.chargeKey.run(cost, keyId);
+    for (const [accountId, moves] of byAccount) this.sql.chargeAccount.run(moves.charged, moves.unheld, accountId);
+    for (const [keyId, moves] of byKey) this.sql.chargeKey.run(moves.charged, moves.unheld, keyId);
     return recorded;
   }
 
