@@ -13,14 +13,16 @@
  */
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { countInThisThread } from './o200k';
+import type { LargeFacts, LargeRead } from '../protocols/large-json';
 import type { EndpointId } from '../protocols/types';
-import { textToCount, type ThreadAnswer, type ThreadRequest } from './tokenizer-messages';
+import { runJob, type JobResult, type ThreadAnswer, type ThreadRequest } from './tokenizer-messages';
 
 /** How long the worker waits for work before it ends, giving its memory back. */
 const TOKENIZER_IDLE_MS = 60_000;
 /** How often a pending count asks whether its caller still wants the answer. */
 const CANCEL_POLL_MS = 10;
+/** How many bytes of a large read are copied to the worker in one turn of the event loop. */
+const PIECES_PER_TURN_BYTES = 1024 * 1024;
 /** Workers a text may see die under it before the main thread counts it. */
 const WORKER_TRIES = 2;
 /** Workers in a row that die before their encoder loaded, after which this process counts in its main thread. */
@@ -28,16 +30,49 @@ const FAILED_STARTS_TO_GIVE_UP = 2;
 
 const NEVER = (): boolean => false;
 
+/**
+ * A job's work: a text to count (with `eventOf`, one stream event's data of this endpoint, whose
+ * output text is what counts), or a large body or event to read, kept as the pieces it came in.
+ */
+type Work =
+  | { readonly kind: 'count'; readonly text: string; readonly eventOf: EndpointId | null }
+  | { readonly kind: 'read'; readonly pieces: readonly Buffer[]; readonly endpoint: EndpointId; readonly as: LargeRead; readonly count: boolean };
+
 interface Job {
   readonly id: number;
-  readonly text: string;
-  /** Set when `text` is one stream event's data of this endpoint, whose output text is what counts. */
-  readonly eventOf: EndpointId | null;
+  readonly work: Work;
   readonly cancelled: () => boolean;
-  /** Workers that died while they held this text. */
+  /** Workers that died while they held this job. */
   deaths: number;
-  settle(tokens: number): void;
+  /** A read's facts, as soon as they are known (its count may come much later). */
+  facts(facts: LargeFacts): void;
+  settle(result: JobResult): void;
   fail(error: unknown): void;
+}
+
+/**
+ * What a read of a large body or event gives: its facts, known once it is parsed, and its output's
+ * tokens when asked (0 otherwise), which may take far longer (seconds for MiB of base64).
+ */
+export interface LargeReadResult {
+  readonly facts: Promise<LargeFacts>;
+  readonly tokens: Promise<number>;
+}
+
+/**
+ * The message that carries `job` to a thread. A read's pieces go as they are: each is copied into the
+ * worker's memory (the socket's chunks each have their own), so the main thread never allocates one
+ * buffer of the whole body for it, and keeps the pieces in case a worker dies under the job.
+ */
+function requestOf(job: Job): Exclude<ThreadRequest, { kind: 'cancel' | 'piece' }> {
+  const { work } = job;
+  if (work.kind === 'count') return { kind: 'count', id: job.id, text: work.text, eventOf: work.eventOf };
+  return { kind: 'read', id: job.id, pieces: work.pieces, endpoint: work.endpoint, as: work.as, count: work.count };
+}
+
+/** Runs `job` in this thread (workers cannot run, or died under it). */
+function inThisThread(job: Job): Promise<JobResult> {
+  return runJob(requestOf(job), job.cancelled, job.facts);
 }
 
 export interface TokenCounterOptions {
@@ -79,18 +114,39 @@ export class TokenCounter {
    */
   count(text: string, cancelled: () => boolean = NEVER, eventOf: EndpointId | null = null): Promise<number> {
     if (text === '' || cancelled()) return Promise.resolve(0);
-    if (this.inMainThread) return countInThisThread(textToCount(text, eventOf), cancelled);
-    return new Promise<number>((resolve, reject) => {
+    return this.run({ kind: 'count', text, eventOf }, cancelled).then((result) => result.tokens);
+  }
+
+  /**
+   * Reads a large body or event (`pieces`, in order) in the worker: what it says, and the tokens of its
+   * output when `count` is set. A body that is not JSON reads as facts with a null skeleton.
+   */
+  read(pieces: readonly Buffer[], endpoint: EndpointId, as: LargeRead, count: boolean): LargeReadResult {
+    let found: (facts: LargeFacts) => void = () => undefined;
+    let lost: (error: unknown) => void = () => undefined;
+    const facts = new Promise<LargeFacts>((resolve, reject) => ((found = resolve), (lost = reject)));
+    // Posted in a turn of its own: copying MiB to the thread is not added to the turn that relayed them.
+    const done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.run({ kind: 'read', pieces, endpoint, as, count }, NEVER, found));
+    // Facts come before the result; a job that fails before them fails both.
+    done.then((result) => found(result.facts!), lost);
+    // Whoever does not wait for the facts is told of a failure by the tokens.
+    facts.catch(() => undefined);
+    return { facts, tokens: done.then((result) => result.tokens) };
+  }
+
+  private run(work: Work, cancelled: () => boolean, facts: (facts: LargeFacts) => void = () => undefined): Promise<JobResult> {
+    return new Promise<JobResult>((resolve, reject) => {
       let poll: NodeJS.Timeout | undefined;
       const job: Job = {
         id: this.nextId++,
-        text,
-        eventOf,
+        work,
         cancelled,
         deaths: 0,
-        settle: (tokens) => (clearInterval(poll), resolve(tokens)),
+        facts,
+        settle: (result) => (clearInterval(poll), resolve(result)),
         fail: (error) => (clearInterval(poll), reject(error)),
       };
+      if (this.inMainThread) return void inThisThread(job).then(job.settle, job.fail);
       if (cancelled !== NEVER) {
         poll = setInterval(() => cancelled() && this.cancel(job), CANCEL_POLL_MS);
         poll.unref();
@@ -115,7 +171,30 @@ export class TokenCounter {
     this.jobs.set(job.id, job);
     // Held open while it owes answers, so a pending count always gets one; unref'd while idle.
     worker.ref();
-    worker.postMessage({ kind: 'count', id: job.id, text: job.text, eventOf: job.eventOf } satisfies ThreadRequest);
+    const request = requestOf(job);
+    if (request.kind === 'read') void this.postPieces(worker, request);
+    else worker.postMessage(request satisfies ThreadRequest);
+  }
+
+  /**
+   * A read's pieces go over in batches of `PIECES_PER_TURN_BYTES`, a turn each, then the read itself:
+   * copying MiB into the worker's memory never holds the event loop for long. A worker that dies
+   * meanwhile gets no more: its jobs go to the next worker, from their first piece.
+   */
+  private async postPieces(worker: Worker, request: Extract<ThreadRequest, { kind: 'read' }>): Promise<void> {
+    let batch: Uint8Array[] = [];
+    let bytes = 0;
+    for (const piece of request.pieces) {
+      batch.push(piece);
+      bytes += piece.byteLength;
+      if (bytes < PIECES_PER_TURN_BYTES) continue;
+      worker.postMessage({ kind: 'piece', id: request.id, pieces: batch } satisfies ThreadRequest);
+      batch = [];
+      bytes = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (worker !== this.worker || !this.jobs.has(request.id)) return;
+    }
+    worker.postMessage({ ...request, pieces: batch } satisfies ThreadRequest);
   }
 
   private start(): Worker {
@@ -136,18 +215,19 @@ export class TokenCounter {
       this.failedStarts = 0;
       return;
     }
+    if (answer.kind === 'facts') return this.jobs.get(answer.id)?.facts(answer.facts);
     const job = this.jobs.get(answer.id);
     // Cancelled meanwhile: already answered 0.
     if (job === undefined) return;
     this.jobs.delete(answer.id);
-    job.settle(answer.tokens);
+    job.settle(answer);
     this.idleIfDone(worker);
   }
 
   private cancel(job: Job): void {
     if (!this.jobs.delete(job.id)) return;
     this.worker?.postMessage({ kind: 'cancel', id: job.id } satisfies ThreadRequest);
-    job.settle(0);
+    job.settle({ tokens: 0, facts: null });
     if (this.worker !== null) this.idleIfDone(this.worker);
   }
 
@@ -187,7 +267,7 @@ export class TokenCounter {
     this.jobs.clear();
     for (const job of orphans) {
       job.deaths += 1;
-      if (this.inMainThread || job.deaths >= WORKER_TRIES) countInThisThread(textToCount(job.text, job.eventOf), job.cancelled).then(job.settle, job.fail);
+      if (this.inMainThread || job.deaths >= WORKER_TRIES) inThisThread(job).then(job.settle, job.fail);
       else this.post(job);
     }
     if (this.stopWhenIdle && this.jobs.size === 0) this.stopWhenIdle = false;
@@ -206,11 +286,25 @@ export function countTokensAsync(text: string, cancelled?: () => boolean): Promi
 }
 
 /**
- * The output tokens of one stream event of `endpoint`, its data read in the worker thread: an event of
- * many MiB is parsed there, never on the main thread.
+ * The output tokens of one stream event of `endpoint` given as text (a translated stream's), its data
+ * parsed in the worker thread, never on the main thread.
  */
 export function countEventTokensAsync(endpoint: EndpointId, data: string): Promise<number> {
   return shared.count(data, NEVER, endpoint);
+}
+
+/**
+ * Reads a large body or stream event of `endpoint` in the worker thread (`pieces`: its bytes as they
+ * came): a body of many MiB is decoded and parsed there, never on the main thread. What comes back is
+ * its facts (`large-json.ts`) and, when `count` is set, the tokens of its output text.
+ */
+export function readLargeAsync(pieces: readonly Buffer[], endpoint: EndpointId, as: LargeRead, count: boolean): LargeReadResult {
+  return shared.read(pieces, endpoint, as, count);
+}
+
+/** The output tokens of a whole reply of `endpoint`, read and counted in the worker thread. */
+export function countReplyTokensAsync(endpoint: EndpointId, body: Buffer): Promise<number> {
+  return shared.read([body], endpoint, 'reply', true).tokens;
 }
 
 /** Ends the tokenizer's worker thread (the gateway's stop); a later count starts another. */

@@ -29,6 +29,13 @@ export interface GatewayData {
      */
     readonly max_body_bytes: number;
     /**
+     * Largest upstream reply held, in bytes: a whole (non-streamed) reply, or one event of a stream. A larger
+     * whole reply fails its attempt before anything reaches the client (502 upstream_invalid_response;
+     * another route is tried); a larger event ends the stream with the protocol's error event
+     * (stream_interrupted), billed for what was relayed. The default (64 MiB) fits several images in base64.
+     */
+    readonly max_reply_bytes: number;
+    /**
      * Deepest nesting of objects and arrays accepted in a JSON body; deeper bodies get 400. Guards the parser
      * against hostile input.
      */

@@ -46,17 +46,22 @@ export class OutputTokenCount {
   /** One event's data, in stream order. */
   add(data: string): void {
     if (data.length >= LARGE_EVENT_CHARS) {
-      // What came before is counted first; a word split across the boundary may count one token more.
-      this.read();
-      this.send(this.text);
-      this.text = '';
       // Handed over in a turn of its own: copying it to the thread is not added to the relay's turn.
-      this.track(new Promise<void>((resolve) => setImmediate(resolve)).then(() => countEventTokensAsync(this.endpoint, data)));
+      this.addCounted(new Promise<void>((resolve) => setImmediate(resolve)).then(() => countEventTokensAsync(this.endpoint, data)));
       return;
     }
     this.events.push(data);
     this.eventChars += data.length;
     if (this.eventChars > WINDOW_CHARS) this.countWindow();
+  }
+
+  /** The tokens of one event's output counted elsewhere (a large event read in the tokenizer's thread), in stream order. */
+  addCounted(tokens: Promise<number>): void {
+    // What came before is counted first; a word split across the boundary may count one token more.
+    this.read();
+    this.send(this.text);
+    this.text = '';
+    this.track(tokens);
   }
 
   /**

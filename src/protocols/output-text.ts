@@ -80,14 +80,18 @@ function bodyText(endpoint: EndpointId, body: Json): string {
 
 /** The output text of one stream event's data in `endpoint`'s protocol ('' for events that carry none). */
 export function eventText(endpoint: EndpointId, data: string): string {
-  if (data === '[DONE]') return '';
+  return data === '[DONE]' ? '' : eventTextOf(endpoint, tryParse(data));
+}
+
+/** The output text of one stream event whose data has already been parsed. */
+export function eventTextOf(endpoint: EndpointId, data: unknown): string {
   switch (endpoint) {
     case 'chat':
-      return chatChunkText(object(tryParse(data)));
+      return chatChunkText(object(data));
     case 'messages':
-      return messagesEventText(object(tryParse(data)));
+      return messagesEventText(object(data));
     case 'responses':
-      return responsesEventText(object(tryParse(data)));
+      return responsesEventText(object(data));
     case 'count_tokens':
       return '';
   }

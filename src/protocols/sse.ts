@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import { headOf, skipOf } from './byte-pieces';
 
 /**
  * Server-Sent Events framing, written once for every protocol (WHATWG HTML, "Server-sent events").
@@ -9,8 +10,13 @@ import { StringDecoder } from 'node:string_decoder';
 export interface SseEvent {
   /** The `event:` field; null when the frame had none (OpenAI chat frames). */
   readonly event: string | null;
-  /** The `data:` lines joined with `\n`. */
+  /** The `data:` lines joined with `\n` ('' when `raw` holds them). */
   readonly data: string;
+  /**
+   * Only from a parser made with `rawLineBytes`, for an event with a data line that long: the data as
+   * the bytes it came in (the same buffers, not copies), never decoded here.
+   */
+  readonly raw?: readonly Buffer[];
 }
 
 /** Formats one frame. Anthropic and Responses frames carry `event:`; chat frames pass null. */
@@ -22,12 +28,22 @@ const LF = 0x0a;
 const CR = 0x0d;
 
 /**
- * The largest event the parser holds, in bytes: an upstream sending more without an end of event is
- * broken, and holding it would let it grow memory without bound. As large as the largest plain reply.
+ * The largest event a parser holds when none is given, in bytes: an upstream sending more without an
+ * end of event is broken, and holding it would let it grow memory without bound. The default of
+ * server.max_reply_bytes, which the relays pass.
  */
 const MAX_SSE_EVENT_BYTES = 64 * 1024 * 1024;
 
-/** Thrown by `SseParser.push` when one event outgrows `MAX_SSE_EVENT_BYTES`. */
+const LF_BYTES = Buffer.from('\n');
+const DATA_FIELD = Buffer.from('data:');
+
+/** A line kept as its bytes: a data line of an image does not become a string on the event loop. */
+interface RawLine {
+  readonly pieces: readonly Buffer[];
+  readonly bytes: number;
+}
+
+/** Thrown by `SseParser.push` when one event outgrows its `maxEventBytes`. */
 export class SseEventTooLarge extends Error {
   override readonly name = 'SseEventTooLarge';
 }
@@ -48,9 +64,18 @@ export class SseParser {
   /** The previous chunk ended in CR: an LF starting this one belongs to it (CRLF split in two). */
   private afterCr = false;
   private event: string | null = null;
-  private dataLines: string[] = [];
+  private dataLines: (string | RawLine)[] = [];
+  /** The bytes of the line under way, when lines are kept as bytes until their length is known. */
+  private pendingRaw: Buffer[] = [];
 
-  constructor(private readonly maxEventBytes = MAX_SSE_EVENT_BYTES) {}
+  /**
+   * `rawLineBytes`: a data line at least that long is not decoded but handed on as its bytes (`raw`),
+   * for a reader that sends it elsewhere to be parsed; by default every line is decoded.
+   */
+  constructor(
+    private readonly maxEventBytes = MAX_SSE_EVENT_BYTES,
+    private readonly rawLineBytes = Infinity,
+  ) {}
 
   push(chunk: Buffer): SseEvent[] {
     const events: SseEvent[] = [];
@@ -76,7 +101,8 @@ export class SseParser {
     }
     if (lineStart < chunk.length) {
       const rest = chunk.subarray(lineStart);
-      this.pending.push(this.decoder.write(rest));
+      if (this.rawLineBytes === Infinity) this.pending.push(this.decoder.write(rest));
+      else this.pendingRaw.push(rest);
       this.pendingBytes += rest.length;
       this.grow(rest.length);
     }
@@ -84,14 +110,25 @@ export class SseParser {
   }
 
   /** The line ending at `end` in `chunk`, joined with the pieces of it earlier chunks brought. */
-  private takeLine(chunk: Buffer, start: number, end: number): string {
+  private takeLine(chunk: Buffer, start: number, end: number): string | RawLine {
     this.grow(end - start);
-    if (this.pending.length === 0) return chunk.toString('utf8', start, end);
+    if (this.pendingRaw.length > 0) return this.takeRawLine(chunk.subarray(start, end));
+    if (this.pending.length === 0) return end - start >= this.rawLineBytes ? this.takeRawLine(chunk.subarray(start, end)) : chunk.toString('utf8', start, end);
     this.pending.push(this.decoder.end(chunk.subarray(start, end)));
     const line = this.pending.join('');
     this.pending = [];
     this.pendingBytes = 0;
     return line;
+  }
+
+  /** A line that came in pieces, in raw mode: kept as bytes when long, else decoded once. */
+  private takeRawLine(last: Buffer): string | RawLine {
+    const pieces = this.pendingRaw;
+    pieces.push(last);
+    const bytes = this.pendingBytes + last.length;
+    this.pendingRaw = [];
+    this.pendingBytes = 0;
+    return bytes >= this.rawLineBytes ? { pieces, bytes } : Buffer.concat(pieces, bytes).toString('utf8');
   }
 
   private grow(bytes: number): void {
@@ -104,9 +141,10 @@ export class SseParser {
     return this.pendingBytes > 0 || this.dataLines.length > 0 || this.event !== null;
   }
 
-  private line(line: string, events: SseEvent[]): void {
+  private line(line: string | RawLine, events: SseEvent[]): void {
+    if (typeof line !== 'string') return this.rawLine(line);
     if (line === '') {
-      if (this.dataLines.length > 0) events.push({ event: this.event, data: this.dataLines.join('\n') });
+      if (this.dataLines.length > 0) events.push(this.eventOf(this.dataLines));
       this.event = null;
       this.dataLines = [];
       this.eventBytes = 0;
@@ -119,5 +157,25 @@ export class SseParser {
     if (value.charCodeAt(0) === 0x20) value = value.slice(1);
     if (field === 'data') this.dataLines.push(value);
     else if (field === 'event') this.event = value;
+  }
+
+  /** A long line kept as bytes: a data line's value joins the event as bytes; any other field is decoded as usual. */
+  private rawLine(line: RawLine): void {
+    if (!headOf(line.pieces, DATA_FIELD.length).equals(DATA_FIELD)) return this.line(Buffer.concat(line.pieces, line.bytes).toString('utf8'), []);
+    const space = headOf(skipOf(line.pieces, DATA_FIELD.length), 1)[0] === 0x20 ? 1 : 0;
+    const value = skipOf(line.pieces, DATA_FIELD.length + space);
+    this.dataLines.push({ pieces: value, bytes: line.bytes - DATA_FIELD.length - space });
+  }
+
+  /** The event the data lines make: a string, or bytes when one of them was kept as bytes. */
+  private eventOf(lines: readonly (string | RawLine)[]): SseEvent {
+    if (lines.every((line) => typeof line === 'string')) return { event: this.event, data: lines.join('\n') };
+    const raw: Buffer[] = [];
+    lines.forEach((line, i) => {
+      if (i > 0) raw.push(LF_BYTES);
+      if (typeof line === 'string') raw.push(Buffer.from(line));
+      else raw.push(...line.pieces);
+    });
+    return { event: this.event, data: '', raw };
   }
 }

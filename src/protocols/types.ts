@@ -103,4 +103,6 @@ export interface UsageTap {
   behind(): Promise<void> | null;
   /** The id of the reply the client received (a Responses `resp_…`), when the stream named one. */
   replyId?(): string | null;
+  /** Null once every event seen is read; else a promise (never rejected) of that (a large event is read off the event loop). */
+  settled?(): Promise<void> | null;
 }

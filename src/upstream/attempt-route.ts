@@ -13,11 +13,18 @@ import type { AttemptSignal } from './attempt-abort';
 import { attemptFailure } from './failures';
 import { readFirstEvent } from './first-event';
 import { upstreamRequestIdOf } from './headers';
-import { MAX_ERROR_BODY_BYTES, MAX_PLAIN_BODY_BYTES, readBody, scrubbed } from './read-body';
+import { MAX_ERROR_BODY_BYTES, readBody, ReplyTooLarge, scrubbed } from './read-body';
+import { headOf } from '../protocols/byte-pieces';
+import { SseEventTooLarge } from '../protocols/sse';
 import { Relay } from './relay';
 import { failureFromErrorEvent } from './stream-error';
 import type { GatewayContext } from '../kernel/context';
 import type { UpstreamClient, UpstreamResponse } from './types';
+
+/** A first event with a data line this long is not decoded to be judged. */
+const RAW_FIRST_EVENT_BYTES = 256 * 1024;
+/** How much of such an event's data its judge reads: an error object says so in its first bytes. */
+const JUDGED_BYTES = 1024;
 
 /** Rejects a 401/403: the provider refused *our* key; the client can do nothing and must not see why. */
 function credentialsRefused(target: Target, response: UpstreamResponse): AttemptFailure {
@@ -57,14 +64,19 @@ export async function attemptRoute(ctx: GatewayContext, target: Target, client: 
       // a plain client handed a stream fails to parse it.
       throw invalidReply(target, `the provider answered ${stream ? 'without' : 'with'} a stream, contrary to the request`);
     }
-    return stream ? await streamAnswer(target, leg, response) : await plainAnswer(leg, response);
+    const maxReplyBytes = ctx.state.config.server.max_reply_bytes;
+    return stream ? await streamAnswer(target, leg, response, maxReplyBytes) : await plainAnswer(leg, response, maxReplyBytes);
   } catch (error) {
+    // Nothing has reached the client: a reply (or first event) over the limit is an invalid reply, and another route may do better.
+    if (error instanceof ReplyTooLarge || error instanceof SseEventTooLarge) throw invalidReply(target, error.message);
     throw attemptFailure(error, provider.id, signal);
   }
 }
 
-async function plainAnswer(leg: AttemptLeg, response: UpstreamResponse): Promise<Commit> {
-  const answer = leg.reply(await readBody(response.body, MAX_PLAIN_BODY_BYTES, 'fail'), response);
+async function plainAnswer(leg: AttemptLeg, response: UpstreamResponse, maxReplyBytes: number): Promise<Commit> {
+  const read = leg.reply(await readBody(response.body, maxReplyBytes, 'fail'), response);
+  // Only a large reply is read elsewhere; a small one costs no extra turn.
+  const answer = read instanceof Promise ? await read : read;
   return {
     upstreamRequestId: upstreamRequestIdOf(response.headers),
     commit(ctx, report) {
@@ -76,13 +88,16 @@ async function plainAnswer(leg: AttemptLeg, response: UpstreamResponse): Promise
   };
 }
 
-async function streamAnswer(target: Target, leg: AttemptLeg, response: UpstreamResponse): Promise<Commit> {
+async function streamAnswer(target: Target, leg: AttemptLeg, response: UpstreamResponse, maxReplyBytes: number): Promise<Commit> {
   const { framing, isErrorEvent } = wireOf(target.provider);
-  const head = await readFirstEvent(response.body, framing.newParser());
+  // A first event of many MiB (a partial image) is judged by its name and first bytes, never decoded whole.
+  const head = await readFirstEvent(response.body, framing.newParser(maxReplyBytes, RAW_FIRST_EVENT_BYTES));
   if (head.first === null) throw invalidReply(target, 'the stream ended before its first event');
-  if (isErrorEvent(head.first)) {
+  const { raw } = head.first;
+  const judged = raw === undefined ? head.first : { event: head.first.event, data: headOf(raw, JUDGED_BYTES).toString('utf8') };
+  if (isErrorEvent(judged)) {
     discard(response.body);
-    throw failureFromErrorEvent(head.first);
+    throw failureFromErrorEvent(judged);
   }
   return {
     upstreamRequestId: upstreamRequestIdOf(response.headers),

@@ -51,14 +51,17 @@ export interface AttemptLeg {
   readonly body: Buffer;
   /** An upstream error about the request (≥ 400, not 401/403), in its family's shape, as the client would get it. */
   error(reply: ErrorReply, received: Buffer, headers: UpstreamResponse['headers']): FailureAnswer;
-  /** A whole reply, read: the answer to commit, or an `AttemptFailure` when it cannot be read. */
-  reply(bytes: Buffer, response: UpstreamResponse): PlainAnswer;
+  /**
+   * A whole reply, read: the answer to commit, or an `AttemptFailure` when it cannot be read. A large
+   * reply may be read off the event loop: the answer then comes as a promise.
+   */
+  reply(bytes: Buffer, response: UpstreamResponse): PlainAnswer | Promise<PlainAnswer>;
   /** The status and headers of a streamed answer. */
   streamHead(response: UpstreamResponse): { readonly status: number; readonly headers: Record<string, string> };
   stream(): StreamCodec;
 }
 
-interface PlainAnswer {
+export interface PlainAnswer {
   readonly status: number;
   readonly headers: Record<string, string>;
   readonly body: unknown;

@@ -8,7 +8,7 @@
 import { tryParse } from '../json';
 import type { GatewayContext } from '../kernel/context';
 import { need } from '../kernel/need';
-import { countTokensAsync } from '../billing/tokenizer';
+import { countReplyTokensAsync, countTokensAsync, readLargeAsync } from '../billing/tokenizer';
 import { streamErrorFrame } from '../protocols/errors';
 import { needsUsageRequested, UsageChunkRemover, withUsageRequested } from '../protocols/openai-chat/stream-usage';
 import { replyText } from '../protocols/output-text';
@@ -19,8 +19,16 @@ import { usageTapFor } from '../protocols/usage-tap';
 import type { Target } from '../routing/resolve';
 import { wireOf } from '../wire';
 import type { FrameParser } from '../wire/types';
-import { invalidReply, type AttemptLeg, type RouteTranslator, type StreamCodec } from './attempt';
+import { invalidReply, type AttemptLeg, type PlainAnswer, type RouteTranslator, type StreamCodec } from './attempt';
 import { relayedResponseHeaders, upstreamRequestHeaders } from './headers';
+import type { UpstreamResponse } from './types';
+
+/**
+ * A whole reply this large is parsed in the tokenizer's thread rather than on the event loop (an image
+ * in base64): JSON.parse cannot yield, and a body of MiB holds the loop for tens of ms. Below it, the
+ * reply is parsed here at once, as the small replies that make up nearly all traffic always were.
+ */
+const PARSE_ELSEWHERE_BYTES = 1024 * 1024;
 
 export const PASSTHROUGH: RouteTranslator = {
   begin(ctx: GatewayContext, target: Target): AttemptLeg {
@@ -30,7 +38,27 @@ export const PASSTHROUGH: RouteTranslator = {
     const wire = wireOf(provider);
     // Billing needs the provider's own counts of a chat stream (reasoning is billed, never shown).
     const askUsage = endpoint.id === 'chat' && needsUsageRequested(request.body);
+    const maxReplyBytes = ctx.state.config.server.max_reply_bytes;
     const native = wire.nativeBody({ request, endpoint: endpoint.id, upstreamModel: route.upstream_model, clientHeaders: ctx.headers });
+    /**
+     * A large reply, parsed in the tokenizer's thread: judged the same way (not JSON: another route may
+     * do better), its usage and id read from its skeleton by the same code, its output counted there
+     * only if billing asks. The client gets the bytes as they came, and the event loop never holds a
+     * decoded copy of them.
+     */
+    const largeReply = async (bytes: Buffer, response: UpstreamResponse): Promise<PlainAnswer> => {
+      const { skeleton } = await readLargeAsync([bytes], endpoint.id, 'reply', false).facts;
+      if (skeleton === null) throw invalidReply(target, 'the reply body is not JSON');
+      const parsed = JSON.parse(skeleton) as unknown;
+      return {
+        status: response.status,
+        headers: relayedResponseHeaders(response.headers),
+        body: bytes,
+        usage: replyUsage(endpoint.id, parsed),
+        outputTokens: () => countReplyTokensAsync(endpoint.id, bytes),
+        replyId: replyId(endpoint.id, parsed),
+      };
+    };
     return {
       call: { endpoint: endpoint.id, upstreamModel: route.upstream_model, stream: request.stream, beta: ctx.query.beta === 'true' },
       headers: upstreamRequestHeaders(ctx.headers, provider, ctx.state.clientRequestId ?? requestId),
@@ -42,6 +70,7 @@ export const PASSTHROUGH: RouteTranslator = {
       },
       reply(received, response) {
         const bytes = wire.plainReply(endpoint.id, received);
+        if (bytes.length >= PARSE_ELSEWHERE_BYTES) return largeReply(bytes, response);
         // Parsed once: a cut or garbled body would reach the SDK as a parse error (another route may do
         // better), and the same parse gives the usage. The client still gets the bytes as they came.
         const parsed = tryParse(bytes.toString('utf8'));
@@ -60,7 +89,7 @@ export const PASSTHROUGH: RouteTranslator = {
         if (!wire.framing.passthrough) headers['content-type'] = 'text/event-stream; charset=utf-8';
         return { status: response.status, headers };
       },
-      stream: () => passthroughStream(endpoint.id, wire.framing.passthrough ? null : wire.framing.newParser(), askUsage ? new UsageChunkRemover() : null),
+      stream: () => passthroughStream(endpoint.id, maxReplyBytes, wire.framing.passthrough ? null : wire.framing.newParser(maxReplyBytes), askUsage ? new UsageChunkRemover() : null),
     };
   },
 };
@@ -70,8 +99,10 @@ export const PASSTHROUGH: RouteTranslator = {
  * is not, e.g. AWS event-stream), a tap reading usage on the way; a filter may take out what the
  * gateway added to the request (the usage chunk it asked for).
  */
-function passthroughStream(endpoint: EndpointId, reframe: FrameParser | null, filter: UsageChunkRemover | null): StreamCodec {
-  const tap = usageTapFor(endpoint);
+function passthroughStream(endpoint: EndpointId, maxEventBytes: number, reframe: FrameParser | null, filter: UsageChunkRemover | null): StreamCodec {
+  const tap = usageTapFor(endpoint, maxEventBytes);
+  /** Set when an event outgrew the cap: part of it has reached the client, so the error frame must start a new event. */
+  let cut = false;
   return {
     complete: false,
     upstreamError: null,
@@ -84,10 +115,16 @@ function passthroughStream(endpoint: EndpointId, reframe: FrameParser | null, fi
         if (frames === '') return '';
         out = Buffer.from(frames);
       }
-      tap.observe(out);
+      try {
+        tap.observe(out);
+      } catch (error) {
+        cut = true;
+        throw error;
+      }
       return filter === null ? out : filter.push(out);
     },
     flush: () => filter?.end() ?? '',
-    interrupt: (error) => streamErrorFrame(error, endpoint),
+    // A blank line first ends the event cut short, so the error frame is read as an event of its own.
+    interrupt: (error) => (cut ? '\n\n' : '') + streamErrorFrame(error, endpoint),
   };
 }

@@ -3,8 +3,10 @@ import type { Readable } from 'node:stream';
 
 /** Error bodies are small; one larger than this is cut rather than held. */
 export const MAX_ERROR_BODY_BYTES = 64 * 1024;
-/** A plain (non-streamed) reply larger than this is refused rather than held in memory. */
-export const MAX_PLAIN_BODY_BYTES = 64 * 1024 * 1024;
+/** Thrown by `readBody` for a reply over its cap (server.max_reply_bytes): the upstream is broken, or the limit too low. */
+export class ReplyTooLarge extends Error {
+  override readonly name = 'ReplyTooLarge';
+}
 
 /**
  * Reads a whole body; past `cap` bytes it either cuts (error bodies) or fails (replies). Plain
@@ -27,7 +29,7 @@ export function readBody(body: Readable, cap: number, overflow: 'cut' | 'fail'):
       }
       body.removeAllListeners('data').removeAllListeners('end');
       body.destroy();
-      if (overflow === 'fail') return reject(new Error(`upstream reply exceeds ${cap} bytes`));
+      if (overflow === 'fail') return reject(new ReplyTooLarge(`the reply exceeds server.max_reply_bytes (${cap} bytes)`));
       chunks.push(chunk.subarray(0, cap - size));
       size = cap;
       done();

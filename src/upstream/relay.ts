@@ -140,6 +140,10 @@ export class Relay extends Readable implements Interruptible {
     if (this.reported) return;
     this.reported = true;
     const { read } = this.codec;
-    this.options.onEnd(end, read.result(), () => read.outputTokens(), read.replyId?.() ?? null);
+    const settle = () => this.options.onEnd(end, read.result(), () => read.outputTokens(), read.replyId?.() ?? null);
+    // A large event still being read in the tokenizer's thread may carry the usage: the report waits for it.
+    const reading = read.settled?.() ?? null;
+    if (reading === null) settle();
+    else void reading.then(settle);
   }
 }

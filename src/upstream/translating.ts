@@ -64,7 +64,7 @@ function translatedLeg(ctx: GatewayContext, target: Target, translator: Translat
       };
     },
     streamHead: () => ({ status: 200, headers: { 'content-type': SSE } }),
-    stream: () => translatedStream(translator.stream(context), wire.framing.newParser(), new OutputTokenCount(translator.upstreamEndpoint)),
+    stream: () => translatedStream(translator.stream(context), wire.framing.newParser(ctx.state.config.server.max_reply_bytes), new OutputTokenCount(translator.upstreamEndpoint)),
   };
 }
 

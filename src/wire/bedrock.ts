@@ -37,7 +37,7 @@ export const BEDROCK_WIRE: WireProtocol = {
   createClient: (provider) => new HttpUpstreamClient(provider, bedrockSigner(provider)),
   framing: {
     isStream: (headers) => String(headers['content-type'] ?? '').startsWith('application/vnd.amazon.eventstream'),
-    newParser: () => new BedrockEventStreamParser(),
+    newParser: (maxEventBytes) => new BedrockEventStreamParser(maxEventBytes),
     passthrough: false,
   },
   isErrorEvent: isMessagesErrorEvent,

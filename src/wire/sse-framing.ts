@@ -6,7 +6,7 @@ import type { ErrorReply, NativeBodyInput, StreamFraming } from './types';
 
 export const SSE_FRAMING: StreamFraming = {
   isStream: (headers) => String(headers['content-type'] ?? '').startsWith('text/event-stream'),
-  newParser: () => new SseParser(),
+  newParser: (maxEventBytes, rawLineBytes) => new SseParser(maxEventBytes, rawLineBytes),
   passthrough: true,
 };
 

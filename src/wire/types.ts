@@ -24,7 +24,11 @@ export interface FrameParser {
 export interface StreamFraming {
   /** Whether a response with these headers is this protocol's event stream. */
   isStream(headers: Headers): boolean;
-  newParser(): FrameParser;
+  /**
+   * A parser of one stream; `maxEventBytes` bounds one event (server.max_reply_bytes). With
+   * `rawLineBytes`, an SSE data line that long comes as its bytes, not decoded (`SseEvent.raw`).
+   */
+  newParser(maxEventBytes: number, rawLineBytes?: number): FrameParser;
   /**
    * True when the frames are SSE that a client of the same family reads as they come, so a native
    * relay passes the bytes through; false when each event must be re-framed as SSE (AWS event-stream).

@@ -25,6 +25,7 @@ describe('the default gateway.yaml', () => {
       host: '127.0.0.1',
       port: 8080,
       max_body_bytes: 33554432,
+      max_reply_bytes: 67108864,
       max_json_depth: 64,
       headers_timeout_ms: 10000,
       request_timeout_ms: 60000,

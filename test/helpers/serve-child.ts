@@ -1,5 +1,6 @@
 /** `tollgate serve` as a child process, for tests of the real command: started in a folder, read from its log. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PACKAGE_ROOT } from '../../src/paths';
 import { waitUntil } from './fake-upstream';
@@ -53,4 +54,32 @@ export function serveChild(dir: string, options: ServeChildOptions = {}): Promis
 /** Resolves with the child's exit code once it has exited. */
 export function exitCode(child: ChildProcess): Promise<number | null> {
   return new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+}
+
+/** The path of the loop probe to preload into a child (`nodeArgs: ['--require', LOOP_PROBE]`): see loop-probe.ts. */
+export const LOOP_PROBE = path.join(__dirname, 'loop-probe.js');
+
+/** What the loop probe saw in a child since it was last asked: its longest block in main-thread CPU and in wall-clock time, in ms. */
+export interface LoopBlocks {
+  readonly maxCpuMs: number;
+  readonly maxWallMs: number;
+}
+
+/**
+ * Asks the loop probe of `child` (started with `TOLLGATE_LOOP_PROBE_FILE=file` and LOOP_PROBE
+ * preloaded) what it saw since it was last asked, and starts it over.
+ */
+export async function loopProbe(child: ChildProcess, file: string): Promise<LoopBlocks> {
+  const seqOf = (): number => {
+    try {
+      return (JSON.parse(readFileSync(file, 'utf8')) as { seq: number }).seq;
+    } catch {
+      return 0;
+    }
+  };
+  const before = seqOf();
+  child.kill('SIGUSR2');
+  await waitUntil(() => (seqOf() > before ? true : undefined), 5000, 'the loop probe to answer');
+  const { maxCpuMs, maxWallMs } = JSON.parse(readFileSync(file, 'utf8')) as LoopBlocks;
+  return { maxCpuMs, maxWallMs };
 }

@@ -23,6 +23,6 @@ describe('wire descriptors', () => {
   });
 
   it('parses each protocol\'s stream framing with a fresh parser per stream', () => {
-    for (const [protocol, wire] of Object.entries(WIRES)) expect(wire.framing.newParser(), protocol).to.not.equal(wire.framing.newParser());
+    for (const [protocol, wire] of Object.entries(WIRES)) expect(wire.framing.newParser(1024 * 1024), protocol).to.not.equal(wire.framing.newParser(1024 * 1024));
   });
 });

@@ -7,6 +7,7 @@
  * stream as it came.
  */
 import { object, type Json } from '../../json';
+import { headOf, indexIn, sliceOf } from '../byte-pieces';
 
 const ASK = Buffer.from('"stream_options":{"include_usage":true},');
 
@@ -37,6 +38,8 @@ const EMPTY_CHOICES = Buffer.from('"choices":[]');
 const USAGE_OBJECT = Buffer.from('"usage":{');
 const USAGE_NULL_LAST = Buffer.from(',"usage":null}');
 const USAGE_NULL_FIRST = Buffer.from('"usage":null,');
+/** A frame that came in pieces this large in all is searched where it is rather than joined first. */
+const JOIN_BELOW_BYTES = 64 * 1024;
 
 /**
  * Removes what asking for usage added, frame by frame. Bytes of an unfinished frame are held as the
@@ -90,10 +93,17 @@ export class UsageChunkRemover {
   private emit(chunk: Buffer, start: number, end: number, out: Buffer[]): void {
     let frame = chunk.subarray(start, end);
     if (this.pending.length > 0) {
-      this.pending.push(frame);
-      frame = Buffer.concat(this.pending, this.pendingBytes + frame.length);
+      const pieces = this.pending;
+      const bytes = this.pendingBytes + frame.length;
+      pieces.push(frame);
       this.pending = [];
       this.pendingBytes = 0;
+      if (bytes >= JOIN_BELOW_BYTES) {
+        const kept = keptPieces(pieces);
+        if (kept !== null) out.push(...kept);
+        return;
+      }
+      frame = Buffer.concat(pieces, bytes);
     }
     const kept = keptFrame(frame);
     if (kept !== null) out.push(...kept);
@@ -112,4 +122,15 @@ function keptFrame(frame: Buffer): Buffer[] | null {
   const first = frame.indexOf(USAGE_NULL_FIRST);
   if (first !== -1) return [frame.subarray(0, first), frame.subarray(first + USAGE_NULL_FIRST.length)];
   return [frame];
+}
+
+/** `keptFrame` of a large frame held as the pieces it came in: searched across them, cut where a field is taken out, never joined. */
+function keptPieces(frame: readonly Buffer[]): Buffer[] | null {
+  if (!headOf(frame, DATA_OBJECT.length).equals(DATA_OBJECT)) return [...frame];
+  if (indexIn(frame, EMPTY_CHOICES) !== -1 && indexIn(frame, USAGE_OBJECT) !== -1) return null;
+  const last = indexIn(frame, USAGE_NULL_LAST, true);
+  if (last !== -1) return [...sliceOf(frame, 0, last), ...sliceOf(frame, last + USAGE_NULL_LAST.length - 1)];
+  const first = indexIn(frame, USAGE_NULL_FIRST);
+  if (first !== -1) return [...sliceOf(frame, 0, first), ...sliceOf(frame, first + USAGE_NULL_FIRST.length)];
+  return [...frame];
 }

@@ -49,6 +49,9 @@ export class BedrockEventStreamParser implements FrameParser {
   private pending: Buffer = Buffer.alloc(0);
   private broken = false;
 
+  /** `maxMessageBytes`: a message announcing more is malformed (server.max_reply_bytes). */
+  constructor(private readonly maxMessageBytes = Infinity) {}
+
   push(chunk: Buffer): SseEvent[] {
     if (this.broken) return [];
     this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
@@ -56,7 +59,7 @@ export class BedrockEventStreamParser implements FrameParser {
     try {
       while (this.pending.length >= PRELUDE_BYTES) {
         const total = this.pending.readUInt32BE(0);
-        if (total < PRELUDE_BYTES + 4) throw new Error(`an event-stream message of ${total} bytes`);
+        if (total < PRELUDE_BYTES + 4 || total > this.maxMessageBytes) throw new Error(`an event-stream message of ${total} bytes`);
         if (this.pending.length < total) break;
         const message = codec().decode(this.pending.subarray(0, total));
         this.pending = this.pending.subarray(total);
