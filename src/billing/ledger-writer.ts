@@ -36,6 +36,11 @@ export interface LedgerWriterOptions {
   readonly onAdopt?: (charges: readonly AdoptedCharge[]) => void;
   /** Called after a batch with charges from an earlier process: how many were new, how many the store had. */
   readonly onReplayed?: (written: number, alreadyRecorded: number) => void;
+  /**
+   * Runs each store write (`write`, which returns how many were new): a balance book that counts
+   * unwritten charges marks them as being written first and drops them once it resolved (Redis).
+   */
+  readonly writeThrough?: (charges: readonly ChargeRecord[], write: () => Promise<number>) => Promise<number>;
 }
 
 /** What is waiting for the ledger. */
@@ -209,7 +214,8 @@ export class LedgerWriter {
   private async writeIsolating(batch: readonly Queued[]): Promise<readonly Queued[]> {
     const charges = batch.map((entry) => entry.charge);
     try {
-      const recorded = await this.store.recordCharges(charges);
+      const write = (): Promise<number> => this.store.recordCharges(charges);
+      const recorded = await (this.options.writeThrough?.(charges, write) ?? write());
       this.drained(batch);
       const replayed = batch.reduce((count, queued) => (queued.replayed ? count + 1 : count), 0);
       // A new charge's request id is new to the store: only a replayed one can be there already.
