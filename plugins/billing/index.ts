@@ -4,6 +4,7 @@
  * of the hold released, and one usage record written to the ledger. Money lives in `src/billing`;
  * this file decides when, and what the client is told.
  */
+import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
 import type { BalanceBook } from '../../src/billing/book';
 import { askedService } from '../../src/billing/asked-service';
@@ -238,7 +239,8 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       {
         intervalMs: config.flush_interval_ms,
         maxRecords: config.flush_max_records,
-        onWritten: (charges) => book.written?.(charges),
+        onWritten: book.writeLedger === undefined ? (charges) => book.written?.(charges) : undefined,
+        writeThrough: book.writeLedger?.bind(book),
         // No longer queued: a book that counts queued charges stops counting it (the ledger has not got it).
         onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written?.([charge])),
         outbox: outbox ?? undefined,
@@ -255,7 +257,11 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       kit.logger.warn({ records: replay.length, outbox: outbox!.dir }, 'billing: replaying charges a previous process left in the outbox');
       writer.adopt(replay);
     }
-    if (outbox !== null) kit.metrics.ledger.watchOutbox(() => outbox.undrainedBytes);
+    if (outbox !== null) {
+      kit.metrics.ledger.watchOutbox(() => outbox.undrainedBytes);
+      // Kept in Redis past this process: a check or a seed made while it is stopped counts its charges as on their way.
+      book.registerOutbox?.(`${hostname()}:${outbox.dir}`).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: registering the outbox in Redis failed'));
+    }
     kit.metrics.ledger.watchBacklog(() => writer.backlog());
     book.countUnwritten?.((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
@@ -441,6 +447,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         await Promise.all(settling);
         await alerts.close();
         await writer.close();
+        if (outbox !== null && outbox.undrainedBytes === 0) await book.registerOutbox?.(null).catch(() => undefined);
         await book.close();
         if (outbox !== null) await releaseOutbox(outbox);
         await replySizes.close?.();

@@ -70,8 +70,14 @@ export interface BalanceBook {
   registerOutbox?(where: string | null): Promise<void>;
   /** Instances that stopped with charges in their outboxes: their `unwritten` is on its way, not drift. */
   stoppedOutboxes?(): Promise<StoppedOutbox[]>;
-  /** Told when the ledger writer has written charges (a book that counts queued charges itself). */
+  /** Told when charges left the ledger writer's queue (written, or set aside) without `writeLedger`. */
   written?(charges: readonly ChargeRecord[]): void;
+  /**
+   * Runs one ledger write (`write` resolves to how many charges were new): a book that counts the
+   * charges not yet written (Redis) marks them as being written and drops them when it committed, so a
+   * live balance rebuilt meanwhile counts each once. `written` is not called for these.
+   */
+  writeLedger?(charges: readonly ChargeRecord[], write: () => Promise<number>): Promise<number>;
   /** Whether the book's back end answers, for readiness. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

@@ -7,9 +7,14 @@
  * Fail closed: when Redis is unreachable or slow, every method rejects with `BookUnavailableError`
  * within the configured command timeout (billing answers 503) instead of waiting for reconnects.
  *
+ * A missing account hash is seeded from the ledger less what every live instance settled that the
+ * ledger does not hold yet (`undrained:<instance>`, kept by the settle script and each ledger write;
+ * see `seedAccount` for how a seed racing a ledger write counts it once).
+ *
  * Known gaps, all bounded and all repaired by rebuilding a hash from the ledger:
- * - A charge settled while its account hash was missing is taken from the ledger at the next seed;
- *   if the seed reads the ledger before the batched ledger write lands, the live balance misses it.
+ * - An instance whose heartbeat lapsed (Redis away from it for 15 s) and that registered no outbox is
+ *   taken for dead: a seed meanwhile leaves its undrained charges out. So is a charge whose settle
+ *   failed in Redis (it was never taken from a live balance).
  * - A key's limit is read from the store at seeding only; `setKeyLimit` updates a live one.
  * - A hash reseeded while holds were open starts with held = 0 (Redis must not evict these keys:
  *   run it with `maxmemory-policy noeviction`).
@@ -35,12 +40,16 @@ const CREDIT_FENCE_TTL_S = 30;
 /** How long a credit's Redis step is remembered, so retrying it cannot apply it twice. */
 const CREDIT_DONE_TTL_S = 10 * 60;
 const CREDIT_END_ATTEMPTS = 3;
-/** A seed waits this long, at most SEED_ATTEMPTS times, for credits being written to finish. */
+/** A seed waits this long between looks, for at most SEED_WAIT_MS, for credits being written to finish. */
 const SEED_RETRY_MS = 25;
+const SEED_WAIT_MS = 1000;
+/** A seed that raced a ledger write tries again this much sooner: writes are short and frequent. */
+const SEED_RACE_RETRY_MS = 2;
 /** An instance that has not said it is alive for this long is dead: its unwritten charges are lost. */
 const INSTANCE_TTL_MS = 15_000;
 const INSTANCE_HEARTBEAT_MS = 5_000;
-const SEED_ATTEMPTS = 40;
+/** A stopped instance's undrained figures are kept this long for its outbox to be replayed. */
+const UNDRAINED_TTL_MS = 24 * 60 * 60 * 1000;
 /** A budget's hash outlives its period by this much, for the drift check and late settlements. */
 const BUDGET_KEPT_AFTER_MS = 2 * 24 * 60 * 60 * 1000;
 
@@ -77,8 +86,15 @@ export class RedisBook implements BalanceBook {
     this.run = defineBookScripts(redis);
     this.unwritten = () => 0n;
     this.instance = randomUUID();
-    // Tells the drift check this instance is alive, so its unwritten charges are still on their way.
-    const beat = (): void => void this.redis.set(this.instanceKey(this.instance), '1', 'PX', INSTANCE_TTL_MS).catch(() => undefined);
+    // Tells the drift check and seeds that this instance is alive, so its unwritten charges are on their way.
+    const beat = (): void =>
+      void this.redis
+        .multi()
+        .set(this.instanceKey(this.instance), '1', 'PX', INSTANCE_TTL_MS)
+        .sadd(this.instancesKey(), this.instance)
+        .pexpire(this.undrainedKey(this.instance), UNDRAINED_TTL_MS)
+        .exec()
+        .catch(() => undefined);
     beat();
     this.heartbeat = setInterval(beat, INSTANCE_HEARTBEAT_MS);
     this.heartbeat.unref();
@@ -143,8 +159,9 @@ export class RedisBook implements BalanceBook {
       `${this.prefix}settled:${charge.requestId}`,
       this.accountKey(charge.accountId),
       this.keyKey(charge.keyId),
+      this.undrainedKey(this.instance),
     ];
-    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance]);
+    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId]);
   }
 
   /**
@@ -240,7 +257,7 @@ export class RedisBook implements BalanceBook {
       moves.set(id, move);
     }
     for (const { accountId, from, amount } of moves.values()) {
-      await this.script('adopt', [this.accountKey(accountId)], [String(amount), from, this.instance]);
+      await this.script('adopt', [this.accountKey(accountId), this.undrainedKey(from), this.undrainedKey(this.instance)], [String(amount), from, this.instance, accountId]);
     }
     // What is left under those instances was never in an outbox: lost, and drift from now on.
     const from = [...new Set([...moves.values()].map((move) => move.from))];
@@ -276,8 +293,69 @@ export class RedisBook implements BalanceBook {
 
 
 
-  /** The ledger has the charges: they leave the accounts' and budgets' `unwritten` figures (see the settle script). */
+  /**
+   * Runs a ledger write so that a seed racing it neither misses its charges nor counts them twice: the
+   * write is marked under way (with one of its request ids per account, which a seed looks up in the
+   * ledger) before it starts, and its charges leave the undrained and unwritten figures in the same
+   * step as the mark goes. Redis unreachable: the write goes ahead anyway (the ledger comes first);
+   * the figures it could not change show as drift until healed.
+   */
+  async writeLedger(charges: readonly ChargeRecord[], write: () => Promise<number>): Promise<number> {
+    const byAccount = new Map<string, { probe: string; amount: bigint }>();
+    for (const charge of charges) {
+      const entry = byAccount.get(charge.accountId);
+      if (entry === undefined) byAccount.set(charge.accountId, { probe: charge.requestId, amount: charge.cost });
+      else entry.amount += charge.cost;
+    }
+    const accounts = [...byAccount.keys()];
+    const undrained = this.undrainedKey(this.instance);
+    const began = await this.script(
+      'writeBegin',
+      [undrained, ...accounts.map((id) => this.fenceKey(id))],
+      [String(CREDIT_FENCE_TTL_S), ...accounts.flatMap((id) => [id, byAccount.get(id)!.probe, String(byAccount.get(id)!.amount)])],
+    ).then(
+      () => true,
+      (error: unknown) => (this.options.onError?.(new Error(`marking a ledger write of ${charges.length} charges in Redis failed; a seed racing it may be off by them`, { cause: error })), false),
+    );
+    let recorded: number;
+    try {
+      recorded = await write();
+    } catch (error) {
+      if (began) await this.endWrite(undrained, accounts, byAccount, false).catch(() => undefined);
+      throw error;
+    }
+    await this.endWrite(undrained, accounts, byAccount, true).catch((error: unknown) =>
+      this.options.onError?.(new Error(`the undrained and unwritten figures of ${accounts.length} accounts in Redis missed charges just written (drift until healed)`, { cause: error })),
+    );
+    this.budgetsWritten(charges);
+    return recorded;
+  }
+
+  private endWrite(undrained: string, accounts: readonly string[], byAccount: ReadonlyMap<string, { amount: bigint }>, committed: boolean): Promise<unknown> {
+    return this.script(
+      'writeEnd',
+      [undrained, ...accounts.flatMap((id) => [this.fenceKey(id), this.accountKey(id)])],
+      [String(CREDIT_FENCE_TTL_S), this.instance, committed ? '1' : '0', ...accounts.flatMap((id) => [id, String(byAccount.get(id)!.amount)])],
+    );
+  }
+
+  /**
+   * The charges left the ledger queue without `writeLedger` (set aside, or a writer that does not go
+   * through it): they leave the accounts' undrained and unwritten figures and the budgets' unwritten.
+   */
   written(charges: readonly ChargeRecord[]): void {
+    this.budgetsWritten(charges);
+    const byAccount = new Map<string, bigint>();
+    for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
+    for (const [accountId, amount] of byAccount) {
+      if (amount === 0n) continue;
+      this.script('written', [this.accountKey(accountId), this.undrainedKey(this.instance)], [String(amount), this.instance, accountId]).catch((error: unknown) =>
+        this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
+      );
+    }
+  }
+
+  private budgetsWritten(charges: readonly ChargeRecord[]): void {
     const byBudget = new Map<string, bigint>();
     for (const charge of charges) {
       const keys = this.budgetsUnwritten.get(charge.requestId);
@@ -288,14 +366,6 @@ export class RedisBook implements BalanceBook {
     if (byBudget.size > 0) {
       this.script('budgetsWritten', [...byBudget.keys()], [...[...byBudget.values()].map(String), this.instance]).catch((error: unknown) =>
         this.options.onError?.(new Error(`the unwritten figures of ${byBudget.size} budgets in Redis missed charges just written (drift until healed)`, { cause: error })),
-      );
-    }
-    const byAccount = new Map<string, bigint>();
-    for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
-    for (const [accountId, amount] of byAccount) {
-      if (amount === 0n) continue;
-      this.script('written', [this.accountKey(accountId)], [String(amount), this.instance]).catch((error: unknown) =>
-        this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
       );
     }
   }
@@ -428,28 +498,51 @@ export class RedisBook implements BalanceBook {
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
     await this.redis.del(this.instanceKey(this.instance)).catch(() => undefined);
+    // Nothing left on its way: seeds need not look at this instance again.
+    await this.guard(async () => {
+      if ((await this.redis.hlen(this.undrainedKey(this.instance))) === 0) await this.redis.srem(this.instancesKey(), this.instance);
+    }).catch(() => undefined);
     return closeRedis(this.redis);
   }
 
   /**
-   * Writes the account's ledger balance to Redis unless someone already has; false when the store
-   * knows no such account. Waits out credits being written, whose ledger rows it might half-see.
+   * Writes the account's ledger balance, less what every live instance settled and the ledger does not
+   * hold yet, to Redis unless someone already has; false when the store knows no such account. In
+   * order: the probe (the fence, and each instance's store write under way for the account), the
+   * ledger (the balance, and whether each of those writes is in it: looked up before and after the
+   * balance, since a write that committed in between is in it or not), then the seed script, which
+   * gives up ('busy': read again) if a credit or a ledger write for the account started or ended
+   * since the probe. A write that hangs keeps its mark and is looked up, so it never blocks a seed.
    */
   private async seedAccount(accountId: string): Promise<boolean> {
     if ((await this.store.findAccountById(accountId)) === null) return false;
     const fence = this.fenceKey(accountId);
-    for (let attempt = 1; attempt <= SEED_ATTEMPTS; attempt++) {
-      const [inflight, gen] = await this.guard(() => this.redis.hmget(fence, 'inflight', 'gen'));
-      if (inflight == null || inflight === '0') {
+    for (const deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+      const probe = replyList(await this.script('seedProbe', [fence, this.instancesKey()], [accountId, this.prefix])) as string[];
+      const [inflight, gen] = probe;
+      let wait = SEED_RETRY_MS;
+      if (inflight === '0') {
+        wait = SEED_RACE_RETRY_MS;
+        const writes: { instance: string; writing: string }[] = [];
+        for (let index = 2; index < probe.length; index += 2) writes.push({ instance: probe[index], writing: probe[index + 1] });
+        const before = await this.recorded(writes);
         const { balance } = await this.store.balance(accountId);
-        // Charges this instance settled and has not written yet are not in that balance (docs/faults.md#f18).
-        const unwritten = this.unwritten((charge) => charge.accountId === accountId);
-        const answer = await this.script('seedAccount', [this.accountKey(accountId), fence], [String(balance - unwritten), gen ?? '', String(unwritten), this.instance]);
-        if (answer !== 'busy') return true;
+        const after = await this.recorded(writes);
+        // Committed between the two look-ups: the balance may or may not hold it.
+        if (writes.every((_write, index) => before[index] === after[index])) {
+          const resolved = writes.flatMap((write, index) => [write.instance, write.writing, after[index] ? '1' : '0']);
+          const answer = await this.script('seedAccount', [this.accountKey(accountId), fence, this.instancesKey()], [String(balance), gen, accountId, this.prefix, ...resolved]);
+          if (answer !== 'busy') return true;
+        }
       }
-      await delay(SEED_RETRY_MS);
+      await delay(wait * Math.random() * 2);
     }
-    throw new BookUnavailableError(`credits to account ${accountId} kept being written; its Redis balance could not be seeded`);
+    throw new BookUnavailableError(`credits or ledger writes to account ${accountId} kept starting; its Redis balance could not be seeded`);
+  }
+
+  /** Whether the ledger holds each write's probe charge (a write is one transaction: all of it or none). */
+  private recorded(writes: readonly { writing: string }[]): Promise<boolean[]> {
+    return Promise.all(writes.map(async ({ writing }) => (await this.store.findCharge(writing.slice(0, writing.indexOf(' ')))) !== null));
   }
 
   /**
@@ -509,6 +602,14 @@ export class RedisBook implements BalanceBook {
 
   private instanceKey(instance: string): string {
     return `${this.prefix}instance:${instance}`;
+  }
+
+  private instancesKey(): string {
+    return `${this.prefix}instances`;
+  }
+
+  private undrainedKey(instance: string): string {
+    return `${this.prefix}undrained:${instance}`;
   }
 
   private keyKey(keyId: string): string {

@@ -17,9 +17,14 @@
  *   credit-fence:<id>   hash  inflight, gen: credits being written, so a seed never races one
  *   credit-done:<token> string  a credit's Redis step already applied (its command may be retried)
  *   budget:<scope>:<id>:<start ms>:<end ms>  hash  spent, unwritten:<instance>; expires after its period
+ *   instances           set   every instance that may have charges on their way to the ledger
+ *   undrained:<instance> hash  <account id>: what the instance settled that the ledger does not hold
+ *                             yet; w:<account id>: '<request id> <amount>' of its store write under way
+ *   instance:<instance> string  the instance's heartbeat; outbox:<instance> string  its outbox
  *
- * The sweep derives account and key names from a hold's fields inside the script: fine on a single
- * Redis (or a primary with replicas), not on Redis Cluster, where keys must be declared up front.
+ * The sweep and the seed derive key names inside the script (an account's and key's from a hold's
+ * fields, each instance's undrained hash from `instances`): fine on a single Redis (or a primary with
+ * replicas), not on Redis Cluster, where keys must be declared up front.
  */
 import type { Redis } from 'ioredis';
 
@@ -58,6 +63,11 @@ local function unhold(hash, amount)
   if redis.call('EXISTS', hash) == 0 then return end
   redis.call('HINCRBY', hash, 'held', neg(amount))
   if cmp(redis.call('HGET', hash, 'held'), '0') < 0 then redis.call('HSET', hash, 'held', '0') end
+end
+
+-- Alive, or stopped with an outbox that will bring its charges to the ledger.
+local function live(prefix, instance)
+  return redis.call('EXISTS', prefix .. 'instance:' .. instance) == 1 or redis.call('EXISTS', prefix .. 'outbox:' .. instance) == 1
 end
 `;
 
@@ -113,8 +123,8 @@ return {'ok'}
 `;
 
 /**
- * KEYS: hold, hold-expiries, settled marker, account, key. ARGV: cost, request id, marker TTL seconds.
- * Replies {'settled', taken} or {'repeat', taken}.
+ * KEYS: hold, hold-expiries, settled marker, account, key, this instance's undrained hash. ARGV: cost,
+ * request id, marker TTL seconds, instance, account id. Replies {'settled', taken} or {'repeat', taken}.
  */
 const SETTLE = `
 local hold, expiries, marker, account, key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -141,6 +151,9 @@ if redis.call('EXISTS', account) == 1 then
   redis.call('HINCRBY', account, 'unwritten:' .. ARGV[4], taken)
 end
 if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', taken) end
+-- Counted whether or not the account hash exists: a seed subtracts what every live instance has
+-- settled and the ledger does not hold yet, and this is where it reads it.
+if taken ~= '0' then redis.call('HINCRBY', KEYS[6], ARGV[5], taken) end
 redis.call('SET', marker, taken, 'EX', ARGV[3])
 return {'settled', taken}
 `;
@@ -165,29 +178,124 @@ return released
 `;
 
 /**
- * KEYS: account, credit fence. ARGV: balance read from the ledger, the fence's gen read before that.
- * Replies 'seeded', 'exists' (someone else seeded it) or 'busy' (a credit started or ended since the
- * fence was read, so the ledger read may miss it or count it twice: read again).
+ * KEYS: credit fence, instances. ARGV: account id, key prefix. What a seed must know before it reads
+ * the ledger: the fence (credits being written, and the count of credits and ledger writes touching the
+ * account) and each live instance's store write under way for it. Replies {inflight, gen, then per
+ * such write its instance and '<request id> <amount>'}.
+ */
+const SEED_PROBE = `
+local inflight, gen = unpack(redis.call('HMGET', KEYS[1], 'inflight', 'gen'))
+local reply = {inflight or '0', gen or ''}
+for _, instance in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if live(ARGV[2], instance) then
+    local writing = redis.call('HGET', ARGV[2] .. 'undrained:' .. instance, 'w:' .. ARGV[1])
+    if writing then
+      table.insert(reply, instance)
+      table.insert(reply, writing)
+    end
+  end
+end
+return reply
+`;
+
+/**
+ * KEYS: account, credit fence, instances. ARGV: balance read from the ledger, the fence's gen read
+ * before that, account id, key prefix, then per store write under way at the probe: its instance,
+ * '<request id> <amount>' and '1' when the ledger read holds it ('0' when not).
+ * The live balance is the ledger's less what every live instance settled and the ledger did not hold
+ * when read: their undrained figures, less a write under way that the ledger read already holds.
+ * Replies 'seeded', 'exists' (someone else seeded it) or 'busy' (a credit or a ledger write for the
+ * account started or ended since the probe, so the ledger read may miss it or count it twice: read again).
  */
 const SEED_ACCOUNT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
 local inflight, gen = unpack(redis.call('HMGET', KEYS[2], 'inflight', 'gen'))
 if (inflight and inflight ~= '0') or (gen or '') ~= ARGV[2] then return 'busy' end
-redis.call('HSET', KEYS[1], 'balance', ARGV[1], 'held', '0', 'unwritten:' .. ARGV[4], ARGV[3])
+local account, prefix = ARGV[3], ARGV[4]
+local resolved = {}
+for i = 5, #ARGV, 3 do resolved[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2]} end
+local balance = ARGV[1]
+local unwritten = {}
+for _, instance in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local undrained = prefix .. 'undrained:' .. instance
+  if live(prefix, instance) then
+    local writing = redis.call('HGET', undrained, 'w:' .. account)
+    if writing then
+      local known = resolved[instance]
+      -- A write the probe did not see cannot have started without moving the fence's gen.
+      if not known or known[1] ~= writing then return 'busy' end
+      if known[2] == '1' then
+        balance = add(KEYS[1], balance, string.match(writing, ' (.+)$'))
+      end
+    end
+    local amount = redis.call('HGET', undrained, account)
+    if amount and amount ~= '0' then
+      balance = add(KEYS[1], balance, neg(amount))
+      table.insert(unwritten, 'unwritten:' .. instance)
+      table.insert(unwritten, amount)
+    end
+  elseif redis.call('EXISTS', undrained) == 0 then
+    redis.call('SREM', KEYS[3], instance)
+  end
+end
+redis.call('HSET', KEYS[1], 'balance', balance, 'held', '0', unpack(unwritten))
 return 'seeded'
 `;
 
-/** KEYS: account. ARGV: what this instance's ledger writer has just recorded for it, the instance id. */
-const WRITTEN = `
-if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1])) end
+/**
+ * KEYS: this instance's undrained hash, then one credit fence per account. ARGV: fence TTL seconds,
+ * then per account its id, one of its charges' request ids in the write and their amount.
+ * Marks a store write under way, so a seed can ask the ledger whether it holds it.
+ */
+const WRITE_BEGIN = `
+for i = 2, #KEYS do
+  local at = 2 + (i - 2) * 3
+  redis.call('HSET', KEYS[1], 'w:' .. ARGV[at], ARGV[at + 1] .. ' ' .. ARGV[at + 2])
+  redis.call('HINCRBY', KEYS[i], 'gen', 1)
+  if redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+end
 return 1
 `;
 
 /**
- * KEYS: account. ARGV: amount, the instance that took it, the instance taking over its ledger write
- * (charges replayed from an outbox by a later process).
+ * KEYS: this instance's undrained hash, then per account its credit fence and its hash. ARGV: fence
+ * TTL seconds, instance, '1' when the write committed ('0': it failed), then per account its id and
+ * amount. Ends a write begun by WRITE_BEGIN; a committed one leaves the undrained and unwritten figures.
+ */
+const WRITE_END = `
+local committed = ARGV[3] == '1'
+for i = 2, #KEYS, 2 do
+  local at = 4 + (i - 2)
+  local account, amount = ARGV[at], ARGV[at + 1]
+  redis.call('HDEL', KEYS[1], 'w:' .. account)
+  if committed and amount ~= '0' then
+    if redis.call('HINCRBY', KEYS[1], account, neg(amount)) == 0 then redis.call('HDEL', KEYS[1], account) end
+    if redis.call('EXISTS', KEYS[i + 1]) == 1 then redis.call('HINCRBY', KEYS[i + 1], 'unwritten:' .. ARGV[2], neg(amount)) end
+  end
+  redis.call('HINCRBY', KEYS[i], 'gen', 1)
+  if redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+end
+return 1
+`;
+
+/**
+ * KEYS: account, this instance's undrained hash. ARGV: what left this instance's ledger queue for the
+ * account (written, or set aside), the instance id, the account id.
+ */
+const WRITTEN = `
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1])) end
+if redis.call('HINCRBY', KEYS[2], ARGV[3], neg(ARGV[1])) == 0 then redis.call('HDEL', KEYS[2], ARGV[3]) end
+return 1
+`;
+
+/**
+ * KEYS: account, the undrained hashes of the instance that took it and of the one taking over its
+ * ledger write. ARGV: amount, the two instances, the account id (charges replayed from an outbox by a
+ * later process).
  */
 const ADOPT = `
+if redis.call('HINCRBY', KEYS[2], ARGV[4], neg(ARGV[1])) == 0 then redis.call('HDEL', KEYS[2], ARGV[4]) end
+redis.call('HINCRBY', KEYS[3], ARGV[4], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1]))
 redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[3], ARGV[1])
@@ -277,11 +385,14 @@ return 1
 /** `numberOfKeys: null`: the count of keys varies, and is passed first. */
 const SCRIPTS = {
   hold: { numberOfKeys: null, lua: HOLD },
-  settle: { numberOfKeys: 5, lua: SETTLE },
+  settle: { numberOfKeys: 6, lua: SETTLE },
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
-  seedAccount: { numberOfKeys: 2, lua: SEED_ACCOUNT },
-  written: { numberOfKeys: 1, lua: WRITTEN },
-  adopt: { numberOfKeys: 1, lua: ADOPT },
+  seedProbe: { numberOfKeys: 2, lua: SEED_PROBE },
+  seedAccount: { numberOfKeys: 3, lua: SEED_ACCOUNT },
+  writeBegin: { numberOfKeys: null, lua: WRITE_BEGIN },
+  writeEnd: { numberOfKeys: null, lua: WRITE_END },
+  written: { numberOfKeys: 2, lua: WRITTEN },
+  adopt: { numberOfKeys: 3, lua: ADOPT },
   seedKey: { numberOfKeys: 1, lua: SEED_KEY },
   seedBudget: { numberOfKeys: 1, lua: SEED_BUDGET },
   chargeBudgets: { numberOfKeys: null, lua: CHARGE_BUDGETS },
