@@ -1,16 +1,18 @@
 /**
  * A per-instance, append-only outbox on local disk for ledger writes the store has not confirmed
- * yet. A settled charge is appended before it is queued for the store; the append is an encode and a
- * buffer push on the request path. Writing and `fdatasync` happen in groups, on libuv's thread pool
- * (the fs promise API), at most `syncMs` after the first record of a group or sooner once a group
- * reaches GROUP_BYTES, so a kill -9 loses only what was appended since the last sync.
+ * yet. A settled charge is appended before it is queued for the store: on the request path that is an
+ * encode into a reused buffer (`outbox-record.ts`: a short binary record, no key names) and a copy
+ * into a ring shared with a syncing thread (`outbox-syncer.ts`), no allocation or I/O per charge. The
+ * syncer writes and `fdatasync`s in groups on its own clock (one writev per group, about `syncMs` after
+ * the group's first record, sooner once it reaches GROUP_BYTES), so a kill -9 loses only what was
+ * appended since the last sync, however busy the request thread is.
  *
  * Records go to numbered segment files in the outbox's folder. The ledger writer reports each record
- * it has written to the store (`drained`); the ids drained go into the next group as one `drained`
- * record, so a restart skips them, and a segment is deleted once every record in it is drained and
- * no more go into it. A segment is closed for appends when it reaches ROTATE_BYTES, or once all it
- * holds is drained (at most once a second). What a restart replays that the store already has is
- * then at most the last group's drains, each a no-op there.
+ * it has written to the store (`drained`); their ids go into the outbox as one `drained` record, so a
+ * restart skips them, and a segment is deleted once every record in it is drained and no more go into
+ * it. A segment is closed for appends when it reaches ROTATE_BYTES, or once all it holds is drained
+ * (at most once a second). What a restart replays that the store already has is then at most the
+ * drains of the last group, each a no-op there.
  *
  * At open, the segments a previous process left are read (`takeReplay`); a record cut short or
  * damaged is skipped with an error line naming the file and offset, never a refusal to start. New
@@ -23,12 +25,31 @@
  * count, so the plugin chains of a config reload use the same one.
  */
 import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { open, unlink, type FileHandle } from 'node:fs/promises';
+import { unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import { encodeRecord, readRecords, type OutboxRecord } from './outbox-record';
+import type { ChargePrices, ChargeRecord } from '../store/store';
+import { encodeRecord, readRecords, RecordEncoder, type OutboxRecord } from './outbox-record';
+import {
+  CLOSING,
+  CONTROL_SLOTS,
+  DURABLE,
+  HEAD,
+  IDLE,
+  KICK,
+  RING_BYTES,
+  RING_MASK,
+  segmentName,
+  SWITCH,
+  SWITCH_BYTES,
+  SYNCS,
+  WANT,
+  type SyncerData,
+  type SyncerMessage,
+} from './outbox-ring';
 
-/** A group is synced at once when it reaches this size, without waiting for the timer. */
+/** A group is synced at once when it reaches this size, without waiting for its time. */
 const GROUP_BYTES = 256 * 1024;
 const ROTATE_BYTES = 4 * 1024 * 1024;
 /** A drained segment below ROTATE_BYTES is closed at most this often. */
@@ -43,9 +64,15 @@ const SIBLING_FOLDERS = 64;
 const DRAINED = 'drained';
 
 export interface OutboxOptions {
-  /** The longest a record waits for its group's fdatasync. */
+  /** About the longest a record waits for its group's fdatasync. */
   readonly syncMs: number;
   readonly logger: Logger;
+  /**
+   * Told after each group: how many bytes (`appendedBytes`) are now on disk, when (epoch ms), how long
+   * its write and fdatasync took (ms), how many fdatasync calls it made and how late the syncer woke for
+   * it (ms: what the machine's scheduler added).
+   */
+  readonly onSynced?: (durableBytes: number, at: number, ms: number, syncs: number, late: number) => void;
 }
 
 /** Where a record was appended; handed back to `drained` once the store has it. */
@@ -65,31 +92,26 @@ export interface ReplayedRecord {
 export type Drainer = (records: readonly ReplayedRecord[]) => void;
 
 class Segment {
-  handle: FileHandle | null = null;
-  /** Where the next write goes. */
-  position = 0;
   records = 0;
   drained = 0;
-  pending: Buffer[] = [];
-  pendingBytes = 0;
-  /** Bytes of a write under way. */
-  writing = 0;
+  /** Record bytes appended to it. */
+  bytes = 0;
   /** No more records go here. */
   sealed = false;
   removed = false;
+  /** The outbox's byte count once the syncer is past it (set when sealed); a segment from an earlier process: 0. */
+  end = Number.POSITIVE_INFINITY;
+  /** Price snapshots already in this segment, by number. */
+  readonly prices = new Set<number>();
 
   constructor(
     readonly id: number,
     readonly file: string,
   ) {}
 
-  get done(): boolean {
-    return this.sealed && this.drained >= this.records && this.pendingBytes === 0 && this.writing === 0;
+  get drainedAll(): boolean {
+    return this.sealed && this.drained >= this.records;
   }
-}
-
-function segmentName(id: number): string {
-  return `${String(id).padStart(10, '0')}.log`;
 }
 
 class OutboxInUseError extends Error {
@@ -127,15 +149,25 @@ export class Outbox {
   private current: Segment;
   private replay: ReplayedRecord[] | null;
   private undrained = 0;
-  private timer: NodeJS.Timeout | null = null;
-  private syncing: Promise<void> | null = null;
   private failure: Error | null = null;
   private lastRotation = performance.now();
-  private readonly waiters: (() => void)[] = [];
+  private rotationTimer: NodeJS.Timeout | null = null;
+  private readonly waiters: { target: number; resolve: () => void }[] = [];
   private readonly drainers: { drainer: Drainer; owner: object }[] = [];
-  /** Ids drained since the last group, for its `drained` record. */
-  private drainedIds: string[] = [];
   private closed = false;
+  private readonly control = new Int32Array(new SharedArrayBuffer(CONTROL_SLOTS * 4));
+  private readonly ring = Buffer.from(new SharedArrayBuffer(RING_BYTES));
+  private readonly syncer: Worker;
+  private readonly exited: Promise<void>;
+  private readonly online: Promise<void>;
+  /** Bytes put in the ring since open. */
+  private head = 0;
+  /** Records the ring had no room for (the disk is behind), in order, until it has. */
+  private overflow: Buffer[] = [];
+  private overflowBytes = 0;
+  private readonly encoder = new RecordEncoder();
+  private readonly priceIds = new WeakMap<ChargePrices, number>();
+  private nextPriceId = 1;
 
   private constructor(
     readonly dir: string,
@@ -163,14 +195,40 @@ export class Outbox {
       }
       this.segments.push(segment);
     }
-    this.current = new Segment((ids.at(-1) ?? 0) + 1, path.join(dir, segmentName((ids.at(-1) ?? 0) + 1)));
+    const first = (ids.at(-1) ?? 0) + 1;
+    this.current = new Segment(first, path.join(dir, segmentName(first)));
     this.segments.push(this.current);
-    while (this.segments[0].done) this.remove(this.segments[0]);
+    while (this.segments[0].drainedAll) void this.removeNow(this.segments[0]);
+    const workerData: SyncerData = {
+      control: this.control.buffer,
+      ring: this.ring.buffer,
+      dir,
+      firstSegment: first,
+      syncMs: options.syncMs,
+      groupBytes: GROUP_BYTES,
+      retryMs: RETRY_MS,
+    };
+    this.syncer = new Worker(path.join(__dirname, 'outbox-syncer.js'), { workerData });
+    this.syncer.on('message', (message: SyncerMessage) => this.heard(message));
+    this.exited = new Promise((resolve) => this.syncer.once('exit', () => resolve()));
+    this.online = new Promise((resolve) => {
+      this.syncer.once('online', () => resolve());
+      this.syncer.once('exit', () => resolve());
+    });
+    this.syncer.on('error', (error) => this.failed(error));
+    // Referenced while it starts and while someone waits for a sync (`synced`, `close`): shutdown closes the outbox.
+    this.syncer.once('online', () => this.waiters.length === 0 && !this.closed && this.syncer.unref());
+    if (options.onSynced !== undefined) Atomics.store(this.control, WANT, 1);
   }
 
   /** Opens (creating) the outbox in `dir`; see the file comment for what a second process gets. */
   static open(dir: string, options: OutboxOptions): Outbox {
     return new Outbox(dir, options);
+  }
+
+  /** Resolves once the syncing thread runs: records appended before wait for it to start. */
+  started(): Promise<void> {
+    return this.online;
   }
 
   /** What a previous process left and the store may not have, oldest first; given out once. */
@@ -185,46 +243,145 @@ export class Outbox {
     return this.undrained;
   }
 
+  /** Bytes appended since open (what `onSynced` counts on disk). */
+  get appendedBytes(): number {
+    return this.head + this.overflowBytes;
+  }
+
+  /** fdatasync calls made since open. */
+  get fdatasyncCalls(): number {
+    return Atomics.load(this.control, SYNCS);
+  }
+
   /** The last write or sync failed (and has not succeeded since): records may not be durable. */
   get writeError(): Error | null {
     return this.failure;
   }
 
-  /** Appends a record: encoded and queued for the next group sync. */
+  /** Appends a charge, in the compact form. */
+  appendCharge(charge: ChargeRecord, instance: string | null): OutboxEntry {
+    if (this.closed) throw new Error('the outbox is closed');
+    if (this.current.bytes >= ROTATE_BYTES) this.rotate();
+    let pricesId = 0;
+    if (charge.prices !== null) {
+      pricesId = this.priceIds.get(charge.prices) ?? 0;
+      if (pricesId === 0) this.priceIds.set(charge.prices, (pricesId = this.nextPriceId++));
+      if (!this.current.prices.has(pricesId)) {
+        this.push(this.encoder.prices(pricesId, charge.prices));
+        this.current.prices.add(pricesId);
+      }
+    }
+    return this.appended(this.push(this.encoder.charge(charge, instance, pricesId)), charge.requestId);
+  }
+
+  /** Appends any other ledger write, as JSON. */
   append(record: OutboxRecord): OutboxEntry {
     if (this.closed) throw new Error('the outbox is closed');
-    const bytes = this.push(record);
+    if (this.current.bytes >= ROTATE_BYTES) this.rotate();
+    return this.appended(this.push(encodeRecord(record)), record.id);
+  }
+
+  private appended(bytes: number, id: string): OutboxEntry {
     this.current.records += 1;
     this.undrained += bytes;
-    return { segment: this.current, bytes, id: record.id };
+    return { segment: this.current, bytes, id };
   }
 
   /** The store has these records: a restart skips them, and their segments may go. */
   drained(entries: readonly OutboxEntry[]): void {
+    if (entries.length === 0) return;
+    const ids: string[] = [];
     for (const { segment, bytes, id } of entries) {
       segment.drained += 1;
       this.undrained -= bytes;
-      this.drainedIds.push(id);
+      ids.push(id);
     }
-    if (entries.length > 0) this.schedule(this.options.syncMs);
+    if (!this.closed) this.push(this.encoder.drained(ids));
+    this.rotateIfDrained();
+    void this.removeDone();
   }
 
-  private push(record: OutboxRecord): number {
-    const bytes = encodeRecord(record);
-    const segment = this.current;
-    segment.pending.push(bytes);
-    segment.pendingBytes += bytes.length;
-    if (segment.pendingBytes >= GROUP_BYTES) this.schedule(0);
-    else this.schedule(this.options.syncMs);
-    return bytes.length;
+  /** Puts a record's bytes in the ring (or, while it is full, in line for it); returns their count. */
+  private push(record: Buffer): number {
+    this.current.bytes += record.length;
+    if (this.overflow.length > 0 || !this.put(record)) this.queue(Buffer.from(record));
+    return record.length;
+  }
+
+  /** Waits for room in the ring: the syncer says when it has written some. */
+  private queue(record: Buffer): void {
+    this.overflow.push(record);
+    this.overflowBytes += record.length;
+    this.want();
+  }
+
+  private want(): void {
+    Atomics.store(this.control, WANT, 1);
+  }
+
+  /** What the syncer has on disk, in bytes since open. */
+  private get durable(): number {
+    return this.head - (((this.head | 0) - Atomics.load(this.control, DURABLE)) | 0);
+  }
+
+  /** Copies into the ring and tells the syncer; false when there is no room. */
+  private put(bytes: Buffer): boolean {
+    const length = bytes.length;
+    const pending = (this.head - Atomics.load(this.control, DURABLE)) | 0;
+    if (pending + length > RING_BYTES) return false;
+    const start = this.head & RING_MASK;
+    const first = Math.min(length, RING_BYTES - start);
+    bytes.copy(this.ring, start, 0, first);
+    if (first < length) bytes.copy(this.ring, 0, first, length);
+    this.head += length;
+    Atomics.store(this.control, HEAD, this.head | 0);
+    if (Atomics.load(this.control, IDLE) === 1) Atomics.notify(this.control, HEAD);
+    if (pending < GROUP_BYTES && pending + length >= GROUP_BYTES) {
+      Atomics.add(this.control, KICK, 1);
+      Atomics.notify(this.control, KICK);
+    }
+    return true;
+  }
+
+  private heard(message: SyncerMessage): void {
+    if (message.type === 'failed') {
+      this.failed(Object.assign(new Error(message.message), { code: message.code }));
+      return;
+    }
+    if (this.failure !== null) {
+      this.options.logger.info({ dir: this.dir }, 'outbox: writing to the outbox works again');
+      this.failure = null;
+    }
+    while (this.overflow.length > 0 && this.put(this.overflow[0])) this.overflowBytes -= this.overflow.shift()!.length;
+    this.resolveWaiters();
+    const durable = this.head - (((this.head | 0) - message.durable) | 0);
+    this.options.onSynced?.(durable, message.at, message.ms, message.syncs, message.late);
+    if (this.waiters.length === 0 && this.overflow.length === 0 && !this.closed) {
+      this.syncer.unref();
+      if (this.options.onSynced === undefined) Atomics.store(this.control, WANT, 0);
+    }
+    this.rotateIfDrained();
+    void this.removeDone();
   }
 
   /** Resolves once everything appended so far is durable (or a write failed). */
   synced(): Promise<void> {
-    if (!this.segments.some((segment) => segment.pendingBytes > 0) && this.syncing === null) return Promise.resolve();
-    const done = new Promise<void>((resolve) => this.waiters.push(resolve));
-    this.schedule(0);
-    return done;
+    const target = this.appendedBytes;
+    if (this.durable >= target) return Promise.resolve();
+    this.want();
+    this.syncer.ref();
+    const waiting = new Promise<void>((resolve) => this.waiters.push({ target, resolve }));
+    // Synced between the check and saying it is wanted: no message would come.
+    if (this.durable >= target) this.resolveWaiters();
+    return waiting;
+  }
+
+  private resolveWaiters(): void {
+    const durable = this.durable;
+    const due = this.waiters.filter((waiter) => waiter.target <= durable);
+    if (due.length === 0) return;
+    this.waiters.splice(0, this.waiters.length, ...this.waiters.filter((waiter) => waiter.target > durable));
+    for (const waiter of due) waiter.resolve();
   }
 
   /**
@@ -249,26 +406,29 @@ export class Outbox {
     return true;
   }
 
-  /** Writes and syncs what is pending, then closes the files; undrained records stay for the next start. */
+  /** Writes and syncs what is pending, then stops the syncer; undrained records stay for the next start. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-    await this.syncing;
-    await this.syncOnce().catch(() => undefined);
-    for (const segment of this.segments) segment.sealed = true;
-    await this.removeDone();
+    if (this.rotationTimer !== null) clearTimeout(this.rotationTimer);
+    this.rotationTimer = null;
+    await this.synced();
+    this.syncer.ref();
+    Atomics.store(this.control, CLOSING, 1);
+    Atomics.notify(this.control, HEAD);
+    Atomics.notify(this.control, KICK);
+    await this.exited;
     for (const segment of this.segments) {
-      await segment.handle?.close().catch(() => undefined);
-      segment.handle = null;
+      segment.sealed = true;
+      segment.end = Math.min(segment.end, this.head);
     }
+    await this.removeDone();
     try {
       unlinkSync(path.join(this.dir, LOCK_FILE));
     } catch {
       // Already gone: nothing to release.
     }
-    for (const resolve of this.waiters.splice(0)) resolve();
+    for (const { resolve } of this.waiters.splice(0)) resolve();
   }
 
   /** A previous process's segment: its records, and the ids its `drained` records name (into `drained`). */
@@ -276,6 +436,7 @@ export class Outbox {
     const file = path.join(this.dir, segmentName(id));
     const segment = new Segment(id, file);
     segment.sealed = true;
+    segment.end = 0;
     const records: ReplayedRecord[] = [];
     const data = readFileSync(file);
     for (const result of readRecords(data)) {
@@ -297,129 +458,65 @@ export class Outbox {
     return [segment, records];
   }
 
-  private schedule(delayMs: number): void {
-    if (this.closed) return;
-    if (this.syncing !== null) return; // the running sync schedules the next one when it ends
-    if (this.timer !== null) {
-      if (delayMs > 0) return;
-      clearTimeout(this.timer);
-    }
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.syncing = this.syncGroup()
-        .catch((error: unknown) => this.failed(error))
-        .finally(() => {
-          this.syncing = null;
-          if (this.failure !== null) this.schedule(RETRY_MS);
-          else if (this.segments.some((segment) => segment.pendingBytes > 0)) this.schedule(this.options.syncMs);
-          else {
-            for (const resolve of this.waiters.splice(0)) resolve();
-            // A drained segment not yet closed for appends is looked at again once it may be.
-            if (this.current.records > 0 && this.current.drained >= this.current.records) this.schedule(ROTATE_IDLE_MS);
-          }
-        });
-    }, delayMs);
-    // Records waiting for their sync keep the process alive; a look at a drained segment does not.
-    if (delayMs >= ROTATE_IDLE_MS) this.timer.unref();
-  }
-
   private failed(error: unknown): void {
     const first = this.failure === null;
     this.failure = error instanceof Error ? error : new Error(String(error));
     if (first) {
       this.options.logger.error({ err: error, dir: this.dir }, 'outbox: writing to the outbox failed; paid requests get 503 billing_unavailable until it succeeds again');
     }
-    for (const resolve of this.waiters.splice(0)) resolve();
-  }
-
-  /** Runs one group, never two at once: `schedule` waits while `syncing` is set, which this sets first. */
-  private syncGroup(): Promise<void> {
-    const group = Promise.resolve().then(() => this.syncOnce());
-    return group;
-  }
-
-  /** One group: write and fdatasync each segment's pending records, then rotate and delete. */
-  private async syncOnce(): Promise<void> {
-    if (this.drainedIds.length > 0) {
-      this.push({ kind: DRAINED, id: '', instance: null, row: { ids: this.drainedIds } });
-      this.drainedIds = [];
-    }
-    for (const segment of this.segments) {
-      if (segment.pendingBytes === 0) continue;
-      const buffers = segment.pending;
-      const bytes = segment.pendingBytes;
-      segment.pending = [];
-      segment.pendingBytes = 0;
-      segment.writing = bytes;
-      try {
-        segment.handle ??= await this.create(segment);
-        const { bytesWritten } = await segment.handle.writev(buffers, segment.position);
-        if (bytesWritten !== bytes) throw new Error(`the outbox wrote ${bytesWritten} of ${bytes} bytes to ${segment.file}`);
-        await segment.handle.datasync();
-      } catch (error) {
-        // Written again from the same position next time, ahead of what was appended meanwhile.
-        segment.pending = buffers.concat(segment.pending);
-        segment.pendingBytes += bytes;
-        throw error;
-      } finally {
-        segment.writing = 0;
-      }
-      segment.position += bytes;
-    }
-    if (this.failure !== null) {
-      this.options.logger.info({ dir: this.dir }, 'outbox: writing to the outbox works again');
-      this.failure = null;
-    }
-    this.rotate();
-    await this.removeDone();
+    for (const { resolve } of this.waiters.splice(0)) resolve();
   }
 
   /**
-   * Deletes drained segments, oldest first, stopping at the first that is not: a segment's `drained`
-   * records may name records of older ones, which must not be replayed once it is gone.
+   * Deletes drained segments the syncer is done with, oldest first, stopping at the first that is not:
+   * a segment's `drained` records may name records of older ones, which must not be replayed once it is gone.
    */
   private async removeDone(): Promise<void> {
-    while (this.segments.length > 0 && this.segments[0].done) await this.removeNow(this.segments[0]);
+    while (this.segments.length > 0 && this.segments[0].drainedAll && this.segments[0].end <= this.durable) await this.removeNow(this.segments[0]);
   }
 
+  /** Closes the current segment for appends; the syncer starts the next file where the marker is. */
   private rotate(): void {
     const current = this.current;
-    const drained = current.records > 0 && current.drained >= current.records;
-    const now = performance.now();
-    if (current.position < ROTATE_BYTES && !(drained && now - this.lastRotation >= ROTATE_IDLE_MS)) return;
-    if (this.closed) return;
     current.sealed = true;
-    this.lastRotation = now;
-    this.current = new Segment(current.id + 1, path.join(this.dir, segmentName(current.id + 1)));
-    this.segments.push(this.current);
-  }
-
-  private async create(segment: Segment): Promise<FileHandle> {
-    const handle = await open(segment.file, 'w');
-    // The new file's name must survive a crash too, or its records would be lost with it.
-    const dir = await open(this.dir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
+    this.lastRotation = performance.now();
+    const next = new Segment(current.id + 1, path.join(this.dir, segmentName(current.id + 1)));
+    const marker = Buffer.allocUnsafe(SWITCH_BYTES);
+    marker.writeUInt32BE(SWITCH, 0);
+    marker.writeUInt32BE(next.id, 4);
+    if (this.overflow.length > 0 || !this.put(marker)) {
+      this.overflow.push(marker);
+      this.overflowBytes += SWITCH_BYTES;
     }
-    return handle;
+    current.end = this.appendedBytes;
+    this.current = next;
+    this.segments.push(next);
   }
 
-  private remove(segment: Segment): void {
-    segment.removed = true;
-    this.segments.splice(this.segments.indexOf(segment), 1);
-    unlinkSync(segment.file);
+  /** A segment all drained is closed (so it can go) once a second at most; looked at again when it may be. */
+  private rotateIfDrained(): void {
+    const current = this.current;
+    if (this.closed || current.records === 0 || current.drained < current.records) return;
+    const wait = ROTATE_IDLE_MS - (performance.now() - this.lastRotation);
+    if (wait <= 0) {
+      this.rotate();
+      // Deleted once the syncer is past it, which may be after the last drain for a while.
+      void this.synced().then(() => this.removeDone());
+      return;
+    }
+    this.rotationTimer ??= setTimeout(() => {
+      this.rotationTimer = null;
+      this.rotateIfDrained();
+      void this.removeDone();
+    }, wait);
+    this.rotationTimer.unref();
   }
 
-  private async removeNow(segment: Segment): Promise<void> {
-    if (segment.removed) return;
+  private removeNow(segment: Segment): Promise<void> {
     segment.removed = true;
     this.segments.splice(this.segments.indexOf(segment), 1);
-    await segment.handle?.close().catch(() => undefined);
-    segment.handle = null;
     // A segment never written has no file.
-    await unlink(segment.file).catch((error: NodeJS.ErrnoException) => {
+    return unlink(segment.file).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') this.options.logger.warn({ err: error, file: segment.file }, 'outbox: deleting a drained segment failed');
     });
   }

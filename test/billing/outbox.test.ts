@@ -53,6 +53,56 @@ describe('billing/outbox', () => {
     expect(read.ok && read.record).to.deep.equal(record);
   });
 
+  /** A charge with every column filled, some at their edges. */
+  function fullCharge(id: string, prices: ChargeRecord['prices']): ChargeRecord {
+    return {
+      requestId: id, clientRequestId: 'client-ü-1', accountId: 'acc_1', keyId: 'key_1', model: 'claude-sonnet-5', provider: 'anthropic',
+      endpoint: 'anthropic-messages', inputTokens: 1523, cacheWriteTokens: 7, cacheWrite1hTokens: 3, cacheReadTokens: 12_800, outputTokens: 412,
+      toolCalls: { web_search: 2 }, cost: 10_617_000n, held: 48_000_000n, overage: -1n, unbilled: 2n ** 70n, prices, usageSource: 'upstream',
+      status: 200, outcome: 'delivered', latencyMs: 812.4375, createdAt: new Date(1_700_000_000_123), serviceTier: null, longContext: true,
+      sessionId: 's'.repeat(300), requestedModel: null, servedModel: 'claude-sonnet-5-20260101', attempts: [{ provider: 'anthropic', outcome: 'ok', ms: 800 }],
+      ttfbMs: null, userAgent: undefined, origin: 'playground',
+    };
+  }
+
+  it('keeps a charge compact: every column back as it was, its price snapshot written once per segment', async () => {
+    const prices = { tokens: { inputTokens: '3000000000', cacheWriteTokens: '3750000000', cacheWrite1hTokens: '6000000000', cacheReadTokens: '300000000', outputTokens: '15000000000' }, tool_calls: { web_search: '10000000' } };
+    const first = openOutbox();
+    const charges = [fullCharge('c1', prices), fullCharge('c2', prices), { ...fullCharge('c3', null), ttfbMs: 12.5, userAgent: 'curl/8' }];
+    const entries = charges.map((charge) => first.appendCharge(charge, 'instance-1'));
+    expect(entries[1].bytes, 'no key names, no price snapshot').to.be.below(encodeRecord({ kind: 'charge', id: 'c2', instance: 'instance-1', row: charges[1] }).length / 2);
+    await first.close();
+    const [file] = segments(dir);
+    const records = [...readRecords(readFileSync(path.join(dir, file)))];
+    expect(records.every((read) => read.ok)).to.equal(true);
+    expect(readFileSync(path.join(dir, file)).toString('latin1').split('15000000000').length - 1, 'the snapshot, once').to.equal(1);
+
+    const second = openOutbox();
+    const replay = second.takeReplay();
+    expect(replay.map(({ record }) => record.instance)).to.deep.equal(['instance-1', 'instance-1', 'instance-1']);
+    const { userAgent: _absent, ...expected } = charges[0];
+    expect(replay[0].record.row).to.deep.equal(expected);
+    expect(replay[1].record.row).to.deep.include({ requestId: 'c2', prices });
+    expect(replay[2].record.row).to.deep.include({ prices: null, ttfbMs: 12.5, userAgent: 'curl/8' });
+  });
+
+  it('writes a price snapshot again in each segment that needs it, so a segment reads on its own', async () => {
+    const prices = { tokens: { inputTokens: '1', cacheWriteTokens: '2', cacheWrite1hTokens: '3', cacheReadTokens: '4', outputTokens: '5' }, tool_calls: {} };
+    const first = openOutbox();
+    const a = first.appendCharge(fullCharge('a', prices), null);
+    await first.synced();
+    first.drained([a]);
+    // A segment all drained is closed for appends (at most once a second) and deleted; what follows goes to the next.
+    const deadline = Date.now() + 5000;
+    while (segments(dir).includes('0000000001.log') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(segments(dir)).to.deep.equal([]);
+    first.appendCharge(fullCharge('b', prices), null);
+    await first.close();
+    expect(segments(dir)).to.deep.equal(['0000000002.log']);
+    const read = [...readRecords(readFileSync(path.join(dir, '0000000002.log')))];
+    expect(read.map((each) => each.ok && (each.record.row as ChargeRecord).prices)).to.deep.equal([prices]);
+  });
+
   it('gives back, after a restart, every record appended and synced but not drained, in order', async () => {
     const first = openOutbox();
     const entries = ['a', 'b', 'c', 'd'].map((id) => first.append({ kind: 'charge', id, instance: null, row: row(id) }));

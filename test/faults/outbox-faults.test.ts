@@ -365,7 +365,7 @@ describe('faults: the ledger outbox past its bound (SQLite)', function () {
     dir = mkdtempSync(path.join(tmpdir(), 'tollgate-outbox-bound-'));
     fake = await startFakeUpstream();
     // About 25 charges.
-    writeFileSync(path.join(dir, 'gateway.yaml'), yaml(`sqlite:${path.join(dir, 'tollgate.db')}`, fake.url, { billing: ', outbox_max_bytes: 20000' }));
+    writeFileSync(path.join(dir, 'gateway.yaml'), yaml(`sqlite:${path.join(dir, 'tollgate.db')}`, fake.url, { billing: ', outbox_max_bytes: 10000' }));
     store = openStore({ url: `sqlite:${path.join(dir, 'tollgate.db')}` });
     await store.migrate();
     gateway = await serve(dir);
