@@ -111,7 +111,7 @@ export class LedgerWriter {
 
   enqueue(charge: ChargeRecord): void {
     const instance = this.options.instance ?? null;
-    const entry = this.options.outbox?.append({ kind: 'charge', id: charge.requestId, instance, row: charge }) ?? null;
+    const entry = this.options.outbox?.appendCharge(charge, instance) ?? null;
     this.queue.push({ charge, since: performance.now(), entry, replayed: false, instance });
     if (this.queue.length >= this.options.maxRecords) this.schedule(0);
     else this.schedule(this.options.intervalMs);
