@@ -657,7 +657,7 @@ export interface BillingPluginConfig {
    */
   readonly outbox_path: string;
   /**
-   * Most bytes of charges the outbox may hold that the store has not confirmed (about 600 bytes a charge).
+   * Most bytes of charges the outbox may hold that the store has not confirmed (about 400 bytes a charge).
    * While the store is away, paid requests are served and charged into the outbox up to this; past it, or
    * while the disk refuses writes, they get 503 billing_unavailable. 0 turns the outbox off: charges wait in
    * memory only, bounded by max_queued_charges and max_queued_age_ms.
