@@ -60,6 +60,8 @@ const SEGMENT = /^(\d{10})\.log$/;
 const LOCK_FILE = 'lock';
 /** Folders tried after the configured one is in use by another process. */
 const SIBLING_FOLDERS = 64;
+/** The syncing thread allocates next to nothing: a small heap keeps its memory small. */
+const SYNCER_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 };
 /** A record naming ids the store has confirmed; never replayed itself. */
 const DRAINED = 'drained';
 
@@ -208,7 +210,7 @@ export class Outbox {
       groupBytes: GROUP_BYTES,
       retryMs: RETRY_MS,
     };
-    this.syncer = new Worker(path.join(__dirname, 'outbox-syncer.js'), { workerData });
+    this.syncer = new Worker(path.join(__dirname, 'outbox-syncer.js'), { workerData, resourceLimits: SYNCER_LIMITS });
     this.syncer.on('message', (message: SyncerMessage) => this.heard(message));
     this.exited = new Promise((resolve) => this.syncer.once('exit', () => resolve()));
     this.online = new Promise((resolve) => {
@@ -367,7 +369,7 @@ export class Outbox {
   /** Resolves once everything appended so far is durable (or a write failed). */
   synced(): Promise<void> {
     const target = this.appendedBytes;
-    if (this.durable >= target) return Promise.resolve();
+    if (this.durable >= target || this.failure !== null) return Promise.resolve();
     this.want();
     this.syncer.ref();
     const waiting = new Promise<void>((resolve) => this.waiters.push({ target, resolve }));
@@ -484,10 +486,7 @@ export class Outbox {
     const marker = Buffer.allocUnsafe(SWITCH_BYTES);
     marker.writeUInt32BE(SWITCH, 0);
     marker.writeUInt32BE(next.id, 4);
-    if (this.overflow.length > 0 || !this.put(marker)) {
-      this.overflow.push(marker);
-      this.overflowBytes += SWITCH_BYTES;
-    }
+    if (this.overflow.length > 0 || !this.put(marker)) this.queue(marker);
     current.end = this.appendedBytes;
     this.current = next;
     this.segments.push(next);
