@@ -36,7 +36,9 @@ async function account(store: Store): Promise<{ accountId: string; keyId: string
 function charge(requestId: string, who: { accountId: string; keyId: string }): ChargeRecord {
   return {
     requestId, ...who, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-    outputTokens: 50, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, serviceTier: null, longContext: false, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+    outputTokens: 50,
+    imageInputTokens: 0,
+    imageOutputTokens: 0, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, serviceTier: null, longContext: false, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
   };
 }
 
@@ -108,7 +110,7 @@ const SAMPLE_BODY = Buffer.from(
 /** Median and p99 of sizing one request's hold (its reach, then the amount), in µs. */
 function holdSizing(): string {
   const body = JSON.parse(SAMPLE_BODY.toString()) as Record<string, unknown>;
-  const price = nanoPrice({ input: 3, cache_write: 3.75, cache_write_1h: 6, cache_hit: 0.3, output: 15, tool_calls: { web_search: 10 } });
+  const price = nanoPrice({ input: 3, cache_write: 3.75, cache_write_1h: 6, cache_hit: 0.3, output: 15, image_input: 0, image_output: 0, tool_calls: { web_search: 10 } });
   const model = { max_output_tokens: 64000, context_window: 200000 } as ModelConfig;
   const samples: number[] = [];
   for (let i = 0; i < ROUNDS * 4; i++) {

@@ -42,7 +42,9 @@ function budgetsFor(who: Who, count: number): BudgetCheck[] {
 function charge(requestId: string, who: Who): ChargeRecord {
   return {
     requestId, ...who, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-    outputTokens: 50, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, serviceTier: null,
+    outputTokens: 50,
+    imageInputTokens: 0,
+    imageOutputTokens: 0, cost: 350_000n, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, serviceTier: null,
     longContext: false, sessionId: null, requestedModel: null, servedModel: null, attempts: [], ttfbMs: null, userAgent: null, origin: null,
     usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
   };

@@ -36,7 +36,7 @@ const BATCH = 57;
 const ROWS = Math.max(BATCH, Math.round(Number(process.env.BENCH_ROWS ?? 34_200) / BATCH) * BATCH);
 
 /** The bench's priced models: input 3, output 15 per 1M tokens, as nano-units per token. */
-const PRICE = { tokens: { inputTokens: 3000n, cacheWriteTokens: 0n, cacheWrite1hTokens: 0n, cacheReadTokens: 0n, outputTokens: 15000n }, toolCalls: {} };
+const PRICE = { tokens: { inputTokens: 3000n, cacheWriteTokens: 0n, cacheWrite1hTokens: 0n, cacheReadTokens: 0n, outputTokens: 15000n, imageInputTokens: 0n, imageOutputTokens: 0n }, toolCalls: {}, perImage: {} };
 const SNAPSHOT = snapshotOf(PRICE);
 const SNAPSHOT_TEXT = JSON.stringify(SNAPSHOT);
 const USER_AGENT = 'undici';
@@ -119,7 +119,7 @@ function floorLedgerVariant(name: string, ledger: FloorLedger, ids: Ids, close: 
 /** A charge as billing's `chargeOf` builds it for a plain chat request. */
 function tollgateCharge(i: number, ids: Ids): ChargeRecord {
   const values = requestValues(i);
-  const tokens = { inputTokens: values.inputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: values.outputTokens };
+  const tokens = { inputTokens: values.inputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: values.outputTokens, imageInputTokens: 0, imageOutputTokens: 0 };
   const trail = { sessionId: null, userAgent: USER_AGENT, origin: null, requestedModel: null };
   const attemptLog = [{ provider: 'bench-openai', outcome: 'ok', durationMs: values.latencyMs - 0.4 }];
   return {
@@ -243,7 +243,7 @@ function tollgateLogVariant(file: string): Variant {
       attempts: 1,
       attemptLog: [{ provider: 'bench-openai', outcome: 'ok', durationMs: values.latencyMs - 0.4 }],
       upstreamRequestId: null,
-      tokens: { inputTokens: values.inputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: values.outputTokens },
+      tokens: { inputTokens: values.inputTokens, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: values.outputTokens, imageInputTokens: 0, imageOutputTokens: 0 },
       toolCalls: {},
       unpricedTools: [],
       usageSource: 'upstream',

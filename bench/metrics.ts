@@ -83,7 +83,7 @@ function recordCost(): number {
     attempts: 1,
     attemptLog: [{ provider: 'up', outcome: 'ok', durationMs: 1 }],
     upstreamRequestId: 'req_up',
-    tokens: { inputTokens: 12, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 7 },
+    tokens: { inputTokens: 12, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 7, imageInputTokens: 0, imageOutputTokens: 0 },
     clientRequestId: null,
     toolCalls: {},
     unpricedTools: [],

@@ -36,7 +36,7 @@ const silent = pino({ level: 'silent' });
 
 /** One price table's snapshot, shared by its charges as billing shares it. */
 const PRICES: ChargePrices = {
-  tokens: { inputTokens: '3000000000', cacheWriteTokens: '3750000000', cacheWrite1hTokens: '6000000000', cacheReadTokens: '300000000', outputTokens: '15000000000' },
+  tokens: { inputTokens: '3000000000', cacheWriteTokens: '3750000000', cacheWrite1hTokens: '6000000000', cacheReadTokens: '300000000', outputTokens: '15000000000', imageInputTokens: '0', imageOutputTokens: '0' },
   tool_calls: {},
 };
 
@@ -55,6 +55,8 @@ function charge(index: number): ChargeRecord {
     cacheWrite1hTokens: 0,
     cacheReadTokens: 12_800,
     outputTokens: 412,
+    imageInputTokens: 0,
+    imageOutputTokens: 0,
     toolCalls: {},
     cost: 10_617_000n,
     held: 48_000_000n,

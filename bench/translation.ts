@@ -45,7 +45,7 @@ function chatTranscript(): { bytes: Buffer; events: number } {
   return { bytes: Buffer.from(frames.join('')), events: frames.length };
 }
 
-const MODEL: ModelConfig = { id: 'client-model', family: 'anthropic', routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive' };
+const MODEL: ModelConfig = { id: 'client-model', family: 'anthropic', kind: 'text', image_output_tokens: {}, routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive' };
 const PROVIDER: ProviderConfig = {
   id: 'p', protocol: 'anthropic', base_url: 'http://x', api_key: 'k', ...UNSET_PROTOCOL_SETTINGS, headers: {}, anthropic_version: '2023-06-01',
   timeouts: { connect_ms: 1, first_byte_ms: 1, idle_ms: 1 }, max_connections: 1,

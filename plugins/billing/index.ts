@@ -20,6 +20,7 @@ import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
 import { chargedLevel, FREE_RATES, rateTable, tierRates, type ModelRates } from '../../src/billing/service-levels';
 import { billedTokens } from '../../src/billing/settlement';
 import { withTranslatedSearches } from '../../src/billing/translated-searches';
+import { imageCharge } from '../../src/billing/image-billing';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import type { AuthState } from '../auth';
@@ -59,7 +60,8 @@ function ratesFor(config: GatewayConfig, modelId: string): ModelRates {
 }
 
 function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstimate): GatewayError {
-  const need = `this request can cost up to ${formatUnits(estimate.amount)} (up to ${estimate.inputTokens} input tokens and ${estimate.outputTokens} output tokens${toolsText(estimate)})`;
+  const output = estimate.images === undefined ? `${estimate.outputTokens} output tokens` : `${estimate.images} images${estimate.outputTokens > 0 ? ` of up to ${estimate.outputTokens} image tokens in all` : ''}`;
+  const need = `this request can cost up to ${formatUnits(estimate.amount)} (up to ${estimate.inputTokens} input tokens and ${output}${toolsText(estimate)})`;
   if (result.reason === 'budget') {
     const reset = resetTime(result.budget);
     return new GatewayError(
@@ -165,10 +167,15 @@ interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
-  const { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
+  let { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
+  let imageKey: string | null = null;
+  if (bill.reach.image !== undefined) {
+    ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body));
+  }
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);
-  const cost = costOf(tokens, level.card);
+  const images = tokens.images ?? 0;
+  const cost = costOf(imageKey === null ? tokens : { ...tokens, imageKey }, level.card);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
   return {
@@ -186,12 +193,15 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     cacheWrite1hTokens: tokens.cacheWrite1hTokens,
     cacheReadTokens: tokens.cacheReadTokens,
     outputTokens: tokens.outputTokens,
+    imageInputTokens: tokens.imageInputTokens,
+    imageOutputTokens: tokens.imageOutputTokens,
     toolCalls: tokens.toolCalls,
+    images,
     cost: mode === 'cap' ? cost - excess : cost,
     held,
     overage: mode === 'charge' ? excess : 0n,
     unbilled: mode === 'cap' ? excess : 0n,
-    prices: bill.held === null ? null : snapshotFor(level.card),
+    prices: bill.held === null ? null : withImagePrice(snapshotFor(level.card), level.card, imageKey),
     serviceTier: level.serviceTier,
     longContext: level.longContext,
     usageSource: source,
@@ -207,6 +217,12 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
     attempts: outcome === null ? [] : outcome.attemptLog.map((attempt) => ({ provider: attempt.provider, outcome: attempt.outcome, ms: Math.round(attempt.durationMs) })),
     ttfbMs: bill.request.stream && outcome?.committedAt != null ? Math.max(0, outcome.committedAt - bill.startedAt) : null,
   };
+}
+
+/** A per-image charge's snapshot names the one image price it was charged at. */
+function withImagePrice(snapshot: ChargePrices, card: NanoPrice, imageKey: string | null): ChargePrices {
+  const nano = imageKey === null ? undefined : card.perImage[imageKey];
+  return nano === undefined ? snapshot : { ...snapshot, per_image: { key: imageKey!, nano: String(nano) } };
 }
 
 /** Each price's snapshot, made once per price table rather than per charge. */

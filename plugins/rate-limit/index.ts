@@ -6,6 +6,7 @@
  * is told.
  */
 import { BYTES_PER_TOKEN, maxOutputTokens } from '../../src/billing/hold-amount';
+import { imageTokensPerImage } from '../../src/billing/image-billing';
 import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import type { AuthState } from '../auth';
@@ -81,12 +82,16 @@ function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState):
   return subjects.filter((subject) => limitsSomething(subject.limits));
 }
 
-/** The tokens a request reserves: its body's input estimate (one token per three bytes) and its output limit per answer. */
+/**
+ * The tokens a request reserves: its body's input estimate (one token per three bytes) and its output
+ * limit per answer; for an image request, the image tokens each of its `n` images can take.
+ */
 function reservation(ctx: GatewayContext): number {
   const { endpoint } = ctx.state;
   if (!endpoint.generates) return 0;
   const { raw, reach, model } = need(ctx, 'request');
-  return Math.ceil(raw.length / BYTES_PER_TOKEN) + maxOutputTokens(reach, model) * reach.choices;
+  const perAnswer = reach.image === undefined ? maxOutputTokens(reach, model) : imageTokensPerImage(model.image_output_tokens, reach.image);
+  return Math.ceil(raw.length / BYTES_PER_TOKEN) + perAnswer * reach.choices;
 }
 
 function usedTokens(usage: Usage): number {

@@ -66,12 +66,17 @@ function lines(charge: ChargeRecord) {
     const nano = charge.prices === null ? 0n : BigInt(charge.prices.tool_calls[tool] ?? '0');
     return { tool, calls, price_per_thousand: formatUnits(nano), cost: perMillionUnits(BigInt(calls) * nano * (TOKENS_PER_PRICE_UNIT / 1000n)) };
   });
-  return { tokens, tools };
+  const perImage = charge.prices?.per_image;
+  const images =
+    perImage === undefined
+      ? []
+      : [{ size_quality: perImage.key, images: charge.images ?? 0, price_per_image: formatUnits(BigInt(perImage.nano)), cost: formatUnits(BigInt(charge.images ?? 0) * BigInt(perImage.nano)) }];
+  return { tokens, tools, images };
 }
 
 /** One request in full: the usage row, what served it, and the price of every token kind. */
 export function requestView(charge: ChargeRecord, keyName: string | null) {
-  const { tokens, tools } = lines(charge);
+  const { tokens, tools, images } = lines(charge);
   return {
     ...usageView(charge, new Map([[charge.keyId, keyName]])),
     held: formatUnits(charge.held),
@@ -85,6 +90,7 @@ export function requestView(charge: ChargeRecord, keyName: string | null) {
     priced: charge.prices !== null,
     lines: tokens,
     tool_lines: tools,
+    image_lines: images,
     cache_hit_ratio: cacheHitRatio(charge),
   };
 }

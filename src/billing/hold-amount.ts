@@ -11,6 +11,8 @@ import type { ModelConfig } from '../config/types';
 import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice } from './prices';
 import type { RequestReach } from '../protocols/request-reach';
 import { divideHalfUp } from './money';
+import { GPT_IMAGE_OUTPUT_TOKENS } from '../config/derive';
+import { heldPerImage, imageTokensPerImage, pricedPerImage } from './image-billing';
 import { cardAt, tierRates, type ModelRates } from './service-levels';
 
 export const BYTES_PER_TOKEN = 3;
@@ -20,6 +22,8 @@ export interface HoldEstimate {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly toolCalls: Readonly<Record<string, number>>;
+  /** The images held for (an image request's `n`); absent for a text request. */
+  readonly images?: number;
 }
 
 export interface HoldInputs {
@@ -33,6 +37,7 @@ export interface HoldInputs {
 
 export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPrice): HoldEstimate {
   const { reach } = inputs;
+  if (reach.image !== undefined) return imageHoldAmount(inputs, model, price);
   const window = model.context_window ?? Number.MAX_SAFE_INTEGER;
   const inputTokens =
     reach.unsizedInput || inputs.referencedTokens === null
@@ -43,11 +48,36 @@ export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPr
   let sum = BigInt(inputTokens) * dearestInputPrice(price) + BigInt(outputTokens) * price.tokens.outputTokens;
   for (const [tool, allowed] of Object.entries(reach.toolCalls)) {
     const toolPrice = price.toolCalls[tool];
-    if (toolPrice === undefined) continue;
+    const imageTokens = tool === IMAGE_TOOL ? price.tokens.imageOutputTokens : 0n;
+    if (toolPrice === undefined && imageTokens === 0n) continue;
     toolCalls[tool] = allowed ?? inputs.defaultToolUses;
-    sum += BigInt(toolCalls[tool]) * toolPrice * CALLS_SCALE;
+    sum += BigInt(toolCalls[tool]) * (toolPrice ?? 0n) * CALLS_SCALE;
+    // Each image the tool makes bills its image tokens too: the largest image gpt-image-1 makes.
+    sum += BigInt(toolCalls[tool]) * BigInt(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, undefined)) * imageTokens;
   }
   return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls };
+}
+
+/** The Responses tool that makes images, billed by its image tokens at the model's image prices. */
+const IMAGE_TOOL = 'image_generation';
+
+/**
+ * An Images request: its prompt (the body's bytes, as for text) at the dearest text-input price, and
+ * `n` images at the largest output the size and quality can reach (`image-billing.ts`).
+ */
+function imageHoldAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPrice): HoldEstimate {
+  const { reach } = inputs;
+  const images = reach.choices;
+  const inputTokens = Math.ceil(inputs.rawBytes / BYTES_PER_TOKEN);
+  let sum = BigInt(inputTokens) * dearestInputPrice(price);
+  let outputTokens = 0;
+  if (pricedPerImage(price)) {
+    sum += BigInt(images) * heldPerImage(price, reach.image, model.id) * TOKENS_PER_PRICE_UNIT;
+  } else {
+    outputTokens = images * imageTokensPerImage(model.image_output_tokens, reach.image);
+    sum += BigInt(outputTokens) * price.tokens.imageOutputTokens;
+  }
+  return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls: {}, images };
 }
 
 /**

@@ -108,6 +108,9 @@ const CHARGE_FIELDS = {
   ttfbMs: 'number',
   userAgent: 'text',
   origin: 'text',
+  imageInputTokens: 'number',
+  imageOutputTokens: 'number',
+  images: 'number',
 } as const satisfies { readonly [K in keyof Required<ChargeRecord>]: FieldKind };
 
 const FIELD_NAMES = Object.keys(CHARGE_FIELDS) as (keyof ChargeRecord)[];
@@ -168,6 +171,9 @@ export class RecordEncoder {
     this.number(charge.ttfbMs);
     this.text(charge.userAgent);
     this.text(charge.origin);
+    this.number(charge.imageInputTokens);
+    this.number(charge.imageOutputTokens);
+    this.number(charge.images);
     return this.finish();
   }
 
@@ -380,6 +386,9 @@ function decodeCharge(reader: Reader, prices: ReadonlyMap<number, ChargePrices>)
     if (value !== undefined) row[FIELD_NAMES[index]] = value;
   }
   if (!reader.done) throw new Error('bytes left after the last field');
+  // A record written before image tokens were counted has none.
+  row.imageInputTokens ??= 0;
+  row.imageOutputTokens ??= 0;
   const id = row.requestId;
   if (typeof id !== 'string') throw new Error('a charge without a request id');
   return { kind: 'charge', id, instance, row };

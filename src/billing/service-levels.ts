@@ -36,15 +36,19 @@ function isStandardTier(tier: string): boolean {
 const FREE_LEVEL: LevelRates = { card: FREE, longContext: null };
 export const FREE_RATES: ModelRates = { standard: FREE_LEVEL, tiers: new Map(), betas: {} };
 
-function levelRates(card: TierCard): LevelRates {
+/** A level's rates; per-image prices belong to the model, the same at every level. */
+function levelRates(card: TierCard, perImage: Readonly<Record<string, number>>): LevelRates {
   const long = card.long_context;
-  return { card: nanoPrice(card), longContext: long === null ? null : { aboveInputTokens: long.above_input_tokens, card: nanoPrice(long) } };
+  return {
+    card: nanoPrice(card, perImage),
+    longContext: long === null ? null : { aboveInputTokens: long.above_input_tokens, card: nanoPrice(long, perImage) },
+  };
 }
 
 function modelRates(price: ModelPrice): ModelRates {
   return {
-    standard: levelRates(price),
-    tiers: new Map(Object.entries(price.tiers).map(([name, tier]) => [name, levelRates(tier)])),
+    standard: levelRates(price, price.per_image),
+    tiers: new Map(Object.entries(price.tiers).map(([name, tier]) => [name, levelRates(tier, price.per_image)])),
     betas: price.betas,
   };
 }

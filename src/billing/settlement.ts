@@ -61,7 +61,11 @@ function counts(usage: UsageCounts): UsageCounts {
     cacheWrite1hTokens: usage.cacheWrite1hTokens,
     cacheReadTokens: usage.cacheReadTokens,
     outputTokens: usage.outputTokens,
+    imageInputTokens: usage.imageInputTokens,
+    imageOutputTokens: usage.imageOutputTokens,
     toolCalls: usage.toolCalls,
+    // The images an Images reply delivered (undefined elsewhere): what per-image prices charge.
+    images: usage.images,
   };
   return usage.servedTier === undefined ? tokens : { ...tokens, servedTier: usage.servedTier };
 }

@@ -32,7 +32,7 @@ export function crossCheck(
 ): ConfigIssue[] {
   return [
     ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
-    ...Object.values(config.models).flatMap((model) => checkModel(model, knownProviders, locator)),
+    ...Object.values(config.models).flatMap((model) => [...checkModel(model, knownProviders, locator), ...checkKind(model, config.providers, locator)]),
     ...checkAliases(config, locator),
     ...checkPayments(config.payments, locator),
   ];
@@ -142,12 +142,42 @@ function checkModel(model: ModelConfig, knownProviders: readonly string[], locat
   if (model.price !== undefined && model.free) {
     issues.push(locator.issue(at, 'price and free: true contradict each other: keep one'));
   }
-  if (model.price !== undefined) {
+  if (model.price !== undefined && model.kind === 'text') {
     // Judged by what the operator wrote: a default output limit would make every hold a guess.
+    for (const field of ['input', 'output'] as const) {
+      if (!locator.has([...at, 'price', field])) issues.push(locator.issue([...at, 'price'], `a text model's price needs ${field} (per 1M tokens)`));
+    }
     for (const field of ['max_output_tokens', 'context_window'] as const) {
       if (!locator.has([...at, field])) issues.push(locator.issue(at, `${PRICED_NEEDS[field]}`));
     }
     issues.push(...checkBetas(model.price, [...at, 'price', 'betas'], locator));
+  }
+  return issues;
+}
+
+/**
+ * An image model is served natively by the OpenAI protocol only (nothing translates the Images API),
+ * and is priced by its image tokens or per image; per-image prices and a token table are an image
+ * model's alone.
+ */
+function checkKind(model: ModelConfig, providers: GatewayConfig['providers'], locator: YamlLocator): ConfigIssue[] {
+  const at = ['models', model.id];
+  const issues: ConfigIssue[] = [];
+  if (model.kind === 'text') {
+    if (model.price !== undefined && Object.keys(model.price.per_image).length > 0) {
+      issues.push(locator.issue([...at, 'price', 'per_image'], 'per_image prices an image model: add kind: image, or remove per_image'));
+    }
+    if (locator.has([...at, 'image_output_tokens'])) issues.push(locator.issue([...at, 'image_output_tokens'], 'image_output_tokens is for an image model: add kind: image, or remove it'));
+    return issues;
+  }
+  model.routes.forEach((route, index) => {
+    const provider = providers[route.provider];
+    if (provider === undefined || wireOf(provider).nativeEndpoints.includes('images')) return;
+    issues.push(locator.issue([...at, 'routes', index, 'provider'], `an image model is served on /v1/images/generations by openai-protocol providers only; "${route.provider}" speaks ${wireOf(provider).displayName}`));
+  });
+  const price = model.price;
+  if (price !== undefined && Object.keys(price.per_image).length === 0 && price.image_output === 0) {
+    issues.push(locator.issue([...at, 'price'], 'an image model\'s price needs image_output (per 1M image tokens, with input and image_input) or per_image (per image by "size/quality")'));
   }
   return issues;
 }

@@ -55,9 +55,12 @@ export function deriveModel(model: ModelData, id: string): ModelConfig {
     priority: route.priority,
     weight: route.weight,
   }));
+  const kind = model.kind ?? 'text';
   return {
     id,
     family: model.family,
+    kind,
+    image_output_tokens: kind === 'image' ? (model.image_output_tokens ?? GPT_IMAGE_OUTPUT_TOKENS) : {},
     ...(model.description !== undefined && { description: model.description }),
     routes,
     ...(model.price !== undefined && { price: derivePrice(model.price, model.family) }),
@@ -81,34 +84,63 @@ function derivePrice(price: NonNullable<ModelData['price']>, family: ModelFamily
   const standard = deriveCard(price, family, price.tool_calls ?? {});
   return {
     ...standard,
-    long_context: price.long_context === undefined ? null : deriveLongContext(price.long_context, family, standard.tool_calls),
-    tiers: mapValues(price.tiers ?? {}, (tier) => deriveTier(tier, family, standard.tool_calls)),
+    long_context: price.long_context === undefined ? null : deriveLongContext(price.long_context, family, standard),
+    tiers: mapValues(price.tiers ?? {}, (tier) => deriveTier(tier, family, standard)),
     betas: price.betas ?? {},
+    per_image: price.per_image ?? {},
   };
 }
 
-function deriveTier(tier: TierPriceData, family: ModelFamily, standardTools: RateCard['tool_calls']): TierCard {
-  const card = deriveCard(tier, family, tier.tool_calls ?? standardTools);
-  return { ...card, long_context: tier.long_context === undefined ? null : deriveLongContext(tier.long_context, family, card.tool_calls) };
+function deriveTier(tier: TierPriceData, family: ModelFamily, standard: RateCard): TierCard {
+  const card = deriveCard({ ...imagePrices(standard), ...tier }, family, tier.tool_calls ?? standard.tool_calls);
+  return { ...card, long_context: tier.long_context === undefined ? null : deriveLongContext(tier.long_context, family, card) };
 }
 
-function deriveLongContext(long: LongContextPriceData, family: ModelFamily, tools: RateCard['tool_calls']): LongContextCard {
-  return { ...deriveCard(long, family, tools), above_input_tokens: long.above_input_tokens };
+function deriveLongContext(long: LongContextPriceData, family: ModelFamily, base: RateCard): LongContextCard {
+  return { ...deriveCard({ ...imagePrices(base), ...long }, family, base.tool_calls), above_input_tokens: long.above_input_tokens };
 }
 
-type CardData = Pick<TierPriceData, 'input' | 'output' | 'cache_write' | 'cache_write_1h' | 'cache_hit'>;
+/** A tier or long-context card bills image tokens at the card it refines: they have no rates of their own. */
+function imagePrices(card: RateCard): Pick<RateCard, 'image_input' | 'image_output'> {
+  return { image_input: card.image_input, image_output: card.image_output };
+}
 
+interface CardData extends Partial<Pick<TierPriceData, 'input' | 'output' | 'cache_write' | 'cache_write_1h' | 'cache_hit'>> {
+  readonly image_input?: number;
+  readonly image_output?: number;
+}
+
+/** An image model priced per image (or by image tokens alone) may leave the text rates out: they are then 0. */
 function deriveCard(card: CardData, family: ModelFamily, tools: RateCard['tool_calls']): RateCard {
-  const cacheWrite = card.cache_write ?? card.input;
+  const input = card.input ?? 0;
+  const cacheWrite = card.cache_write ?? input;
   return {
-    input: card.input,
+    input,
     cache_write: cacheWrite,
-    cache_write_1h: card.cache_write_1h ?? (family === 'anthropic' ? card.input * 2 : cacheWrite),
-    cache_hit: card.cache_hit ?? card.input,
-    output: card.output,
+    cache_write_1h: card.cache_write_1h ?? (family === 'anthropic' ? input * 2 : cacheWrite),
+    cache_hit: card.cache_hit ?? input,
+    output: card.output ?? 0,
+    image_input: card.image_input ?? 0,
+    image_output: card.image_output ?? 0,
     tool_calls: tools,
   };
 }
+
+/**
+ * gpt-image-1's output tokens per image, as OpenAI publishes them for each size and quality: what an
+ * image model's holds use unless it lists its own (`image_output_tokens`).
+ */
+export const GPT_IMAGE_OUTPUT_TOKENS: Readonly<Record<string, number>> = {
+  '1024x1024/low': 272,
+  '1024x1536/low': 408,
+  '1536x1024/low': 400,
+  '1024x1024/medium': 1056,
+  '1024x1536/medium': 1584,
+  '1536x1024/medium': 1568,
+  '1024x1024/high': 4160,
+  '1024x1536/high': 6240,
+  '1536x1024/high': 6208,
+};
 
 function mapValues<In, Out>(record: Record<string, In>, derive: (value: In, key: string) => Out): Record<string, Out> {
   return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, derive(value, key)]));

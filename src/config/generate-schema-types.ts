@@ -15,7 +15,7 @@ import { GATEWAY_SCHEMA_FILE, readSchema } from './schema';
 export const SCHEMA_TYPES_FILE = path.join(PACKAGE_ROOT, 'src', 'config', 'schema-types.ts');
 
 /** Keywords that only constrain values, so they change nothing in a type. */
-const VALUE_ONLY = new Set(['$schema', 'title', 'description', 'default', 'minimum', 'exclusiveMinimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'pattern', 'propertyNames', 'uniqueItems']);
+const VALUE_ONLY = new Set(['$schema', 'title', 'description', 'default', 'minimum', 'exclusiveMinimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'pattern', 'propertyNames', 'uniqueItems', 'minProperties']);
 const SHAPING = new Set(['type', 'enum', 'const', 'anyOf', 'oneOf', '$ref', 'properties', 'required', 'additionalProperties', 'items', '$defs']);
 
 /** One schema file and the name of the type its root becomes; its `$defs` are named after it. */

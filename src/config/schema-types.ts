@@ -407,6 +407,19 @@ export interface ModelData {
    * name; it decides when a request must be translated.
    */
   readonly family: 'openai' | 'anthropic';
+  /**
+   * What the model produces: text (served on /v1/chat/completions, /v1/responses and /v1/messages) or image
+   * (served on /v1/images/generations only, by providers of the openai protocol). A request for a model of
+   * the other kind is refused with 400.
+   */
+  readonly kind: 'text' | 'image';
+  /**
+   * Image models: the output tokens one image can take, keyed "<size>/<quality>" (1024x1536/high). Billing
+   * holds n images at the largest entry the request's size and quality allow (all of them for auto or none),
+   * and charges an image at its entry when a token-priced reply reports no usage. Defaults to gpt-image-1's
+   * published table.
+   */
+  readonly image_output_tokens?: Readonly<Record<string, number>>;
   /** Free text for operators and the console. */
   readonly description?: string;
   /**
@@ -417,13 +430,14 @@ export interface ModelData {
   /**
    * Price per 1 million tokens, in the currency units of account balances: the standard rates, and optionally
    * the rates of premium service the provider bills apart (service tiers, long context). Required unless free
-   * is true.
+   * is true. A text model needs input and output; an image model image_output (with input for its prompt) or
+   * per_image.
    */
   readonly price?: {
     /** Price of 1M uncached input tokens. */
-    readonly input: number;
+    readonly input?: number;
     /** Price of 1M output tokens, thinking included. */
-    readonly output: number;
+    readonly output?: number;
     /**
      * Price of 1M input tokens written to the provider's prompt cache for 5 minutes (Anthropic) or for its
      * default lifetime (OpenAI). Defaults to the input price.
@@ -445,6 +459,25 @@ export interface ModelData {
     readonly tool_calls?: Readonly<Record<string, number>>;
     /** Price of 1M input tokens read from the provider's prompt cache. Defaults to the input price. */
     readonly cache_hit?: number;
+    /**
+     * Price of 1M image input tokens (Images API usage.input_tokens_details.image_tokens; the Responses
+     * image_generation tool's tool_usage.image_gen). Defaults to 0: set it on every model that may bill image
+     * tokens.
+     */
+    readonly image_input?: number;
+    /**
+     * Price of 1M image output tokens: the generated images of a token-priced image model (Images API
+     * usage.output_tokens), or of the Responses image_generation tool (tool_usage.image_gen.output_tokens).
+     * Never the text output price. Defaults to 0: set it on every model that may bill image tokens.
+     */
+    readonly image_output?: number;
+    /**
+     * Image models priced per image (DALL-E): the price of one image keyed "<size>/<quality>"
+     * ("1024x1024/standard": 0.04). An image is charged at the key of the size and quality the request asked
+     * for; a request that names neither (or auto) is charged at the first key listed, so list the provider's
+     * default first. A request for a size and quality with no key is refused with 400.
+     */
+    readonly per_image?: Readonly<Record<string, number>>;
     /**
      * Rates of the provider service tiers this model is offered at, keyed by the name the provider reports in
      * its reply: OpenAI service_tier priority (asked for as priority or fast), flex, scale; Anthropic

@@ -14,6 +14,7 @@ import type {
   UpstreamFailover,
   UpstreamPluginConfig,
 } from './schema-types';
+import type { ModelKind } from '../protocols/types';
 
 export type { BillingPluginConfig, RateLimitPluginConfig, UpstreamPluginConfig };
 
@@ -52,6 +53,9 @@ export interface RateCard {
   readonly cache_write_1h: number;
   readonly cache_hit: number;
   readonly output: number;
+  /** Image tokens (an image model's, or the Responses `image_generation` tool's): never at the text prices. */
+  readonly image_input: number;
+  readonly image_output: number;
   readonly tool_calls: Readonly<Record<string, number>>;
 }
 
@@ -72,10 +76,16 @@ export interface TierCard extends RateCard {
 export interface ModelPrice extends TierCard {
   readonly tiers: Readonly<Record<string, TierCard>>;
   readonly betas: Readonly<Record<string, string>>;
+  /** An image model priced per image: the price of one image by `size/quality`, in listed order; empty otherwise. */
+  readonly per_image: Readonly<Record<string, number>>;
 }
 
-export interface ModelConfig extends Omit<ModelData, 'routes' | 'price' | 'aliases'> {
+export interface ModelConfig extends Omit<ModelData, 'routes' | 'price' | 'aliases' | 'image_output_tokens'> {
   readonly id: string;
+  /** Always set by the loader: `text` unless gateway.yaml says `image`. */
+  readonly kind: ModelKind;
+  /** An image model's output tokens per image by `size/quality` (the shipped table unless set); empty for a text model. */
+  readonly image_output_tokens: Readonly<Record<string, number>>;
   readonly routes: readonly RouteTarget[];
   /** Absent only when `free` is true (a cross-field rule of the loader). */
   readonly price?: ModelPrice;

@@ -11,19 +11,10 @@ export interface UnknownPathAnswer {
   readonly shape: ErrorShape;
 }
 
-const SERVED = 'This gateway serves POST /v1/chat/completions, POST /v1/responses and POST /v1/messages.';
+const SERVED = 'This gateway serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and POST /v1/images/generations.';
 
 /** Classifies a request that matched no endpoint. `origin` is the gateway's own scheme and host. */
 export function unknownPath(method: string, path: string, origin: string): UnknownPathAnswer {
-  if (path === '/v1/images/generations') {
-    return {
-      shape: 'openai',
-      error: new GatewayError(
-        'TOLLGATE_ERR_PATH_PLANNED',
-        'Image generation (POST /v1/images/generations) is planned and not yet available on this gateway.',
-      ),
-    };
-  }
   if (/\/messages(?:\/count_tokens)?\/?$/.test(path)) {
     return {
       shape: 'anthropic',
@@ -33,7 +24,7 @@ export function unknownPath(method: string, path: string, origin: string): Unkno
       ),
     };
   }
-  if (/\/(?:chat\/completions|responses)\/?$/.test(path)) {
+  if (/\/(?:chat\/completions|responses|images\/generations)\/?$/.test(path)) {
     return {
       shape: 'openai',
       error: new GatewayError(

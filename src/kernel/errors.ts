@@ -47,7 +47,6 @@ const ERRORS = {
   TOLLGATE_ERR_AUTH_UNAVAILABLE: { status: 503, type: 'service_unavailable_error', code: 'auth_unavailable', anthropicType: 'api_error' },
   TOLLGATE_ERR_AUTH_TOO_MANY_FAILURES: { status: 429, type: 'rate_limit_error', code: 'too_many_invalid_keys', anthropicType: 'rate_limit_error', retry: false },
   TOLLGATE_ERR_PATH_UNKNOWN: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
-  TOLLGATE_ERR_PATH_PLANNED: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_PATH_WRONG_BASE: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' },
   TOLLGATE_ERR_PROVIDER_UNCONFIGURED: { status: 503, type: 'service_unavailable_error', code: 'provider_not_configured', anthropicType: 'api_error', retry: false },

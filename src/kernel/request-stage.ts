@@ -4,6 +4,8 @@
  * the model. It runs after auth so an unauthenticated client costs no body read.
  */
 import { findModel } from '../config/model-aliases';
+import type { ModelConfig } from '../config/types';
+import type { Endpoint } from '../protocols/types';
 import { requestReach } from '../protocols/request-reach';
 import { readRawBody } from './body';
 import type { GatewayContext, Next, ParsedRequest } from './context';
@@ -39,6 +41,16 @@ function parseBody(raw: Buffer): Record<string, unknown> {
   return body as Record<string, unknown>;
 }
 
+/** The 400 of a model asked on an endpoint that serves the other kind (a text model on images, an image model on chat). */
+function wrongKind(model: ModelConfig, endpoint: Endpoint): GatewayError {
+  const where = model.kind === 'image' ? 'POST /v1/images/generations' : 'POST /v1/chat/completions, /v1/responses or /v1/messages';
+  return new GatewayError(
+    'TOLLGATE_ERR_UNSUPPORTED_PROTOCOL',
+    `The model '${model.id}' is ${model.kind === 'image' ? 'an image' : 'a text'} model and is not available on ${endpoint.path}; use ${where}.`,
+    { param: 'model' },
+  );
+}
+
 /** Fills `ctx.state.request`, or throws the 4xx that says what is wrong with the request. */
 export async function requestStage(ctx: GatewayContext, next: Next): Promise<void> {
   const { config, endpoint } = ctx.state;
@@ -60,6 +72,7 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
       param: 'model',
     });
   }
+  if (model.kind !== endpoint.serves) throw wrongKind(model, endpoint);
   const reach = requestReach(endpoint.id, body, raw);
   const request: ParsedRequest = { raw, body, model, stream: body.stream === true, modelSpan: scan.modelSpan, reach };
   // Set before the check below, so the request's log line names the model a refusal was about.

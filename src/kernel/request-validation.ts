@@ -6,10 +6,11 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { SCHEMAS_DIR } from '../paths';
-import type { EndpointId } from '../protocols/types';
+import { ENDPOINTS, type EndpointId } from '../protocols/types';
 import { GatewayError } from './errors';
 
-const ENDPOINT_IDS: readonly EndpointId[] = ['chat', 'responses', 'messages', 'count_tokens'];
+// Every endpoint has its schema file: a new endpoint fails at load until it has one.
+const ENDPOINT_IDS = Object.keys(ENDPOINTS) as EndpointId[];
 
 function compileAll(): Record<EndpointId, ValidateFunction> {
   const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });

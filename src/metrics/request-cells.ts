@@ -15,6 +15,8 @@ export const TOKEN_KIND_LABELS = {
   cacheWrite1hTokens: 'cache_write_1h',
   cacheReadTokens: 'cache_read',
   outputTokens: 'output',
+  imageInputTokens: 'image_input',
+  imageOutputTokens: 'image_output',
 } as const satisfies Record<TokenKind, string>;
 
 type GenAiLabel = 'gen_ai_operation_name' | 'gen_ai_provider_name' | 'gen_ai_request_model';

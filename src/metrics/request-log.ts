@@ -15,6 +15,8 @@ interface LogTokenNames {
   cacheWrite1hTokens: 'cacheWrite1h';
   cacheReadTokens: 'cacheRead';
   outputTokens: 'output';
+  imageInputTokens: 'imageInput';
+  imageOutputTokens: 'imageOutput';
 }
 
 type LoggedTokens = { readonly [K in TokenKind as LogTokenNames[K]]: number };
@@ -95,5 +97,7 @@ function loggedTokens(tokens: TokenCounts): LoggedTokens {
     cacheWrite1h: tokens.cacheWrite1hTokens,
     cacheRead: tokens.cacheReadTokens,
     output: tokens.outputTokens,
+    imageInput: tokens.imageInputTokens,
+    imageOutput: tokens.imageOutputTokens,
   };
 }

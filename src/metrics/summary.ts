@@ -180,6 +180,8 @@ function tokensOf(counts: TokenCounts): TokenCounts {
     cacheWrite1hTokens: counts.cacheWrite1hTokens,
     cacheReadTokens: counts.cacheReadTokens,
     outputTokens: counts.outputTokens,
+    imageInputTokens: counts.imageInputTokens,
+    imageOutputTokens: counts.imageOutputTokens,
   };
 }
 

@@ -74,6 +74,7 @@ function bodyText(endpoint: EndpointId, body: Json): string {
       }).join('');
     }
     case 'count_tokens':
+    case 'images':
       return '';
   }
 }
@@ -93,6 +94,7 @@ export function eventTextOf(endpoint: EndpointId, data: unknown): string {
     case 'responses':
       return responsesEventText(object(data));
     case 'count_tokens':
+    case 'images':
       return '';
   }
 }

@@ -4,9 +4,16 @@ import { chatUsage } from './openai-chat/usage';
 import { responsesUsage } from './openai-responses/usage';
 import type { EndpointId, Usage, UsageCounts } from './types';
 import { field } from './usage-json';
+import { imagesUsage } from './openai-images/usage';
+import { object } from '../json';
 
 /** The reply's usage; null when it reported none, or none that could be read (billing then counts). */
 export function replyUsage(endpoint: EndpointId, body: unknown): Usage | null {
+  // An image reply's images are billed even without usage (a per-image model reports none).
+  if (endpoint === 'images') {
+    const counts = imagesUsage(object(body));
+    return counts === null ? null : { ...counts, source: 'upstream' };
+  }
   const usage = field(body, 'usage');
   if (Object.keys(usage).length === 0) return null;
   const counts = countsOf(endpoint, body, usage);
@@ -22,6 +29,7 @@ function countsOf(endpoint: EndpointId, body: unknown, usage: Record<string, unk
     case 'messages':
       return messagesUsage(usage);
     case 'count_tokens':
+    case 'images':
       return null;
   }
 }

@@ -20,6 +20,14 @@ export interface RequestReach {
   readonly unsizedInput: boolean;
   /** Per-call-billed server tools the request enables, with the calls it allows (null: not capped). */
   readonly toolCalls: Readonly<Record<string, number | null>>;
+  /** An Images request's size and quality (null: not named, or `auto`); null on every other endpoint. */
+  readonly image?: ImageAsk;
+}
+
+/** What an Images request asks of each image: the parts of a `size/quality` price or token-table key. */
+export interface ImageAsk {
+  readonly size: string | null;
+  readonly quality: string | null;
 }
 
 /** OpenAI's largest `n`; a larger one is the upstream's to refuse, and never held beyond this. */
@@ -64,7 +72,22 @@ export function requestReach(endpoint: EndpointId, body: Json, raw: Buffer): Req
       return messagesReach(body, fileInput);
     case 'count_tokens':
       return { outputLimit: 0, choices: 1, responseIds: [], conversationIds: [], unsizedInput: false, toolCalls: {} };
+    case 'images':
+      return {
+        outputLimit: null,
+        choices: choicesOf(body.n),
+        responseIds: [],
+        conversationIds: [],
+        unsizedInput: false,
+        toolCalls: {},
+        image: { size: named(body.size), quality: named(body.quality) },
+      };
   }
+}
+
+/** A size or quality the request names; `auto` leaves the choice to the provider, as leaving it out does. */
+function named(value: unknown): string | null {
+  return typeof value === 'string' && value !== '' && value !== 'auto' ? value : null;
 }
 
 function responsesReach(body: Json, fileInput: boolean): RequestReach {

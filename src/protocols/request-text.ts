@@ -8,7 +8,7 @@ import type { Json } from '../json';
 /** Keys whose values are media payloads or protocol bookkeeping, not prompt text. */
 const NOT_TEXT = new Set(['data', 'image_url', 'url', 'file_data', 'source', 'role', 'type', 'id', 'tool_call_id', 'tool_use_id', 'call_id', 'cache_control', 'signature', 'encrypted_content']);
 /** Top-level fields that hold the prompt. */
-const PROMPT_FIELDS = ['system', 'instructions', 'messages', 'input', 'tools'];
+const PROMPT_FIELDS = ['system', 'instructions', 'messages', 'input', 'tools', 'prompt'];
 
 function collect(value: unknown, out: string[]): void {
   if (typeof value === 'string') out.push(value);
@@ -20,7 +20,7 @@ function collect(value: unknown, out: string[]): void {
   }
 }
 
-/** The prompt text of a parsed request body, in any of the three protocols. */
+/** The prompt text of a parsed request body, in any of the three protocols or an Images request. */
 export function requestText(body: Readonly<Json>): string {
   const out: string[] = [];
   for (const field of PROMPT_FIELDS) collect(body[field], out);

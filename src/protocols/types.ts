@@ -1,7 +1,10 @@
 /** Vocabulary shared by the kernel, the protocol folders and the plugins. */
 
 /** The client-facing endpoints Tollgate serves. */
-export type EndpointId = 'chat' | 'responses' | 'messages' | 'count_tokens';
+export type EndpointId = 'chat' | 'responses' | 'messages' | 'count_tokens' | 'images';
+
+/** What a model produces (gateway.yaml `kind`): each endpoint serves the models of one kind. */
+export type ModelKind = 'text' | 'image';
 
 /** Which error envelope an endpoint answers in (docs/protocols.md#error-shapes). */
 export type ErrorShape = 'openai' | 'anthropic';
@@ -14,19 +17,24 @@ export interface Endpoint {
   readonly errorShape: ErrorShape;
   /** Whether a model reply is produced (and so billed); count_tokens is not. */
   readonly generates: boolean;
+  /** The kind of model it serves: a model of another kind is refused with a 400 before anything is held. */
+  readonly serves: ModelKind;
 }
 
 export const ENDPOINTS: Readonly<Record<EndpointId, Endpoint>> = {
-  chat: { id: 'chat', path: '/v1/chat/completions', family: 'openai', errorShape: 'openai', generates: true },
-  responses: { id: 'responses', path: '/v1/responses', family: 'openai', errorShape: 'openai', generates: true },
-  messages: { id: 'messages', path: '/v1/messages', family: 'anthropic', errorShape: 'anthropic', generates: true },
+  chat: { id: 'chat', path: '/v1/chat/completions', family: 'openai', errorShape: 'openai', generates: true, serves: 'text' },
+  responses: { id: 'responses', path: '/v1/responses', family: 'openai', errorShape: 'openai', generates: true, serves: 'text' },
+  messages: { id: 'messages', path: '/v1/messages', family: 'anthropic', errorShape: 'anthropic', generates: true, serves: 'text' },
   count_tokens: {
     id: 'count_tokens',
     path: '/v1/messages/count_tokens',
     family: 'anthropic',
     errorShape: 'anthropic',
     generates: false,
+    serves: 'text',
   },
+  // OpenAI's Images API; no other family has one, so its requests are never translated.
+  images: { id: 'images', path: '/v1/images/generations', family: 'openai', errorShape: 'openai', generates: true, serves: 'image' },
 };
 
 /** Where a usage record's counts came from (billing issue, item 3). */
@@ -36,9 +44,19 @@ type UsageSource = 'upstream' | 'estimated' | 'partial';
  * The kinds of token a provider bills, each at its own price: the one list billing, the stores and
  * the views derive from, so a new kind does not compile until it is priced, stored and shown.
  * `inputTokens` excludes cache reads and writes (Anthropic semantics): OpenAI's `prompt_tokens` is
- * split on the way in, so each token is counted exactly once.
+ * split on the way in, so each token is counted exactly once. Image tokens (an image model's prompt
+ * images and generated images, or the Responses `image_generation` tool's) are kinds of their own, at
+ * the image prices: never priced as text.
  */
-export const TOKEN_KINDS = ['inputTokens', 'cacheWriteTokens', 'cacheWrite1hTokens', 'cacheReadTokens', 'outputTokens'] as const;
+export const TOKEN_KINDS = [
+  'inputTokens',
+  'cacheWriteTokens',
+  'cacheWrite1hTokens',
+  'cacheReadTokens',
+  'outputTokens',
+  'imageInputTokens',
+  'imageOutputTokens',
+] as const;
 export type TokenKind = (typeof TOKEN_KINDS)[number];
 
 /** Token counts of one exchange, one number per kind. */
@@ -60,7 +78,12 @@ const TOKEN_SIDE = {
   cacheWrite1hTokens: 'input',
   cacheReadTokens: 'input',
   outputTokens: 'output',
+  imageInputTokens: 'input',
+  imageOutputTokens: 'output',
 } as const satisfies Record<TokenKind, 'input' | 'output'>;
+
+/** The kinds priced at an image model's image rates (`image_input`, `image_output`). */
+export const IMAGE_TOKEN_KINDS: readonly TokenKind[] = ['imageInputTokens', 'imageOutputTokens'];
 
 /** The kinds that count prompt tokens. */
 export const INPUT_TOKEN_KINDS: readonly TokenKind[] = TOKEN_KINDS.filter((kind) => TOKEN_SIDE[kind] === 'input');
@@ -75,7 +98,15 @@ export function inputTotal(counts: TokenCounts): number {
 /** Calls of server-side tools the provider bills per call (`web_search`: 3), by tool name. */
 export type ToolCalls = Readonly<Record<string, number>>;
 
-export const NO_TOKENS: TokenCounts = { inputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
+export const NO_TOKENS: TokenCounts = {
+  inputTokens: 0,
+  cacheWriteTokens: 0,
+  cacheWrite1hTokens: 0,
+  cacheReadTokens: 0,
+  outputTokens: 0,
+  imageInputTokens: 0,
+  imageOutputTokens: 0,
+};
 
 /** Counts as a provider reported them: tokens of every kind, and billed server-tool calls. */
 export interface UsageCounts extends TokenCounts {
@@ -85,6 +116,8 @@ export interface UsageCounts extends TokenCounts {
    * or `fast` when `usage.speed` says so): what billing prices the reply at. Absent when it named none.
    */
   readonly servedTier?: string;
+  /** Images the reply delivered (Images API `data`, or `image_generation.completed` events); absent elsewhere. */
+  readonly images?: number;
 }
 
 export interface Usage extends UsageCounts {

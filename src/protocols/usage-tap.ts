@@ -11,6 +11,7 @@ import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { mentionsUsage } from './large-json';
 import { chatUsageFromChunk } from './openai-chat/usage';
 import { responseIdFromEvent, responsesUsageFromEvent } from './openai-responses/usage';
+import { imagesUsageFromEvent } from './openai-images/usage';
 import { OutputTokenCount } from './output-count';
 import { SseParser } from './sse';
 import type { EndpointId, Usage, UsageCounts, UsageTap } from './types';
@@ -130,6 +131,9 @@ export function usageTapFor(endpoint: EndpointId, maxEventBytes?: number): Usage
       return new StreamUsageTap(endpoint, (event, data, sofar) => responsesUsageFromEvent(event, data) ?? (mentionsUsage(data) ? null : sofar), maxEventBytes);
     case 'messages':
       return new StreamUsageTap(endpoint, messagesUsageFromEvent, maxEventBytes);
+    case 'images':
+      // Each image_generation.completed event is one image and its usage; a large one is read off the loop.
+      return new StreamUsageTap(endpoint, imagesUsageFromEvent, maxEventBytes);
     case 'count_tokens':
       return NO_USAGE;
   }

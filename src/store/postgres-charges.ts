@@ -89,6 +89,7 @@ const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = 
   endpoint: 'text',
   ...(Object.fromEntries(Object.values(TOKEN_COLUMNS).map((column) => [column, 'bigint'])) as Record<(typeof TOKEN_COLUMNS)[TokenKind], string>),
   tool_calls: 'text',
+  images: 'int',
   cost: 'bigint',
   held: 'bigint',
   overage: 'bigint',

@@ -113,6 +113,8 @@ export const TOKEN_COLUMNS = {
   cacheWrite1hTokens: 'cache_write_1h_tokens',
   cacheReadTokens: 'cache_read_tokens',
   outputTokens: 'output_tokens',
+  imageInputTokens: 'image_input_tokens',
+  imageOutputTokens: 'image_output_tokens',
 } as const satisfies Record<TokenKind, string>;
 
 type TokenColumns = { [K in TokenKind as (typeof TOKEN_COLUMNS)[K]]: number };
@@ -127,6 +129,7 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   endpoint: string;
   /** JSON object of tool name → calls. */
   tool_calls: string;
+  images: number;
   cost: string;
   held: string;
   overage: string;
@@ -160,7 +163,7 @@ export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, MoneyColumn
 export const CHARGE_COLUMNS = [
   'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
   ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
-  'tool_calls', 'cost', 'held', 'overage', 'unbilled', 'prices', 'service_tier', 'long_context', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
+  'tool_calls', 'images', 'cost', 'held', 'overage', 'unbilled', 'prices', 'service_tier', 'long_context', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
   'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin',
 ] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
@@ -349,6 +352,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         endpoint: row.endpoint,
         ...tokensOf(row),
         toolCalls: JSON.parse(row.tool_calls) as ToolCalls,
+        images: Number(row.images),
         cost: BigInt(row.cost),
         held: BigInt(row.held),
         overage: BigInt(row.overage),
@@ -439,7 +443,10 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     cache_write_1h_tokens: charge.cacheWrite1hTokens,
     cache_read_tokens: charge.cacheReadTokens,
     output_tokens: charge.outputTokens,
+    image_input_tokens: charge.imageInputTokens,
+    image_output_tokens: charge.imageOutputTokens,
     tool_calls: JSON.stringify(charge.toolCalls),
+    images: charge.images ?? 0,
     cost: charge.cost,
     held: charge.held,
     overage: charge.overage,

@@ -254,6 +254,8 @@ export type UsageSourceRecord = 'upstream' | 'estimated' | 'partial' | 'none';
 export interface ChargePrices {
   readonly tokens: Readonly<Record<TokenKind, string>>;
   readonly tool_calls: Readonly<Record<string, string>>;
+  /** The price of one image at the size and quality charged (`size/quality`), for a per-image model. */
+  readonly per_image?: { readonly key: string; readonly nano: string };
 }
 
 /**
@@ -282,6 +284,8 @@ export interface ChargeRecord extends TokenCounts, ServiceLevel {
   readonly endpoint: string;
   /** Calls of per-call-billed server tools, by tool name. */
   readonly toolCalls: ToolCalls;
+  /** Images the reply delivered (the Images API's `data`); 0 (or absent, on records made before images) elsewhere. */
+  readonly images?: number;
   /** Nano-units charged; 0 for failed requests and free models. */
   readonly cost: bigint;
   /** What was held for the request before it ran; 0 for a free model. */

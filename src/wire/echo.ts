@@ -12,7 +12,7 @@ export const ECHO_WIRE: WireProtocol = {
   defaultBaseUrl: () => '',
   hasCredentials: () => true,
   // The echo client reads the endpoint, not the path; the paths are the native ones for its logs.
-  path: (call) => ({ chat: '/chat/completions', responses: '/responses', messages: '/v1/messages', count_tokens: '/v1/messages/count_tokens' })[call.endpoint],
+  path: (call) => ({ chat: '/chat/completions', responses: '/responses', messages: '/v1/messages', count_tokens: '/v1/messages/count_tokens', images: '/images/generations' })[call.endpoint],
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: [],

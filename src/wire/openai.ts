@@ -3,16 +3,24 @@ import { HttpUpstreamClient } from '../upstream/http-client';
 import { hasApiKey, isOpenAIErrorEvent, jsonBody, renamedBody, SSE_FRAMING, unchangedError, unchangedReply } from './sse-framing';
 import type { WireProtocol } from './types';
 
+type OpenAIEndpoint = 'chat' | 'responses' | 'images';
+
+const OPENAI_PATHS: Readonly<Record<OpenAIEndpoint, string>> = {
+  chat: '/chat/completions',
+  responses: '/responses',
+  images: '/images/generations',
+};
+
 export const OPENAI_WIRE: WireProtocol = {
   displayName: 'OpenAI',
   family: 'openai',
-  nativeEndpoints: ['chat', 'responses'],
+  nativeEndpoints: ['chat', 'responses', 'images'],
   address: 'required',
   settings: { accepted: ['api_key', 'auth_header'], required: [] },
   defaultBaseUrl: () => '',
   hasCredentials: hasApiKey,
-  // base_url carries the version path (`https://api.openai.com/v1`).
-  path: (call) => (call.endpoint === 'responses' ? '/responses' : '/chat/completions'),
+  // base_url carries the version path (`https://api.openai.com/v1`; Azure's v1 API: `…/openai/v1`).
+  path: (call) => OPENAI_PATHS[call.endpoint as OpenAIEndpoint] ?? '/chat/completions',
   nativeBody: renamedBody,
   translatedBody: jsonBody,
   forwardedHeaderPrefixes: ['openai-beta', 'x-stainless-'],

@@ -41,7 +41,7 @@ function budget(scope: BudgetScope, id: string, amount: bigint, at = new Date(),
 function charge(who: Who, cost: bigint, createdAt = new Date()): ChargeRecord {
   return {
     ...who, requestId: `req_${randomBytes(6).toString('hex')}`, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered',
+    cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, imageInputTokens: 0, imageOutputTokens: 0, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered',
     latencyMs: 1, createdAt,
   };
 }

@@ -33,7 +33,9 @@ describe('billing/LocalBook', () => {
 
   const charge = (who: { accountId: string; keyId: string }, requestId: string, cost: bigint): ChargeRecord => ({
     ...who, requestId, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-    outputTokens: 1, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+    outputTokens: 1,
+    imageInputTokens: 0,
+    imageOutputTokens: 0, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
   });
 
   it('admits exactly the holds the balance covers when 50 race', async () => {

@@ -58,6 +58,7 @@ describe('billing/outbox', () => {
     return {
       requestId: id, clientRequestId: 'client-ü-1', accountId: 'acc_1', keyId: 'key_1', model: 'claude-sonnet-5', provider: 'anthropic',
       endpoint: 'anthropic-messages', inputTokens: 1523, cacheWriteTokens: 7, cacheWrite1hTokens: 3, cacheReadTokens: 12_800, outputTokens: 412,
+      imageInputTokens: 9, imageOutputTokens: 4160, images: 2,
       toolCalls: { web_search: 2 }, cost: 10_617_000n, held: 48_000_000n, overage: -1n, unbilled: 2n ** 70n, prices, usageSource: 'upstream',
       status: 200, outcome: 'delivered', latencyMs: 812.4375, createdAt: new Date(1_700_000_000_123), serviceTier: null, longContext: true,
       sessionId: 's'.repeat(300), requestedModel: null, servedModel: 'claude-sonnet-5-20260101', attempts: [{ provider: 'anthropic', outcome: 'ok', ms: 800 }],
@@ -66,7 +67,7 @@ describe('billing/outbox', () => {
   }
 
   it('keeps a charge compact: every column back as it was, its price snapshot written once per segment', async () => {
-    const prices = { tokens: { inputTokens: '3000000000', cacheWriteTokens: '3750000000', cacheWrite1hTokens: '6000000000', cacheReadTokens: '300000000', outputTokens: '15000000000' }, tool_calls: { web_search: '10000000' } };
+    const prices = { tokens: { inputTokens: '3000000000', cacheWriteTokens: '3750000000', cacheWrite1hTokens: '6000000000', cacheReadTokens: '300000000', outputTokens: '15000000000', imageInputTokens: '0', imageOutputTokens: '0' }, tool_calls: { web_search: '10000000' } };
     const first = openOutbox();
     const charges = [fullCharge('c1', prices), fullCharge('c2', prices), { ...fullCharge('c3', null), ttfbMs: 12.5, userAgent: 'curl/8' }];
     const entries = charges.map((charge) => first.appendCharge(charge, 'instance-1'));
@@ -87,7 +88,7 @@ describe('billing/outbox', () => {
   });
 
   it('writes a price snapshot again in each segment that needs it, so a segment reads on its own', async () => {
-    const prices = { tokens: { inputTokens: '1', cacheWriteTokens: '2', cacheWrite1hTokens: '3', cacheReadTokens: '4', outputTokens: '5' }, tool_calls: {} };
+    const prices = { tokens: { inputTokens: '1', cacheWriteTokens: '2', cacheWrite1hTokens: '3', cacheReadTokens: '4', outputTokens: '5', imageInputTokens: '0', imageOutputTokens: '0' }, tool_calls: {} };
     const first = openOutbox();
     const a = first.appendCharge(fullCharge('a', prices), null);
     await first.synced();
@@ -243,7 +244,9 @@ describe('billing/outbox', () => {
 
     const charge = (who: { accountId: string; keyId: string }, requestId: string, cost: bigint): ChargeRecord => ({
       ...who, requestId, model: 'm', provider: 'p', endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0,
-      outputTokens: 1, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
+      outputTokens: 1,
+      imageInputTokens: 0,
+      imageOutputTokens: 0, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
     });
 
     it('drains what it writes, and a restart writes the rest once: what the store had is a counted no-op', async () => {

@@ -11,7 +11,7 @@ import { inputTotal } from '../../src/protocols/types';
 import { loadConfigFile } from '../../src/config/load';
 import { PACKAGE_ROOT } from '../../src/paths';
 
-const MILLION = { inputTokens: 1_000_000, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
+const MILLION = { inputTokens: 1_000_000, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0 };
 
 describe('billing/money', () => {
   it('parses decimal amounts into exact nano-units', () => {
@@ -71,38 +71,39 @@ describe('billing/prices', () => {
   }
 
   it('holds input at the dearest input-side price, whichever kind it is, and never at the output price', () => {
-    const tokens = { inputTokens: 3n, cacheWriteTokens: 4n, cacheWrite1hTokens: 6n, cacheReadTokens: 1n, outputTokens: 15n };
-    expect(dearestInputPrice({ tokens, toolCalls: {} })).to.equal(6n);
-    expect(dearestInputPrice({ tokens: { ...tokens, cacheReadTokens: 9n }, toolCalls: {} })).to.equal(9n);
-    expect(dearestInputPrice({ tokens: { ...tokens, inputTokens: 10n }, toolCalls: {} })).to.equal(10n);
+    const tokens = { inputTokens: 3n, cacheWriteTokens: 4n, cacheWrite1hTokens: 6n, cacheReadTokens: 1n, outputTokens: 15n, imageInputTokens: 0n, imageOutputTokens: 0n };
+    expect(dearestInputPrice({ tokens, toolCalls: {}, perImage: {} })).to.equal(6n);
+    expect(dearestInputPrice({ tokens: { ...tokens, cacheReadTokens: 9n }, toolCalls: {}, perImage: {} })).to.equal(9n);
+    expect(dearestInputPrice({ tokens: { ...tokens, inputTokens: 10n }, toolCalls: {}, perImage: {} })).to.equal(10n);
   });
 
   it('counts every input-side kind as input tokens, and output apart', () => {
-    expect(inputTotal({ inputTokens: 1, cacheWriteTokens: 20, cacheWrite1hTokens: 300, cacheReadTokens: 4000, outputTokens: 50_000 })).to.equal(4321);
+    expect(inputTotal({ inputTokens: 1, cacheWriteTokens: 20, cacheWrite1hTokens: 300, cacheReadTokens: 4000, outputTokens: 50_000, imageInputTokens: 0, imageOutputTokens: 0 })).to.equal(4321);
   });
 
   it('sums the kinds before rounding once, half up', () => {
     // 1,000 nano-units per 1M tokens: a token costs a thousandth of a nano-unit.
     const tiny: NanoPrice = {
-      tokens: { inputTokens: 1000n, cacheWriteTokens: 1000n, cacheWrite1hTokens: 1000n, cacheReadTokens: 1000n, outputTokens: 1000n },
+      tokens: { inputTokens: 1000n, cacheWriteTokens: 1000n, cacheWrite1hTokens: 1000n, cacheReadTokens: 1000n, outputTokens: 1000n, imageInputTokens: 0n, imageOutputTokens: 0n },
       toolCalls: {},
+      perImage: {},
     };
-    expect(costOf({ inputTokens: 499, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
-    expect(costOf({ inputTokens: 500, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(1n);
+    expect(costOf({ inputTokens: 499, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0 }, tiny)).to.equal(0n);
+    expect(costOf({ inputTokens: 500, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0 }, tiny)).to.equal(1n);
     // 400 input tokens and 400 cache hits are 0.4 nano-units each, 0 alone; together 0.8, so 1.
-    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0 }, tiny)).to.equal(0n);
-    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 400, outputTokens: 0 }, tiny)).to.equal(1n);
+    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0 }, tiny)).to.equal(0n);
+    expect(costOf({ inputTokens: 400, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 400, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0 }, tiny)).to.equal(1n);
   });
 
   it('charges a typical mixed request to the nano-unit', () => {
     const sonnet = table.get('claude-sonnet-5')!;
     // 1,234 input × 300 + 5,000 writes × 380 + 20,000 hits × 30 + 567 output × 1,500 (nano per 1k tokens).
-    const cost = costOf({ inputTokens: 1234, cacheWriteTokens: 5000, cacheWrite1hTokens: 0, cacheReadTokens: 20000, outputTokens: 567 }, sonnet);
+    const cost = costOf({ inputTokens: 1234, cacheWriteTokens: 5000, cacheWrite1hTokens: 0, cacheReadTokens: 20000, outputTokens: 567, imageInputTokens: 0, imageOutputTokens: 0 }, sonnet);
     expect(cost).to.equal(divideHalfUp(1234n * 300_000_000n + 5000n * 380_000_000n + 20000n * 30_000_000n + 567n * 1_500_000_000n, 1_000_000n));
     expect(cost).to.equal(3_720_700n);
   });
 
   it('makes free models cost nothing', () => {
-    expect(costOf({ inputTokens: 10 ** 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10 ** 9 }, table.get('tollgate-echo')!)).to.equal(0n);
+    expect(costOf({ inputTokens: 10 ** 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10 ** 9, imageInputTokens: 0, imageOutputTokens: 0 }, table.get('tollgate-echo')!)).to.equal(0n);
   });
 });

@@ -80,7 +80,7 @@ describe('billing/RedisBook', function () {
   function charge(ids: Ids, requestId: string, cost: bigint): ChargeRecord {
     return {
       requestId, ...ids, model: 'm-test', provider: 'mock', endpoint: 'chat', inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0,
-      cacheReadTokens: 0, outputTokens: 50, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
+      cacheReadTokens: 0, outputTokens: 50, imageInputTokens: 0, imageOutputTokens: 0, cost, ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5,
       createdAt: new Date(),
     };
   }

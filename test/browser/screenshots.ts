@@ -54,6 +54,8 @@ function chargesOfDay(accountId: string, keyId: string, daysAgo: number, request
     cacheWriteTokens: 0, cacheWrite1hTokens: 0,
     cacheReadTokens: 0,
     outputTokens: 420 + index * 11,
+    imageInputTokens: 0,
+    imageOutputTokens: 0,
     // The last charge of the day takes the remainder, so the day adds up exactly.
     cost: index === requests - 1 ? total - each * BigInt(requests - 1) : each,
     ...PLAIN_CHARGE,

@@ -47,6 +47,8 @@ function charge(account: Account, keyId: string, n: number, cost: string): Charg
     cacheWriteTokens: 2, cacheWrite1hTokens: 0,
     cacheReadTokens: 3,
     outputTokens: 40 + n,
+    imageInputTokens: 0,
+    imageOutputTokens: 0,
     cost: unitsToNano(cost),
     ...PLAIN_CHARGE,
     usageSource: 'upstream',

@@ -75,10 +75,10 @@ describe('the default gateway.yaml', () => {
     );
     expect(prices).to.deep.equal({
       // 1-hour cache writes at 2 × input and web search at 10 per 1,000 calls, as Anthropic bills them.
-      'claude-fable-5': { input: 1.0, cache_write: 1.25, cache_write_1h: 2.0, cache_hit: 0.1, output: 5.0, tool_calls: { web_search: 10 } },
-      'claude-opus-4-8': { input: 0.5, cache_write: 0.63, cache_write_1h: 1.0, cache_hit: 0.05, output: 2.5, tool_calls: { web_search: 10 } },
-      'claude-sonnet-5': { input: 0.3, cache_write: 0.38, cache_write_1h: 0.6, cache_hit: 0.03, output: 1.5, tool_calls: { web_search: 10 } },
-      'claude-haiku-4-5-20251001': { input: 0.08, cache_write: 0.1, cache_write_1h: 0.16, cache_hit: 0.008, output: 0.4, tool_calls: { web_search: 10 } },
+      'claude-fable-5': { input: 1.0, cache_write: 1.25, cache_write_1h: 2.0, cache_hit: 0.1, output: 5.0, tool_calls: { web_search: 10 }, image_input: 0, image_output: 0, per_image: {} },
+      'claude-opus-4-8': { input: 0.5, cache_write: 0.63, cache_write_1h: 1.0, cache_hit: 0.05, output: 2.5, tool_calls: { web_search: 10 }, image_input: 0, image_output: 0, per_image: {} },
+      'claude-sonnet-5': { input: 0.3, cache_write: 0.38, cache_write_1h: 0.6, cache_hit: 0.03, output: 1.5, tool_calls: { web_search: 10 }, image_input: 0, image_output: 0, per_image: {} },
+      'claude-haiku-4-5-20251001': { input: 0.08, cache_write: 0.1, cache_write_1h: 0.16, cache_hit: 0.008, output: 0.4, tool_calls: { web_search: 10 }, image_input: 0, image_output: 0, per_image: {} },
     });
     for (const id of Object.keys(prices)) expect(config.models[id].routes).to.deep.equal([{ provider: 'anthropic', upstream_model: id, priority: 0, weight: 1 }]);
   });

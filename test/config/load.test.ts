@@ -303,7 +303,9 @@ describe('config/load parseConfig', () => {
       ],
       // An OpenAI model reports no 1-hour cache writes: they default to its cache-write price.
       // No tiers, no long-context rates, no priced betas of its own: premium service is refused.
-      price: { input: 1.25, cache_write: 1.25, cache_write_1h: 1.25, cache_hit: 0.125, output: 10, tool_calls: {}, long_context: null, tiers: {}, betas: {} },
+      kind: 'text',
+      image_output_tokens: {},
+      price: { input: 1.25, cache_write: 1.25, cache_write_1h: 1.25, cache_hit: 0.125, output: 10, image_input: 0, image_output: 0, tool_calls: {}, long_context: null, tiers: {}, betas: {}, per_image: {} },
       free: false,
       max_output_tokens: 128000,
       context_window: 400000,

@@ -99,7 +99,7 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
     await store.recordCharges([
       {
         requestId: 'req_budget_earlier', accountId: account.id, keyId: earlier.record.id, model: 'gpt-priced', provider: 'openai',
-        endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, cost: HOLD,
+        endpoint: 'chat', inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, imageInputTokens: 0, imageOutputTokens: 0, cost: HOLD,
         ...PLAIN_CHARGE, usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 1, createdAt: new Date(),
       },
     ]);

@@ -248,13 +248,14 @@ const PATH_CASES: readonly Case[] = [
     says: ['/v1/completely/unknown'],
   },
   {
-    name: 'POST /v1/images/generations',
-    path: '/v1/images/generations',
-    body: '{"prompt":"a cat"}',
+    // Served at /v1/images/generations since images were built; without /v1 it is a wrong base URL.
+    name: 'POST /images/generations (wrong base URL for OpenAI clients)',
+    path: '/images/generations',
+    body: '{"model":"gpt-image-1","prompt":"a cat"}',
     status: 404,
     shape: 'chat',
     code: 'unknown_url',
-    says: ['planned'],
+    says: ['/v1 as base URL'],
   },
   ...['/v1/v1/messages', '//v1/messages', '/messages'].map(
     (path): Case => ({

@@ -91,7 +91,7 @@ describe('e2e: the request log', () => {
       usageSource: 'upstream',
       upstreamRequestId: 'upstream-req-42',
     });
-    expect(line.tokens).to.deep.equal({ input: 100, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 20 });
+    expect(line.tokens).to.deep.equal({ input: 100, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 20, imageInput: 0, imageOutput: 0 });
     expect(line.durationMs).to.be.a('number').and.at.least(0);
     expect(line.ttfbMs).to.be.a('number').and.at.least(0).and.at.most(line.durationMs as number);
     expect(parsed().filter((entry) => entry.requestId === requestId && entry.msg === 'request')).to.have.length(1);
@@ -105,7 +105,7 @@ describe('e2e: the request log', () => {
     expect(await res.text()).to.include('message_stop');
     const line = await requestLine(requestId);
     expect(line).to.deep.include({ stream: true, status: 200, outcome: 'delivered', cost: '0.0001', upstreamRequestId: 'upstream-req-43' });
-    expect(line.tokens).to.deep.equal({ input: 50, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 10 });
+    expect(line.tokens).to.deep.equal({ input: 50, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 10, imageInput: 0, imageOutput: 0 });
     expect(line.ttfbMs).to.be.a('number');
   });
 

@@ -124,7 +124,7 @@ describe('faults: reseeding a Redis balance with several instances (PostgreSQL +
     requests += 1;
     return {
       requestId: `req_reseed_${requests}_${randomBytes(3).toString('hex')}`, ...ids, model: 'm-test', provider: 'mock', endpoint: 'chat',
-      inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 50, cost, ...PLAIN_CHARGE,
+      inputTokens: 100, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 50, imageInputTokens: 0, imageOutputTokens: 0, cost, ...PLAIN_CHARGE,
       usageSource: 'upstream', status: 200, outcome: 'delivered', latencyMs: 5, createdAt: new Date(),
     };
   }

@@ -28,7 +28,7 @@ export function translationContext(upstream: UpstreamProtocol, clientBody: Recor
     max_connections: 8,
   };
   return {
-    model: { id: anthropic ? 'claude-test' : 'gpt-test', family: upstream, routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive', ...model },
+    model: { id: anthropic ? 'claude-test' : 'gpt-test', family: upstream, routes: [], free: true, max_output_tokens: 4096, thinking: 'adaptive', ...model, kind: 'text', image_output_tokens: {} },
     upstreamModel: anthropic ? 'claude-upstream' : 'gpt-upstream',
     provider,
     toolNames: new ToolNameMap(anthropic ? 128 : 64),

@@ -22,7 +22,7 @@ function summary(overrides: Partial<RequestSummary> = {}): RequestSummary {
     attempts: 1,
     attemptLog: [{ provider: 'openai', outcome: 'ok', durationMs: 5 }],
     upstreamRequestId: null,
-    tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 2 },
+    tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 2, imageInputTokens: 0, imageOutputTokens: 0 },
     clientRequestId: null,
     toolCalls: {},
     unpricedTools: [],
@@ -116,7 +116,7 @@ describe('GatewayMetrics', () => {
 
   it('observes GenAI token usage with cache tokens counted as input, by the provider\'s vendor name', async () => {
     const metrics = new GatewayMetrics();
-    metrics.record(summary({ providerProtocol: 'anthropic', tokens: { inputTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 0, cacheReadTokens: 5, outputTokens: 2 } }), { labelAccounts: false });
+    metrics.record(summary({ providerProtocol: 'anthropic', tokens: { inputTokens: 3, cacheWriteTokens: 4, cacheWrite1hTokens: 0, cacheReadTokens: 5, outputTokens: 2, imageInputTokens: 0, imageOutputTokens: 0 } }), { labelAccounts: false });
     const samples = await samplesOfMetrics(metrics);
     const labels = { gen_ai_operation_name: 'chat', gen_ai_provider_name: 'anthropic', gen_ai_request_model: 'gpt-test' };
     expect(sampleValue(samples, 'gen_ai_client_token_usage_sum', { ...labels, gen_ai_token_type: 'input' })).to.equal(12);
@@ -127,7 +127,7 @@ describe('GatewayMetrics', () => {
 
   it('observes the time to first token and per output token of a delivered stream', async () => {
     const metrics = new GatewayMetrics();
-    const stream = { stream: true, ttfbMs: 200, durationMs: 1200, tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 11 } };
+    const stream = { stream: true, ttfbMs: 200, durationMs: 1200, tokens: { inputTokens: 3, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 11, imageInputTokens: 0, imageOutputTokens: 0 } };
     metrics.record(summary(stream), { labelAccounts: false });
     metrics.record(summary({ ...stream, outcome: 'aborted', status: 499 }), { labelAccounts: false });
     const samples = await samplesOfMetrics(metrics);
@@ -188,12 +188,12 @@ describe('summarize', () => {
   });
 
   it('reads tokens from the charge, or from the usage when billing is off', async () => {
-    const usage: Usage = { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3, toolCalls: {}, source: 'partial' };
-    const charge = { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'estimated', cost: 5n } as ChargeRecord;
+    const usage: Usage = { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'partial' };
+    const charge = { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4, imageInputTokens: 0, imageOutputTokens: 0, clientRequestId: null, toolCalls: {}, held: 0n, overage: 0n, unbilled: 0n, prices: null, usageSource: 'estimated', cost: 5n } as ChargeRecord;
     const observed = { startedAt: performance.now(), status: 200, errorCode: null };
     const billed = await summarize(stateWith(outcomeWith(log, null, usage), false, charge), observed);
-    expect(billed).to.deep.include({ tokens: { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4 }, usageSource: 'estimated', cost: 5n, upstreamRequestId: 'up-1' });
+    expect(billed).to.deep.include({ tokens: { inputTokens: 9, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 4, imageInputTokens: 0, imageOutputTokens: 0 }, usageSource: 'estimated', cost: 5n, upstreamRequestId: 'up-1' });
     const unbilled = await summarize(stateWith(outcomeWith(log, null, usage), false), observed);
-    expect(unbilled).to.deep.include({ tokens: { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3 }, usageSource: 'partial', cost: null });
+    expect(unbilled).to.deep.include({ tokens: { inputTokens: 7, cacheWriteTokens: 1, cacheWrite1hTokens: 0, cacheReadTokens: 2, outputTokens: 3, imageInputTokens: 0, imageOutputTokens: 0 }, usageSource: 'partial', cost: null });
   });
 });

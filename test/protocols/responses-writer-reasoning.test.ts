@@ -13,7 +13,7 @@ import type { AssistantTurn } from '../../src/protocols/turn';
 import type { Usage } from '../../src/protocols/types';
 import { openAISchemas } from '../helpers/openai-schemas';
 
-const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 42, toolCalls: {}, source: 'upstream' };
+const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 42, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' };
 
 type Payload = Record<string, unknown> & { type: string; sequence_number: number };
 

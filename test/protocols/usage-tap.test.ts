@@ -34,6 +34,8 @@ describe('usage taps', () => {
         cacheReadTokens: 100,
         cacheWriteTokens: 0, cacheWrite1hTokens: 0,
         outputTokens: 9,
+        imageInputTokens: 0,
+        imageOutputTokens: 0,
         toolCalls: {},
         source: 'upstream',
       });
@@ -45,6 +47,8 @@ describe('usage taps', () => {
         cacheWriteTokens: 200, cacheWrite1hTokens: 0,
         cacheReadTokens: 3000,
         outputTokens: 42,
+        imageInputTokens: 0,
+        imageOutputTokens: 0,
         toolCalls: {},
         source: 'upstream',
       });
@@ -65,6 +69,8 @@ describe('usage taps', () => {
       cacheReadTokens: 20,
       cacheWriteTokens: 0, cacheWrite1hTokens: 0,
       outputTokens: 5,
+      imageInputTokens: 0,
+      imageOutputTokens: 0,
       toolCalls: {},
       source: 'upstream',
     });

@@ -13,8 +13,8 @@ import type { Usage } from '../../src/protocols/types';
 import { openAISchemas } from '../helpers/openai-schemas';
 
 /** Cache reads and writes both present, so every mapping has something to get wrong. */
-const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, toolCalls: {}, source: 'upstream' };
-const COUNTS = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, toolCalls: {} };
+const USAGE: Usage = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' };
+const COUNTS = { inputTokens: 10, cacheWriteTokens: 200, cacheWrite1hTokens: 0, cacheReadTokens: 3000, outputTokens: 42, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {} };
 
 function parse(text: string): SseEvent[] {
   const parser = new SseParser();

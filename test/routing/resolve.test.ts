@@ -76,7 +76,7 @@ describe('routing/resolve', () => {
       { protocol: 'anthropic', native: ['messages', 'count_tokens'] },
       { protocol: 'bedrock', native: ['messages', 'count_tokens'] },
       { protocol: 'vertex', native: ['messages', 'count_tokens'] },
-      { protocol: 'openai', native: ['chat', 'responses'] },
+      { protocol: 'openai', native: ['chat', 'responses', 'images'] },
       { protocol: 'echo', native: ['chat', 'responses', 'messages', 'count_tokens'] },
     ];
 

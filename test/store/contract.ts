@@ -35,10 +35,13 @@ function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Par
     model: 'gpt-test',
     provider: 'mock',
     endpoint: 'chat',
+    images: 0,
     inputTokens: 100,
     cacheWriteTokens: 1, cacheWrite1hTokens: 0,
     cacheReadTokens: 2,
     outputTokens: 50,
+    imageInputTokens: 0,
+    imageOutputTokens: 0,
     cost,
     ...PLAIN_CHARGE,
     usageSource: 'upstream',
@@ -372,7 +375,7 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
 
       it('stores every token kind, tool calls, the client id and the prices, and reads them back', async () => {
         const { key } = await funded(1_000n);
-        const prices = { tokens: { inputTokens: '1000', cacheWriteTokens: '1250', cacheWrite1hTokens: '2000', cacheReadTokens: '100', outputTokens: '5000' }, tool_calls: { web_search: '10000000' } };
+        const prices = { tokens: { inputTokens: '1000', cacheWriteTokens: '1250', cacheWrite1hTokens: '2000', cacheReadTokens: '100', outputTokens: '5000', imageInputTokens: '0', imageOutputTokens: '0' }, tool_calls: { web_search: '10000000' } };
         const charge = chargeOf(key, 'req_kinds', 7n, { cacheWrite1hTokens: 3, toolCalls: { web_search: 2 }, clientRequestId: 'client-1', prices, held: 9n, unbilled: 4n });
         await store.recordCharges([charge]);
         expect(await store.listCharges({ keyId: key.id })).to.deep.equal([charge]);

@@ -63,7 +63,7 @@ class RecordingWriter implements TurnStreamWriter {
   }
 }
 
-const ZERO_COUNTS = { inputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, toolCalls: {} };
+const ZERO_COUNTS = { inputTokens: 0, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 0, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {} };
 
 function frame(data: unknown): SseEvent {
   return { event: null, data: typeof data === 'string' ? data : JSON.stringify(data) };
@@ -128,7 +128,7 @@ describe('ChatStreamReader', () => {
       usageChunk({ prompt_tokens: 1200, completion_tokens: 7, total_tokens: 1207, prompt_tokens_details: { cached_tokens: 1024 } }),
       DONE,
     ]);
-    const usage = { inputTokens: 176, cacheReadTokens: 1024, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 7, toolCalls: {}, source: 'upstream' };
+    const usage = { inputTokens: 176, cacheReadTokens: 1024, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 7, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' };
     expect(reader.usage()).to.deep.equal(usage);
     expect(writer.calls.at(-1)).to.deep.equal(['finish', 'end', usage]);
   });
@@ -138,7 +138,7 @@ describe('ChatStreamReader', () => {
       chunk({}, 'stop'),
       usageChunk({ prompt_tokens: 500, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 300 } }),
     ]);
-    expect(reader.usage()).to.deep.equal({ inputTokens: 100, cacheReadTokens: 100, cacheWriteTokens: 300, cacheWrite1hTokens: 0, outputTokens: 3, toolCalls: {}, source: 'upstream' });
+    expect(reader.usage()).to.deep.equal({ inputTokens: 100, cacheReadTokens: 100, cacheWriteTokens: 300, cacheWrite1hTokens: 0, outputTokens: 3, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' });
   });
 
   it('starts a tool call per new index, mapping names back, and streams argument fragments as they come', () => {
@@ -406,7 +406,7 @@ describe('readChatReply', () => {
       created: 1700000123,
       parts: [{ type: 'text', text: 'Hello' }],
       stop: 'end',
-      usage: { inputTokens: 464, cacheReadTokens: 1536, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 12, toolCalls: {}, source: 'upstream' },
+      usage: { inputTokens: 464, cacheReadTokens: 1536, cacheWriteTokens: 0, cacheWrite1hTokens: 0, outputTokens: 12, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' },
     });
     expect(chatReplyHasUsage(body)).to.equal(true);
   });
@@ -472,6 +472,8 @@ describe('readChatReply', () => {
       cacheReadTokens: 200,
       cacheWriteTokens: 700, cacheWrite1hTokens: 0,
       outputTokens: 5,
+      imageInputTokens: 0,
+      imageOutputTokens: 0,
       toolCalls: {},
       source: 'upstream',
     });

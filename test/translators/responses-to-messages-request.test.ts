@@ -42,7 +42,7 @@ const UPSTREAM_TURN: AssistantTurn = {
     { type: 'tool_call', id: 'toolu_01', name: 'weather', arguments: '{"city":"Paris"}' },
   ],
   stop: 'tool_use',
-  usage: { inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, toolCalls: {}, source: 'upstream' },
+  usage: { inputTokens: 1, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 1, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' },
 };
 
 /** The Messages blocks the upstream sent for UPSTREAM_TURN, which it demands back verbatim. */

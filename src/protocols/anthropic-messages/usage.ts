@@ -26,6 +26,8 @@ export function messagesUsage(usage: Record<string, unknown>, base?: UsageCounts
       cacheWrite1hTokens: writes.oneHour,
       cacheReadTokens: pick('cache_read_input_tokens', base?.cacheReadTokens ?? 0),
       outputTokens: pick('output_tokens', base?.outputTokens ?? 0),
+      imageInputTokens: 0,
+      imageOutputTokens: 0,
       toolCalls: 'server_tool_use' in usage ? serverToolCalls(field(usage, 'server_tool_use')) : (base?.toolCalls ?? {}),
       ...servedTier(usage, base),
     };

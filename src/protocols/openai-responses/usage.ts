@@ -6,6 +6,7 @@
 import { tryParse } from '../../json';
 import { field, readUsage, splitCachedInput, withServedTier } from '../usage-json';
 import type { ToolCalls, UsageCounts } from '../types';
+import { imageTokenCounts } from '../openai-images/usage';
 
 /** Events that carry the final response object, usage included. */
 const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
@@ -18,11 +19,27 @@ const BILLED_TOOL_ITEMS: Readonly<Record<string, string>> = {
   image_generation_call: 'image_generation',
 };
 
-/** Maps a Responses object's `usage` and output to neutral counts; null when a count is unreadable. */
+/**
+ * Maps a Responses object's `usage` and output to neutral counts; null when a count is unreadable. The
+ * `image_generation` tool's tokens are not in `usage`: they come apart, in `tool_usage.image_gen`, and
+ * are added as image tokens (its prompt's text tokens as input), at the model's image prices.
+ */
 export function responsesUsage(response: Record<string, unknown>): UsageCounts | null {
   const usage = field(response, 'usage');
   if (Object.keys(usage).length === 0) return null;
-  const counts = readUsage(() => splitCachedInput(usage.input_tokens, field(usage, 'input_tokens_details'), usage.output_tokens));
+  const counts = readUsage(() => {
+    const text = splitCachedInput(usage.input_tokens, field(usage, 'input_tokens_details'), usage.output_tokens);
+    const imageGen = field(field(response, 'tool_usage'), 'image_gen');
+    if (Object.keys(imageGen).length === 0) return text;
+    const image = imageTokenCounts(imageGen);
+    return {
+      ...text,
+      inputTokens: text.inputTokens + image.inputTokens,
+      imageInputTokens: image.imageInputTokens,
+      outputTokens: text.outputTokens + image.outputTokens,
+      imageOutputTokens: image.imageOutputTokens,
+    };
+  });
   return counts === null ? null : withServedTier({ ...counts, toolCalls: hostedToolCalls(response.output) }, response.service_tier);
 }
 

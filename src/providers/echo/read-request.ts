@@ -88,6 +88,15 @@ export function readEchoRequest(endpoint: EndpointId, body: Readonly<Json>): Ech
         promptTexts: [...instructions, ...(typeof input === 'string' ? [input] : messageTexts(input))],
       };
     }
+    case 'images':
+      return {
+        model,
+        stream,
+        includeUsage: false,
+        maxTokens: null,
+        lastUserText: typeof body.prompt === 'string' ? body.prompt : '',
+        promptTexts: typeof body.prompt === 'string' ? [body.prompt] : [],
+      };
     case 'messages':
     case 'count_tokens':
       return {

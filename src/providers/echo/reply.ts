@@ -35,6 +35,8 @@ function echoTurn(request: EchoRequest): AssistantTurn {
     cacheWrite1hTokens: 0,
     cacheReadTokens: 0,
     outputTokens: countEchoTokens(text),
+    imageInputTokens: 0,
+    imageOutputTokens: 0,
     toolCalls: {},
     source: 'upstream',
   };
@@ -64,6 +66,9 @@ function streamWriter(endpoint: EndpointId, request: EchoRequest, body: Readonly
       return new MessagesStreamWriter({ model: request.model });
     case 'count_tokens':
       throw new Error('count_tokens has no stream');
+    case 'images':
+      // Not among its native endpoints: the config check refuses an image model routed to it.
+      throw new Error('the echo provider makes no images');
   }
 }
 

@@ -451,6 +451,16 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
     `,
   },
+  {
+    version: 14,
+    description: 'images: the image tokens each charge counted (at the image prices) and the images it delivered',
+    sql: `
+      ALTER TABLE charges ADD COLUMN image_input_tokens BIGINT NOT NULL DEFAULT 0 CHECK (image_input_tokens >= 0);
+      ALTER TABLE charges ADD COLUMN image_output_tokens BIGINT NOT NULL DEFAULT 0 CHECK (image_output_tokens >= 0);
+      -- Images delivered (the Images API's data, or its completed stream events): what per-image prices charge.
+      ALTER TABLE charges ADD COLUMN images INTEGER NOT NULL DEFAULT 0 CHECK (images >= 0);
+    `,
+  },
 ];
 
 /**

@@ -438,6 +438,27 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         BEGIN UPDATE keys_revision SET revision = revision + 1; END;
     `,
   },
+  {
+    version: 14,
+    description: 'images: the image tokens each charge counted (at the image prices) and the images it delivered',
+    sql: `
+      ALTER TABLE charges ADD COLUMN image_input_tokens INTEGER NOT NULL DEFAULT 0 CHECK (image_input_tokens >= 0);
+      ALTER TABLE charges ADD COLUMN image_output_tokens INTEGER NOT NULL DEFAULT 0 CHECK (image_output_tokens >= 0);
+      -- Images delivered (the Images API's data, or its completed stream events): what per-image prices charge.
+      ALTER TABLE charges ADD COLUMN images INTEGER NOT NULL DEFAULT 0 CHECK (images >= 0);
+      -- The summaries sum every token kind: the two new ones ride in their indexes as the others do.
+      DROP INDEX charges_time_totals;
+      CREATE INDEX charges_time_totals ON charges (
+        created_at, account_id, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens
+      );
+      DROP INDEX charges_account_totals;
+      CREATE INDEX charges_account_totals ON charges (
+        account_id, created_at, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens
+      );
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `

@@ -71,7 +71,7 @@ function outcome(usage: Usage | null): ExchangeOutcome {
 }
 
 function usage(total: number): Usage {
-  return { inputTokens: total - 10, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10, toolCalls: {}, source: 'upstream' };
+  return { inputTokens: total - 10, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 10, imageInputTokens: 0, imageOutputTokens: 0, toolCalls: {}, source: 'upstream' };
 }
 
 /** Opens an exchange on the context whose `finished` the test settles. */

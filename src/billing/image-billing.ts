@@ -1,0 +1,101 @@
+/**
+ * What an image request holds and is charged beyond its tokens. Per-image prices and the table of
+ * output tokens per image are keyed `size/quality`; a request that names a size or a quality (not
+ * `auto`) reaches the keys with that part, one that names neither reaches them all.
+ * - The hold covers `n` images at the largest entry the request reaches: the dearest per-image price,
+ *   or the most output tokens at the image-output price.
+ * - A per-image model charges each image delivered at the key the request asked for; when it left a
+ *   part open, at the first key listed that it reaches (gateway.yaml lists the provider's default first).
+ * - A token-priced model whose reply reported no usage is charged each image at the largest table
+ *   entry the request reaches (what was held for it), and the charge says `estimated`.
+ */
+import type { ModelConfig } from '../config/types';
+import { GatewayError } from '../kernel/errors';
+import type { ImageAsk } from '../protocols/request-reach';
+import { requestText } from '../protocols/request-text';
+import { TOKEN_KINDS } from '../protocols/types';
+import type { NanoPrice } from './prices';
+import type { BilledTokens } from './settlement';
+import { countTokensAsync } from './tokenizer';
+
+const ANY: ImageAsk = { size: null, quality: null };
+
+/** The keys of `table` an ask reaches, in their listed order. */
+function reachable(keys: readonly string[], ask: ImageAsk): string[] {
+  return keys.filter((key) => {
+    const [size, quality] = key.split('/');
+    return (ask.size === null || ask.size === size) && (ask.quality === null || ask.quality === quality);
+  });
+}
+
+/**
+ * The output tokens held (and, without usage, charged) for one image: the largest entry the ask
+ * reaches, or the largest of the table when it reaches none (a size the table does not list: the
+ * provider may still make it).
+ */
+export function imageTokensPerImage(table: Readonly<Record<string, number>>, ask: ImageAsk | undefined): number {
+  const keys = reachable(Object.keys(table), ask ?? ANY);
+  const from = keys.length > 0 ? keys : Object.keys(table);
+  return from.reduce((most, key) => Math.max(most, table[key]), 0);
+}
+
+/** Whether `price` charges images one by one (a per-image model). */
+export function pricedPerImage(price: NanoPrice): boolean {
+  return Object.keys(price.perImage).length > 0;
+}
+
+/** The dearest per-image price an ask reaches; a 400 when it reaches none (the model has no price for it). */
+export function heldPerImage(price: NanoPrice, ask: ImageAsk | undefined, modelId: string): bigint {
+  const keys = reachable(Object.keys(price.perImage), ask ?? ANY);
+  if (keys.length === 0) {
+    const asked = `${ask?.size ?? 'any size'}/${ask?.quality ?? 'any quality'}`;
+    throw new GatewayError(
+      'TOLLGATE_ERR_REQUEST_INVALID',
+      `The model '${modelId}' has no price for ${asked} images on this gateway; priced: ${Object.keys(price.perImage).join(', ')}.`,
+      { param: ask?.size !== null && !Object.keys(price.perImage).some((key) => key.startsWith(`${ask?.size}/`)) ? 'size' : 'quality' },
+    );
+  }
+  return keys.reduce((most, key) => (price.perImage[key] > most ? price.perImage[key] : most), 0n);
+}
+
+/** The per-image key an image of `ask` is charged at: the first listed key it reaches; null when none. */
+function chargedImageKey(price: NanoPrice, ask: ImageAsk | undefined): string | null {
+  return reachable(Object.keys(price.perImage), ask ?? ANY)[0] ?? null;
+}
+
+/** A charge's counts with what its images add: the per-image key, or the estimated tokens of a reply without usage. */
+export interface ImageBilled {
+  readonly billed: BilledTokens;
+  /** The per-image price key the images are charged at; null for a token-priced model. */
+  readonly imageKey: string | null;
+}
+
+/**
+ * The images of an Images reply, priced: a per-image model's at the key its request reaches; a
+ * token-priced model's that reported no token usage (its images delivered, no tokens) at the table's
+ * figure per image, its prompt counted by the tokenizer, and the charge marked `estimated`.
+ */
+export async function imageCharge(
+  billed: BilledTokens,
+  price: NanoPrice,
+  model: Pick<ModelConfig, 'image_output_tokens'>,
+  ask: ImageAsk | undefined,
+  body: Readonly<Record<string, unknown>>,
+): Promise<ImageBilled> {
+  if (pricedPerImage(price)) return { billed, imageKey: chargedImageKey(price, ask) };
+  const { tokens } = billed;
+  const images = tokens.images ?? 0;
+  const reportedNone = images > 0 && TOKEN_KINDS.every((kind) => tokens[kind] === 0);
+  if (!reportedNone || billed.source === 'none') return { billed, imageKey: null };
+  return {
+    imageKey: null,
+    billed: {
+      source: 'estimated',
+      tokens: {
+        ...tokens,
+        inputTokens: await countTokensAsync(requestText(body)),
+        imageOutputTokens: images * imageTokensPerImage(model.image_output_tokens, ask),
+      },
+    },
+  };
+}
