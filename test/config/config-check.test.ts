@@ -23,7 +23,7 @@ describe('cli/config-check runConfigCheck', () => {
 
   it('prints a one-line summary and returns 0 for the default gateway.yaml', () => {
     const file = path.join(PACKAGE_ROOT, 'gateway.yaml');
-    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (3 providers, 8 models, plugins: auth, billing, metrics, rate-limit, translate, upstream)`] });
+    expect(check(file)).to.deep.equal({ code: 0, lines: [`${file}: OK (3 providers, 10 models, plugins: auth, billing, metrics, rate-limit, translate, upstream)`] });
   });
 
   it('lists only enabled plugins and counts in the singular', () => {

@@ -97,6 +97,8 @@ describe('the default gateway.yaml', () => {
       'gpt-5.1': { tiers: ['priority', 'flex'], long: false, betas: {} },
       'gpt-5-mini': { tiers: ['priority', 'flex'], long: false, betas: {} },
       'gpt-4.1-mini': { tiers: ['priority'], long: false, betas: {} },
+      'gpt-image-1': { tiers: [], long: false, betas: {} },
+      'dall-e-3': { tiers: [], long: false, betas: {} },
     });
     // OpenAI's published Priority rates for gpt-5.1 are twice its standard ones, Flex's half.
     const gpt = config.models['gpt-5.1'].price!;
@@ -110,8 +112,22 @@ describe('the default gateway.yaml', () => {
     for (const model of openai) {
       expect(model.family).to.equal('openai');
       expect(model.price).to.not.equal(undefined);
-      expect(model.context_window, `${model.id} context_window`).to.be.a('number');
+      // An image model's hold is its images, not a context window.
+      if (model.kind === 'text') expect(model.context_window, `${model.id} context_window`).to.be.a('number');
     }
+  });
+
+  it('ships gpt-image-1 at its published token prices and dall-e-3 per image', () => {
+    const image = config.models['gpt-image-1'];
+    expect(image.kind).to.equal('image');
+    expect(image.price).to.deep.include({ input: 5, cache_hit: 1.25, image_input: 10, image_output: 40 });
+    expect(image.image_output_tokens['1024x1536/high']).to.equal(6240);
+    const dalle = config.models['dall-e-3'];
+    expect(dalle.kind).to.equal('image');
+    expect(Object.keys(dalle.price!.per_image)[0]).to.equal('1024x1024/standard');
+    expect(dalle.price!.per_image).to.deep.include({ '1024x1024/standard': 0.04, '1024x1792/hd': 0.12 });
+    // The Responses image_generation tool's images are billed at the image rates on the text models that ship them.
+    expect(config.models['gpt-5.1'].price).to.deep.include({ image_input: 10, image_output: 40 });
   });
 
   it('serves the free tollgate-echo demo model from the echo provider', () => {

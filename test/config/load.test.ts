@@ -89,6 +89,24 @@ const INVALID: readonly InvalidCase[] = [
     ],
   },
   {
+    name: 'an image model routed to a provider that does not speak the Images API',
+    text: yaml(...PROVIDERS, 'models:', '  img:', '    family: openai', '    kind: image', '    routes: [{ provider: anthropic }]', '    price: { image_output: 40 }'),
+    expected: ['gateway.yaml:12:26 models.img.routes[0].provider: an image model is served on /v1/images/generations by openai-protocol providers only; "anthropic" speaks Anthropic Messages'],
+  },
+  {
+    name: 'an image model priced with neither image_output nor per_image',
+    text: yaml(...PROVIDERS, 'models:', '  img:', '    family: openai', '    kind: image', '    routes: [{ provider: openai }]', '    price: { input: 5 }'),
+    expected: ['gateway.yaml:13:12 models.img.price: an image model\'s price needs image_output (per 1M image tokens, with input and image_input) or per_image (per image by "size/quality")'],
+  },
+  {
+    name: 'a text model priced without output, or per image',
+    text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, per_image: { "1024x1024/standard": 0.04 } }', '    max_output_tokens: 4096', '    context_window: 200000'),
+    expected: [
+      "gateway.yaml:12:12 models.gpt-5.1.price: a text model's price needs output (per 1M tokens)",
+      'gateway.yaml:12:35 models.gpt-5.1.price.per_image: per_image prices an image model: add kind: image, or remove per_image',
+    ],
+  },
+  {
     name: 'a model with both price and free',
     text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }', '    free: true', '    max_output_tokens: 4096', '    context_window: 200000'),
     expected: ['gateway.yaml:10:5 models.gpt-5.1: price and free: true contradict each other: keep one'],
