@@ -57,11 +57,16 @@ export interface ModelPrice {
   cache_write: string;
   cache_hit: string;
   output: string;
+  image_input: string;
+  image_output: string;
+  /** A per-image model's price of one image by "size/quality"; empty otherwise. */
+  per_image: Record<string, string>;
 }
 
 export interface PricedModel {
   model: string;
   family: 'anthropic' | 'openai';
+  kind: 'text' | 'image';
   free: boolean;
   price: ModelPrice | null;
   max_output_tokens: number;
@@ -143,6 +148,11 @@ export interface Usage {
   cache_write_1h_tokens: number;
   cache_read_tokens: number;
   output_tokens: number;
+  /** Image tokens, at the image prices (an image model's, or the Responses image_generation tool's). */
+  image_input_tokens: number;
+  image_output_tokens: number;
+  /** Images the reply delivered (POST /v1/images/generations). */
+  images: number;
   tool_calls: string;
   cost: string;
   overage: string;
@@ -220,6 +230,8 @@ export interface UsageGroup {
   cache_write_1h_tokens: number;
   cache_read_tokens: number;
   output_tokens: number;
+  image_input_tokens: number;
+  image_output_tokens: number;
   cache_hit_ratio: number | null;
   first_at: string;
   last_at: string;
@@ -249,6 +261,8 @@ export interface UsageRequest extends Usage {
   priced: boolean;
   lines: { kind: string; tokens: number; price_per_million: string; cost: string }[];
   tool_lines: { tool: string; calls: number; price_per_thousand: string; cost: string }[];
+  /** A per-image model's images at the price of the size and quality charged; empty otherwise. */
+  image_lines: { size_quality: string; images: number; price_per_image: string; cost: string }[];
   cache_hit_ratio: number | null;
 }
 

@@ -60,13 +60,14 @@ describe('management API: administrators', function () {
     });
 
     it('GET /api/prices lists gateway.yaml\'s models with prices as decimal strings, to anyone', async () => {
+      const NO_IMAGE_PRICES = { image_input: '0', image_output: '0', per_image: {} };
       const answer = await send(tg.url, 'GET', '/api/prices');
       expect(answer.status).to.equal(200);
       expect(answer.body).to.deep.equal({
         models: [
-          { model: 'gpt-priced', family: 'openai', free: false, price: PRICES['gpt-priced'], max_output_tokens: 1000, description: 'A priced test model' },
-          { model: 'claude-priced', family: 'anthropic', free: false, price: PRICES['claude-priced'], max_output_tokens: 2000, description: null },
-          { model: 'gpt-free', family: 'openai', free: true, price: null, max_output_tokens: answer.body.models[2].max_output_tokens, description: null },
+          { model: 'gpt-priced', family: 'openai', kind: 'text', free: false, price: { ...PRICES['gpt-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 1000, description: 'A priced test model' },
+          { model: 'claude-priced', family: 'anthropic', kind: 'text', free: false, price: { ...PRICES['claude-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 2000, description: null },
+          { model: 'gpt-free', family: 'openai', kind: 'text', free: true, price: null, max_output_tokens: answer.body.models[2].max_output_tokens, description: null },
         ],
       });
       expect(answer.body.models[2].max_output_tokens).to.be.a('number');

@@ -417,6 +417,24 @@ describe('schemas/management-api.yaml', () => {
             null,
           ),
       ],
+      [
+        'UsageRequest',
+        () =>
+          requestView(
+            {
+              ...charge,
+              endpoint: 'images',
+              images: 2,
+              imageOutputTokens: 0,
+              prices: {
+                tokens: { inputTokens: '0', cacheWriteTokens: '0', cacheWrite1hTokens: '0', cacheReadTokens: '0', outputTokens: '0', imageInputTokens: '0', imageOutputTokens: '0' },
+                tool_calls: {},
+                per_image: { key: '1024x1792/hd', nano: '120000000' },
+              },
+            },
+            null,
+          ),
+      ],
       ['Credit', () => creditView(credit)],
       ['Credit', () => creditView({ ...credit, kind: 'topup', actor: null, note: null })],
       ['Usage', () => usageView(charge, new Map([[bareKey.id, 'laptop']]))],

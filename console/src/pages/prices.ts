@@ -2,6 +2,7 @@
 import { apiGet } from '../api.js';
 import { h } from '../dom.js';
 import { loadInto } from '../load.js';
+import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { dataTable } from '../table.js';
 import type { ModelPrice, PricedModel } from '../types.js';
@@ -20,9 +21,19 @@ export const pricesPage: Page = {
   },
 };
 
-function priceCell(model: PricedModel, part: keyof ModelPrice) {
+function priceCell(model: PricedModel, part: Exclude<keyof ModelPrice, 'per_image'>) {
   if (model.free) return 'Free';
   return model.price ? money(model.price[part]) : '—';
+}
+
+/** An image model's image prices: per 1M image tokens, or per image by size and quality. */
+function imageCell(model: PricedModel) {
+  const price = model.price;
+  if (model.free || price === null) return model.free ? 'Free' : '—';
+  const perImage = Object.entries(price.per_image);
+  if (perImage.length > 0) return perImage.map(([key, units]) => `${key} ${formatMoney(units)}`).join(', ');
+  if (price.image_input === '0' && price.image_output === '0') return '—';
+  return `in ${formatMoney(price.image_input)}, out ${formatMoney(price.image_output)}`;
 }
 
 function priceTable(models: readonly PricedModel[]): HTMLElement {
@@ -38,6 +49,7 @@ function priceTable(models: readonly PricedModel[]): HTMLElement {
       { label: 'Cache write', cell: (model) => priceCell(model, 'cache_write'), numeric: true },
       { label: 'Cache hit', cell: (model) => priceCell(model, 'cache_hit'), numeric: true },
       { label: 'Output', cell: (model) => priceCell(model, 'output'), numeric: true },
+      { label: 'Images', cell: (model) => imageCell(model) },
       { label: 'Max output tokens', cell: (model) => count(model.max_output_tokens), numeric: true },
       { label: 'Description', cell: (model) => model.description ?? '' },
     ],

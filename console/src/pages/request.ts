@@ -91,5 +91,17 @@ function requestDetail(request: UsageRequest): HTMLElement {
         { label: 'Cost', cell: (line) => money(line.cost), numeric: true },
       ],
     }),
+    request.image_lines.length === 0 ? null : dataTable({
+      caption: 'Images, priced per image',
+      rows: request.image_lines,
+      emptyText: 'None.',
+      testId: 'request-image-lines',
+      columns: [
+        { label: 'Size / quality', cell: (line) => h('code', null, line.size_quality) },
+        { label: 'Images', cell: (line) => count(line.images), numeric: true },
+        { label: 'Price per image', cell: (line) => money(line.price_per_image), numeric: true },
+        { label: 'Cost', cell: (line) => money(line.cost), numeric: true },
+      ],
+    }),
     h('p', { class: 'muted' }, `The parts are exact; the charge is their sum rounded once to a billionth. Cache hits: ${ratioText(request.cache_hit_ratio)}.`)));
 }

@@ -162,6 +162,9 @@ function usageResults(rows: readonly Usage[]): HTMLElement {
       { label: 'Cache write', cell: (row) => count(row.cache_write_tokens + row.cache_write_1h_tokens), numeric: true },
       { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
       { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
+      // Image tokens at the image prices; the images delivered, for a per-image model what was charged.
+      { label: 'Image tokens', cell: (row) => (row.image_input_tokens + row.image_output_tokens === 0 ? '—' : `${count(row.image_input_tokens)} in, ${count(row.image_output_tokens)} out`), numeric: true },
+      { label: 'Images', cell: (row) => (row.images === 0 ? '—' : count(row.images)), numeric: true },
       { label: 'Tool calls', cell: (row) => (row.tool_calls === '' ? '—' : row.tool_calls) },
       // The premium service the charge was priced at: the reply's tier, and long-context rates.
       { label: 'Service', cell: (row) => serviceCell(row) },

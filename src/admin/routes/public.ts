@@ -11,6 +11,7 @@ function priceView(model: ModelConfig) {
   return {
     model: model.id,
     family: model.family,
+    kind: model.kind,
     free: model.free,
     price:
       model.price === undefined || model.free
@@ -20,6 +21,9 @@ function priceView(model: ModelConfig) {
             cache_write: decimal(model.price.cache_write),
             cache_hit: decimal(model.price.cache_hit),
             output: decimal(model.price.output),
+            image_input: decimal(model.price.image_input),
+            image_output: decimal(model.price.image_output),
+            per_image: Object.fromEntries(Object.entries(model.price.per_image).map(([key, units]) => [key, decimal(units)])),
           },
     max_output_tokens: model.max_output_tokens,
     description: model.description ?? null,
