@@ -78,7 +78,7 @@ function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstima
   }
   return new GatewayError(
     'TOLLGATE_ERR_INSUFFICIENT_BALANCE',
-    `Insufficient balance: ${need} and the account has ${formatUnits(result.available)} available. Top up in the console at /console/topup, or lower max_tokens.`,
+    `Insufficient balance: ${need} and the account has ${formatUnits(result.available)} available. Top up in the console at /console/topup, or ${estimate.images === undefined ? 'lower max_tokens' : 'ask for fewer images'}.`,
   );
 }
 

@@ -1,0 +1,54 @@
+/**
+ * What image requests hold and are charged beyond their tokens (`src/billing/image-billing.ts`,
+ * `hold-amount.ts`): n images at the largest entry the size and quality reach, per-image prices by
+ * key, and a price that is per image only still counts as a price.
+ */
+import { expect } from 'chai';
+import { holdAmount } from '../../src/billing/hold-amount';
+import { imageTokensPerImage } from '../../src/billing/image-billing';
+import { costOf, isFree, nanoPrice } from '../../src/billing/prices';
+import { GPT_IMAGE_OUTPUT_TOKENS } from '../../src/config/derive';
+import type { ModelConfig, RateCard } from '../../src/config/types';
+import type { RequestReach } from '../../src/protocols/request-reach';
+import { NO_TOKENS } from '../../src/protocols/types';
+
+const CARD: RateCard = { input: 5, cache_write: 5, cache_write_1h: 5, cache_hit: 1.25, output: 0, image_input: 10, image_output: 40, tool_calls: {} };
+const MODEL = { id: 'img', kind: 'image', image_output_tokens: GPT_IMAGE_OUTPUT_TOKENS, max_output_tokens: 4096 } as ModelConfig;
+
+function reach(n: number, size: string | null, quality: string | null): RequestReach {
+  return { outputLimit: null, choices: n, responseIds: [], conversationIds: [], unsizedInput: false, toolCalls: {}, image: { size, quality } };
+}
+
+describe('image billing', () => {
+  it('takes the largest table entry the size and quality reach, all of them when both are open', () => {
+    expect(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, { size: '1024x1024', quality: 'low' })).to.equal(272);
+    expect(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, { size: '1024x1024', quality: null })).to.equal(4160);
+    expect(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, { size: null, quality: 'medium' })).to.equal(1584);
+    expect(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, { size: null, quality: null })).to.equal(6240);
+    // A size the table does not list: the provider decides, the hold takes the largest.
+    expect(imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, { size: '2048x2048', quality: 'high' })).to.equal(6240);
+  });
+
+  it('holds the prompt at the text input price and n images at the image output price', () => {
+    const estimate = holdAmount({ rawBytes: 90, reach: reach(4, '1536x1024', 'high'), referencedTokens: 0, defaultToolUses: 10 }, MODEL, nanoPrice(CARD));
+    // 30 prompt tokens x 5,000 + 4 x 6,208 x 40,000 nano-units.
+    expect(estimate).to.deep.include({ amount: 30n * 5000n + 4n * 6208n * 40_000n, inputTokens: 30, outputTokens: 4 * 6208, images: 4 });
+  });
+
+  it('holds a per-image model at its dearest reachable price, and refuses a size it has no price for', () => {
+    const price = nanoPrice({ ...CARD, input: 0, cache_write: 0, cache_write_1h: 0, cache_hit: 0, image_input: 0, image_output: 0 }, { '1024x1024/standard': 0.04, '1024x1024/hd': 0.08, '1792x1024/hd': 0.12 });
+    expect(isFree(price)).to.equal(false);
+    const hold = (size: string | null, quality: string | null) => holdAmount({ rawBytes: 30, reach: reach(2, size, quality), referencedTokens: 0, defaultToolUses: 10 }, MODEL, price).amount;
+    expect(hold('1024x1024', null)).to.equal(2n * 80_000_000n);
+    expect(hold(null, null)).to.equal(2n * 120_000_000n);
+    expect(hold('1024x1024', 'standard')).to.equal(2n * 40_000_000n);
+    expect(() => hold('512x512', null)).to.throw("no price for 512x512/any quality images");
+  });
+
+  it('charges images at the key they name, exactly, besides their tokens', () => {
+    const price = nanoPrice(CARD, { '1024x1024/standard': 0.04 });
+    const usage = { ...NO_TOKENS, inputTokens: 3, images: 3, imageKey: '1024x1024/standard' };
+    expect(costOf(usage, price)).to.equal(3n * 5000n + 3n * 40_000_000n);
+    expect(costOf({ ...usage, imageKey: null }, price)).to.equal(3n * 5000n);
+  });
+});
