@@ -18,7 +18,7 @@ import { openBook } from '../../src/billing/open-book';
 import { parseConfig } from '../../src/config/load';
 import type { ChargeRecord } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream, type SseEvent } from '../helpers/fake-upstream';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
+import { onEachBackend, type Backend } from '../helpers/backends';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { openaiError } from '../helpers/upstream-replies';
 
@@ -28,12 +28,6 @@ const IMAGE_OUTPUT_NANO = 40_000n;
 /** gpt-image-1's published output tokens of one 1024x1536 high-quality image, the shipped table's largest. */
 const TALL_HIGH_TOKENS = 6240n;
 const PIXEL = 'iVBORw0KGgo=';
-
-interface Backend {
-  readonly sections: string;
-}
-
-const EMBEDDED: Backend = { sections: 'store: { url: "sqlite::memory:" }' };
 
 function yamlFor(url: string, backend: Backend, plugins = ''): string {
   return `
@@ -104,33 +98,7 @@ async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, t
   }
 }
 
-for (const shared of [false, true]) {
-  describe(`e2e: images on ${shared ? 'PostgreSQL + Redis' : 'the embedded store'}`, function () {
-    this.timeout(30_000);
-    let backend: Backend = EMBEDDED;
-    let cleanup: (() => Promise<void>) | null = null;
-
-    before(async function () {
-      if (!shared) return;
-      const problem = (await postgresProblem()) ?? (await redisProblem());
-      if (problem !== null) {
-        console.log(`      ${problem}: the PostgreSQL + Redis run of images skipped`);
-        this.skip();
-      }
-      const database = await createTestDatabase();
-      const redis = redisTestPrefix('images');
-      backend = { sections: `store: { url: "${database.url}" }\nredis: { url: "${REDIS_URL}", key_prefix: "${redis.prefix}" }` };
-      cleanup = async () => {
-        await redis.clear();
-        await database.drop();
-      };
-    });
-
-    after(async () => cleanup?.());
-
-    images(() => backend);
-  });
-}
+onEachBackend((backend) => `e2e: images on ${backend}`, 'images', images);
 
 function images(backendOf: () => Backend): void {
   let fake: FakeUpstream;
