@@ -14,6 +14,7 @@
  */
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
 import type { AdoptedCharge, BalanceBook } from './book';
+import { admit } from '../money/admission';
 
 /** How many times a read overtaken by a written charge or a credit is done again before it is used unkept. */
 const STALE_READS_RETRIED = 2;
@@ -159,18 +160,18 @@ export class LocalBook implements BalanceBook {
   private async holdNow(hold: Hold): Promise<HoldResult> {
     if (this.holds.has(hold.requestId)) throw new Error(`request ${hold.requestId} already holds funds`);
     const balance = await this.storedBalance(hold.accountId);
-    const available = balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n);
-    if (available < hold.amount) return { ok: false, reason: 'balance', available: available < 0n ? 0n : available };
     const spend = hold.keyLimited === false ? null : await this.store.keySpend(hold.keyId);
-    if (spend?.spendLimit != null) {
-      const left = spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n);
-      if (left < hold.amount) return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
-    }
+    const budgets = [];
     for (const budget of hold.budgets ?? []) {
       const held = (budget.scope === 'account' ? this.heldByAccount : this.heldByKey).get(budget.id) ?? 0n;
-      const left = budget.amount - (await this.periodSpend(budget)) - held;
-      if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
+      budgets.push({ budget, left: budget.amount - (await this.periodSpend(budget)) - held });
     }
+    const admission = admit(hold.amount, {
+      balanceLeft: balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n),
+      keyLeft: spend?.spendLimit == null ? null : spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n),
+      budgets,
+    });
+    if (!admission.ok) return admission;
     this.holds.set(hold.requestId, hold);
     add(this.heldByAccount, hold.accountId, hold.amount);
     add(this.heldByKey, hold.keyId, hold.amount);

@@ -4,6 +4,7 @@
  */
 import type { Pool } from 'pg';
 import type { BudgetCheck, Hold, HoldResult } from './store';
+import { admit } from '../money/admission';
 import { lockRows, unique } from './postgres-locks';
 import { inTransaction, retried } from './postgres-tx';
 
@@ -30,21 +31,32 @@ const BUDGET_SPEND = `
   SELECT COALESCE((SELECT sum(cost) FROM charges WHERE CASE WHEN $1 = 'account' THEN account_id ELSE key_id END = $2 AND created_at >= $3 AND created_at < $4), 0)::text AS spent,
          COALESCE(CASE WHEN $1 = 'account' THEN (SELECT held FROM accounts WHERE id = $2) ELSE (SELECT held FROM api_keys WHERE id = $2) END, 0)::text AS held`;
 
+/** What the key's spend limit leaves (null: no limit); no row when the key is not there. */
+const KEY_LEFT = 'SELECT (spend_limit - spent - held)::text AS left FROM api_keys WHERE id = $1';
+
 /**
- * Budgets are checked under the account's row lock, which every hold and every charge of the account
- * takes first: no hold or charge of its keys can move the figures between the check and the hold.
+ * With budgets, the figures are read under the account's row lock, which every hold and every charge of
+ * the account takes first (no hold or charge of its keys can move them in between), and judged by the
+ * admission rule (`src/money/admission.ts`); the hold statement then takes what was admitted. Without
+ * budgets the hold statement alone is the rule's first two steps, in the same order, in one round trip
+ * (the admission test runs both on the same cases).
  */
 function holdWithinBudgets(pool: Pool, hold: Hold, budgets: readonly BudgetCheck[]): Promise<HoldResult> {
   return inTransaction(
     pool,
-    async (client) => {
-      await lockRows(client, [hold.accountId], [], []);
+    async (client): Promise<HoldResult> => {
+      const funds = (await lockRows(client, [hold.accountId], [], [])).get(hold.accountId);
+      if (funds === undefined) return { ok: false, reason: 'balance', available: 0n };
+      const key = await client.query<{ left: string | null }>({ name: 'tollgate_key_left', text: KEY_LEFT, values: [hold.keyId] });
+      if (key.rows.length === 0) return { ok: false, reason: 'key_spend_limit', available: 0n };
+      const lefts = [];
       for (const budget of budgets) {
         const { rows } = await client.query<{ spent: string; held: string }>({ name: 'tollgate_budget_spend', text: BUDGET_SPEND, values: [budget.scope, budget.id, budget.start, budget.end] });
-        const left = budget.amount - BigInt(rows[0].spent) - BigInt(rows[0].held);
-        if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left } as const;
+        lefts.push({ budget, left: budget.amount - BigInt(rows[0].spent) - BigInt(rows[0].held) });
       }
-      return holdStatement(client, hold);
+      const keyLeft = key.rows[0].left;
+      const admission = admit(hold.amount, { balanceLeft: funds.balance - funds.held, keyLeft: keyLeft === null ? null : BigInt(keyLeft), budgets: lefts });
+      return admission.ok ? holdStatement(client, hold) : admission;
     },
     (result) => result.ok,
   );

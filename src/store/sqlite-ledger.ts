@@ -1,7 +1,8 @@
 /**
  * The ledger half of the SQLite store: holds, charges, credits and redemption codes. Each operation
  * is one transaction on the single writer, so "check the balance, then take from it" can never
- * interleave with another request's: the conditional UPDATE is the check.
+ * interleave with another request's: the hold's figures are read, judged by the admission rule
+ * (`src/money/admission.ts`) and written in one transaction.
  *
  * Money columns are read with CAST(… AS TEXT) and turned into bigints, so no amount ever passes
  * through a JS number.
@@ -25,6 +26,7 @@ import type {
   UsageSummaryQuery,
   UsageSummaryRow,
 } from './store';
+import { admit } from '../money/admission';
 import { summarySql, toSummaryRow, type SummaryDialect, type SummarySqlRow } from './usage-queries';
 import { CHARGE_COLUMNS, chargeParams, chargeSelectList, chargeValues, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
 
@@ -63,12 +65,10 @@ export const SUMMARY_DIALECT: SummaryDialect<number> = {
 
 function prepare(db: SqliteDatabase) {
   return {
-    holdAccount: db.prepare<[bigint, string, bigint]>('UPDATE accounts SET held = held + ? WHERE id = ? AND balance - held >= ?'),
+    holdAccount: db.prepare<[bigint, string]>('UPDATE accounts SET held = held + ? WHERE id = ?'),
+    holdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held + ? WHERE id = ?'),
     accountAvailable: db.prepare<[string], string>('SELECT CAST(balance - held AS TEXT) FROM accounts WHERE id = ?').pluck(),
-    holdKey: db.prepare<[bigint, string, bigint]>(
-      'UPDATE api_keys SET held = held + ? WHERE id = ? AND (spend_limit IS NULL OR spend_limit - spent - held >= ?)',
-    ),
-    keyAvailable: db.prepare<[string], string>('SELECT CAST(spend_limit - spent - held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
+    keyLeft: db.prepare<[string], { left: string | null }>('SELECT CAST(spend_limit - spent - held AS TEXT) AS left FROM api_keys WHERE id = ?'),
     accountSpendSince: db.prepare<[string, number, number], string>(
       'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND created_at >= ? AND created_at < ?',
     ).pluck(),
@@ -171,23 +171,21 @@ export class SqliteLedger {
     return this.chargesTransaction.immediate(charges);
   }
 
+  /** The figures admission reads, read and held inside the one transaction the writer runs at a time. */
   private hold(hold: Hold): HoldResult {
-    for (const budget of hold.budgets ?? []) {
+    const available = this.sql.accountAvailable.get(hold.accountId);
+    if (available === undefined) return { ok: false, reason: 'balance', available: 0n };
+    const key = this.sql.keyLeft.get(hold.keyId);
+    if (key === undefined) return { ok: false, reason: 'key_spend_limit', available: 0n };
+    const budgets = (hold.budgets ?? []).map((budget) => {
       const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
-      const left = budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held);
-      if (left < hold.amount) return { ok: false, reason: 'budget', budget, available: left < 0n ? 0n : left };
-    }
-    if (this.sql.holdAccount.run(hold.amount, hold.accountId, hold.amount).changes === 0) {
-      return { ok: false, reason: 'balance', available: BigInt(this.sql.accountAvailable.get(hold.accountId) ?? '0') };
-    }
-    if (this.sql.holdKey.run(hold.amount, hold.keyId, hold.amount).changes === 0) {
-      // Undo the account's part: the whole hold happens or none of it does.
-      this.sql.unholdAccount.run(hold.amount, hold.accountId);
-      const left = BigInt(this.sql.keyAvailable.get(hold.keyId) ?? '0');
-      return { ok: false, reason: 'key_spend_limit', available: left < 0n ? 0n : left };
-    }
-    const now = Date.now();
-    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, now, hold.expiresAt.getTime());
+      return { budget, left: budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held) };
+    });
+    const admission = admit(hold.amount, { balanceLeft: BigInt(available), keyLeft: key.left === null ? null : BigInt(key.left), budgets });
+    if (!admission.ok) return admission;
+    this.sql.holdAccount.run(hold.amount, hold.accountId);
+    this.sql.holdKey.run(hold.amount, hold.keyId);
+    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, Date.now(), hold.expiresAt.getTime());
     return { ok: true };
   }
 

@@ -6,7 +6,7 @@ import type { PaymentStore } from './payments';
  * same interface so the rest of Tollgate never knows which one it talks to.
  */
 import type { TokenCounts, TokenKind, ToolCalls } from '../protocols/types';
-
+import type { Admission } from '../money/admission';
 
 export type AccountRole = 'admin' | 'user';
 
@@ -237,12 +237,8 @@ export interface Hold {
   readonly budgets?: readonly BudgetCheck[];
 }
 
-export type HoldResult =
-  | { readonly ok: true }
-  /** `available` is what could have been held: the balance (or key limit) minus what is held already. */
-  | { readonly ok: false; readonly reason: 'balance' | 'key_spend_limit'; readonly available: bigint }
-  /** A budget's period spend plus its holds leaves less than the hold: `available` is what it leaves. */
-  | { readonly ok: false; readonly reason: 'budget'; readonly budget: BudgetCheck; readonly available: bigint };
+/** Whether a hold was taken, or which limit refused it (`src/money/admission.ts` says in what order). */
+export type HoldResult = Admission<BudgetCheck>;
 
 /** Where a charge's token counts came from (`none`: nothing was produced, nothing is owed). */
 export type UsageSourceRecord = 'upstream' | 'estimated' | 'partial' | 'none';

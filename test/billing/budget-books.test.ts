@@ -8,23 +8,14 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import type { BalanceBook } from '../../src/billing/book';
 import { periodAt } from '../../src/billing/budget-period';
-import { LocalBook } from '../../src/billing/local-book';
 import { openRedisBook } from '../../src/billing/redis-book';
-import { StoreBook } from '../../src/billing/store-book';
-import { PostgresStore } from '../../src/store/postgres';
 import { SqliteStore } from '../../src/store/sqlite';
-import type { BudgetCheck, BudgetScope, ChargeRecord, Store } from '../../src/store/store';
+import type { BudgetCheck, BudgetScope, ChargeRecord } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
 import { Redis } from 'ioredis';
 import { healLiveBalances, verifyLiveBalances } from '../../src/cli/ledger';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
-
-interface Setup {
-  readonly store: Store;
-  /** Two books over the same state where the back end is shared (Redis, the store's rows); one otherwise. */
-  readonly books: readonly BalanceBook[];
-  close(): Promise<void>;
-}
+import { REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
+import { bookSetups, type Setup } from '../helpers/balance-books';
 
 interface Who {
   readonly accountId: string;
@@ -46,53 +37,7 @@ function charge(who: Who, cost: bigint, createdAt = new Date()): ChargeRecord {
   };
 }
 
-const SETUPS: Record<string, () => Promise<Setup | string>> = {
-  'LocalBook (SQLite, one instance)': async () => {
-    const store = new SqliteStore(':memory:');
-    await store.migrate();
-    return { store, books: [new LocalBook(store)], close: () => store.close() };
-  },
-  'StoreBook (SQLite rows, workers)': async () => {
-    const store = new SqliteStore(':memory:');
-    await store.migrate();
-    return { store, books: [new StoreBook(store)], close: () => store.close() };
-  },
-  'StoreBook (PostgreSQL, two instances)': async () => {
-    const problem = await postgresProblem();
-    if (problem !== null) return problem;
-    const database: TestDatabase = await createTestDatabase();
-    const stores = [new PostgresStore({ url: database.url } as never), new PostgresStore({ url: database.url } as never)];
-    for (const store of stores) await store.migrate();
-    return {
-      store: stores[0],
-      books: stores.map((store) => new StoreBook(store)),
-      async close() {
-        for (const store of stores) await store.close();
-        await database.drop();
-      },
-    };
-  },
-  'RedisBook (two instances)': async () => {
-    const problem = await redisProblem();
-    if (problem !== null) return problem;
-    const store = new SqliteStore(':memory:');
-    await store.migrate();
-    const redis = redisTestPrefix('budgets');
-    const config = { url: REDIS_URL, key_prefix: redis.prefix, command_timeout_ms: 2000 };
-    const books = [await openRedisBook(config, store), await openRedisBook(config, store)];
-    return {
-      store,
-      books,
-      async close() {
-        for (const book of books) await book.close();
-        await redis.clear();
-        await store.close();
-      },
-    };
-  },
-};
-
-for (const [name, open] of Object.entries(SETUPS)) {
+for (const [name, open] of Object.entries(bookSetups('budgets'))) {
   describe(`billing/budgets in the ${name}`, function () {
     this.timeout(20_000);
     let setup: Setup;
