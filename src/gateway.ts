@@ -103,6 +103,17 @@ const LOG_REDACT = [
 ];
 
 /**
+ * An error as pino writes it, less the raw bytes an HTTP parse error carries (`rawPacket`: the whole
+ * request, its token, cookie and body), wherever such an error ends up logged.
+ */
+function errorWithoutRawBytes(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const serialized = pino.stdSerializers.err(err) as unknown as Record<string, unknown>;
+  delete serialized.rawPacket;
+  return serialized;
+}
+
+/**
  * The default logger: JSON lines at `LOG_LEVEL` (info), on stdout unless `destination` is given
  * (tests capture lines in memory). Pino's default destination on stdout: lines are formatted on
  * the request's tick, written by sonic-boom; the per-request line goes out after the answer.
@@ -111,6 +122,7 @@ export function createLogger(destination?: DestinationStream): Logger {
   const options = {
     level: process.env.LOG_LEVEL ?? 'info',
     redact: { paths: LOG_REDACT, censor: '[REDACTED]' },
+    serializers: { err: errorWithoutRawBytes },
     // "info", not 30: read by people and by log tools that do not know pino's numbers.
     formatters: { level: (label: string) => ({ level: label }) },
   };

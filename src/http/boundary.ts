@@ -113,8 +113,21 @@ export function writeRequestLine(level: 'debug' | 'info', state: Partial<Gateway
 
 const HANG_UP_CODES = new Set(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE', 'ERR_STREAM_DESTROYED']);
 
-/** An error while sending an answer: a client hanging up mid-response is routine, anything else a fault. */
+/**
+ * Node's HTTP parser failing on what the client sent (`HPE_…`): the client's fault, not ours. Such an
+ * error carries the raw bytes it failed on (`rawPacket`), the whole request with its token, cookie and
+ * body: only its code and message may be logged.
+ */
+function isParseError(err: unknown): err is Error & { code: string } {
+  return err instanceof Error && (err as NodeJS.ErrnoException).code?.startsWith('HPE_') === true;
+}
+
+/**
+ * An error while sending an answer: a client hanging up mid-response, or sending bytes Node cannot
+ * parse on the same connection, is routine; anything else a fault.
+ */
 export function reportSendError(err: unknown, logger: Logger): void {
-  if (err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '')) logger.debug({ err }, 'client closed the connection');
+  if (isParseError(err)) logger.debug({ code: err.code, reason: err.message }, 'malformed request from the client');
+  else if (err instanceof Error && HANG_UP_CODES.has((err as NodeJS.ErrnoException).code ?? '')) logger.debug({ err }, 'client closed the connection');
   else logger.error({ err }, 'error while sending a response');
 }
