@@ -412,6 +412,11 @@ export interface UsageSummaryQuery {
   readonly groupBy: UsageGroup;
   /** Only this session's charges. */
   readonly sessionId?: string;
+  /**
+   * By session, leave out the charges made outside any session: a list of sessions wants them not,
+   * a summary does (its rows then add up to what was charged, the sessionless ones in a null row).
+   */
+  readonly namedSessionsOnly?: boolean;
   readonly since: Date;
   /** Exclusive. */
   readonly until: Date;
@@ -421,7 +426,7 @@ export interface UsageSummaryQuery {
 
 /** One group of a usage summary: its requests, errors (status 400 or above), cost and tokens. */
 export interface UsageSummaryRow extends TokenCounts {
-  /** The model, key id, `YYYY-MM-DD` day, session id, account id or provider; null for charges without one (no provider). */
+  /** The model, key id, `YYYY-MM-DD` day, session id, account id or provider; null for charges without one (no provider, no session). */
   readonly group: string | null;
   readonly requests: number;
   readonly errors: number;

@@ -76,7 +76,7 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   if (query.sessionId !== undefined) {
     where.push(`session_id = ${dialect.param('session')}`);
     params.session = query.sessionId;
-  } else if (query.groupBy === 'session') {
+  } else if (query.groupBy === 'session' && query.namedSessionsOnly === true) {
     where.push('session_id IS NOT NULL');
   }
   const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
@@ -90,11 +90,13 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
      LIMIT ${dialect.param('limit')} OFFSET ${dialect.param('offset')}`;
   if (query.groupBy !== 'session') return { sql: page.replace(' AS last_at\n', ' AS last_at, NULL AS models\n'), params };
   // The models of the page's sessions only, each read through the session index, rather than a
-  // distinct list kept for every session of the range while grouping.
+  // distinct list kept for every session of the range while grouping. The charges without a session
+  // are a group too (their row is null), so the rows add up to what was charged.
   const sessionWhere = where.filter((condition) => !condition.startsWith('session_id')).map((condition) => `c.${condition}`);
+  const sameSession = '(c.session_id = page.grp OR (page.grp IS NULL AND c.session_id IS NULL))';
   const sql = `
     WITH page AS (${page})
-    SELECT page.*, (SELECT ${dialect.models} FROM charges c WHERE c.session_id = page.grp AND ${sessionWhere.join(' AND ')}) AS models
+    SELECT page.*, (SELECT ${dialect.models} FROM charges c WHERE ${sameSession} AND ${sessionWhere.join(' AND ')}) AS models
       FROM page ORDER BY last_at DESC, grp ASC`;
   return { sql, params };
 }

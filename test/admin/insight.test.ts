@@ -191,5 +191,41 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(laptopKey.spent_month).to.equal(laptopKey.spent_today);
       expect(Date.parse(laptopKey.last_used_at!)).to.equal(Math.max(...laptopCharges.map((charge) => charge.createdAt.getTime())));
     });
+
+    // Runs last: it adds charges the tests above do not expect.
+    it('every grouping adds up to what was charged, with requests outside any session and a deleted key', async () => {
+      const spare = await una.createKey({ name: 'spare' });
+      fake.enqueue(chatCompletion({ inputTokens: 40, outputTokens: 9, model: 'gpt-priced' }));
+      const fromSpare = await post(tg.url, '/v1/chat/completions', { authorization: `Bearer ${spare.secret}` }, chatBody('gpt-priced'));
+      fake.enqueue(anthropicMessage({ inputTokens: 12, outputTokens: 3, model: 'claude-priced' }));
+      const fromLaptop = await post(tg.url, '/v1/messages', { 'x-api-key': laptop.secret, 'anthropic-version': '2023-06-01' }, chatBody('claude-priced'));
+      for (const answer of [fromSpare, fromLaptop]) expect(answer.status, answer.text).to.equal(200);
+      expect((await una.delete(`/api/keys/${spare.id}`)).status).to.be.oneOf([200, 204]);
+      const charges = await chargesOf(tg.store, unaId, 5);
+      const charged = charges.reduce((total, charge) => total + charge.cost, 0n);
+      const sessionless = charges.filter((charge) => charge.sessionId === undefined || charge.sessionId === null);
+      expect(sessionless, 'requests outside any session').to.have.length(2);
+      for (const group of ['model', 'key', 'day', 'session'] as const) {
+        const answer = await una.get(`/api/usage/summary?group_by=${group}`);
+        expect(answer.status, answer.text).to.equal(200);
+        const rows = answer.body.rows as Array<{ group: string | null; cost: string; requests: number }>;
+        expect(sum(rows.map((row) => row.cost)), group).to.equal(charged);
+        expect(rows.reduce((total, row) => total + row.requests, 0), group).to.equal(5);
+      }
+      const bySession = (await una.get('/api/usage/summary?group_by=session')).body.rows as Array<{ group: string | null; label: string | null; requests: number; cost: string; models: string | null }>;
+      const none = bySession.find((row) => row.group === null);
+      expect(none, 'the row of requests outside any session').to.include({ label: 'no session', requests: 2, models: 'claude-priced gpt-priced' });
+      expect(unitsToNano(none!.cost)).to.equal(sessionless.reduce((total, charge) => total + charge.cost, 0n));
+      const byKey = (await una.get('/api/usage/summary?group_by=key')).body.rows as Array<{ group: string; label: string; requests: number }>;
+      expect(byKey.find((row) => row.group === spare.id)).to.include({ label: 'spare (deleted key)', requests: 1 });
+      // A list of sessions is still of sessions only.
+      const sessions = (await una.get('/api/usage/sessions')).body.sessions as Array<{ group: string | null }>;
+      expect(sessions.map((row) => row.group)).to.deep.equal(['cc-session-1', 'codex-session-1']);
+      const all = (await tg.store.ledgerTotals()).reduce((total, totals) => total + totals.charges, 0n);
+      for (const group of ['account', 'provider', 'session', 'key'] as const) {
+        const rows = (await admin.get(`/api/usage/summary?group_by=${group}&account_id=all`)).body.rows as Array<{ cost: string }>;
+        expect(sum(rows.map((row) => row.cost)), `every account by ${group}`).to.equal(all);
+      }
+    });
   });
 }

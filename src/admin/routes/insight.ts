@@ -50,13 +50,19 @@ function groupParam(ctx: ApiContext): UsageGroup {
   return text as UsageGroup;
 }
 
-/** The names that label key and account groups, read only when the grouping needs them. */
+/** The label of the row of charges made outside any session, so the rows by session add up. */
+const NO_SESSION_LABEL = 'no session';
+/** The label of a key group whose key is no longer listed (deleted): its charges still count. */
+const DELETED_KEY_LABEL = 'deleted key';
+
+/** The names that label key, account and session groups, read only when the grouping needs them. */
 async function labeller(deps: AdminDeps, group: UsageGroup, accountId: string | null): Promise<(row: UsageSummaryRow) => string | null> {
   if (group === 'key') {
     const keys = await deps.store.listKeys(accountId === null ? undefined : { accountId });
-    const names = new Map(keys.map((key) => [key.id, key.name]));
-    return (row) => (row.group === null ? null : (names.get(row.group) ?? null));
+    const names = new Map(keys.map((key) => [key.id, key.revokedAt === null ? key.name : `${key.name} (${DELETED_KEY_LABEL})`]));
+    return (row) => (row.group === null ? null : (names.get(row.group) ?? DELETED_KEY_LABEL));
   }
+  if (group === 'session') return (row) => (row.group === null ? NO_SESSION_LABEL : null);
   if (group === 'account') {
     const names = new Map((await deps.store.listAccounts()).map((account) => [account.id, account.name]));
     return (row) => (row.group === null ? null : (names.get(row.group) ?? null));
@@ -90,7 +96,7 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.get('/usage/sessions', signedIn(deps), async (ctx) => {
     const accountId = accountScope(ctx) ?? null;
     const range = rangeOf(ctx);
-    const rows = await deps.store.usageSummary({ accountId, groupBy: 'session', ...range, limit: limitParam(ctx.query.limit, 50, MAX_GROUPS), offset: offsetParam(ctx) });
+    const rows = await deps.store.usageSummary({ accountId, groupBy: 'session', namedSessionsOnly: true, ...range, limit: limitParam(ctx.query.limit, 50, MAX_GROUPS), offset: offsetParam(ctx) });
     ctx.body = { since: range.since.toISOString(), until: range.until.toISOString(), sessions: rows.map((row) => summaryView(row, null)) };
   });
 
