@@ -10,6 +10,7 @@ import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginInstance } from '../../src/kernel/plugin';
 import type { PluginDefinition } from '../kit';
+import type { GatewayMetrics } from '../../src/metrics/metrics';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
 import { closeRedis, connectRedis } from '../../src/shared-state/redis';
@@ -40,6 +41,17 @@ function routeOf(ctx: GatewayContext, target: Target): RouteTranslator {
     );
   }
   return route;
+}
+
+/** `route`, counting the client headers each of its native requests leaves behind. */
+function countingDroppedHeaders(route: RouteTranslator, metrics: GatewayMetrics): RouteTranslator {
+  return {
+    begin(ctx, target) {
+      const leg = route.begin(ctx, target);
+      if (leg.droppedHeaders !== undefined && leg.droppedHeaders.length > 0) metrics.recordDroppedHeaders(target.provider.protocol, leg.droppedHeaders);
+      return leg;
+    },
+  };
 }
 
 /** The session table: in process, or shared through Redis when the gateway has one. */
@@ -73,7 +85,7 @@ export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
       breakers,
       retryBudget,
       failover: config.failover,
-      routeFor: routeOf,
+      routeFor: (ctx: GatewayContext, target: Target) => countingDroppedHeaders(routeOf(ctx, target), kit.metrics),
       affinity: { config: config.affinity, store: affinity.store },
     };
 

@@ -235,6 +235,12 @@ export class GatewayMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  private readonly headersDropped = new Counter({
+    name: 'tollgate_upstream_headers_dropped_total',
+    help: "Client headers left behind by a native upstream request (not in its protocol's table of forwarded headers), by provider protocol and header: the header's name where that table names it, else other.",
+    labelNames: ['protocol', 'header'] as const,
+    registers: [this.registry],
+  });
   /** Moved by the span exporter when its bounded queue is full (src/telemetry). */
   readonly spansDropped = new Counter({
     name: 'tollgate_trace_spans_dropped_total',
@@ -397,6 +403,11 @@ export class GatewayMetrics {
   /** Counts one reload of gateway.yaml. */
   recordReload(result: ReloadOutcome): void {
     this.reloads.inc({ result });
+  }
+
+  /** Counts the client headers one upstream request left behind; `headers` are bounded labels (`droppedHeaderLabel`). */
+  recordDroppedHeaders(protocol: string, headers: readonly string[]): void {
+    for (const header of headers) this.headersDropped.inc({ protocol, header });
   }
 
   /** The in-flight gauge cell of an endpoint, moved by the metrics plugin as requests start and end. */

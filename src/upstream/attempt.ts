@@ -48,6 +48,8 @@ export interface RouteTranslator {
 export interface AttemptLeg {
   readonly call: UpstreamCall;
   readonly headers: Record<string, string>;
+  /** The `header` labels of the client headers a native request left behind (none on a translated one, which takes no client header). */
+  readonly droppedHeaders?: readonly string[];
   readonly body: Buffer;
   /** An upstream error about the request (≥ 400, not 401/403), in its family's shape, as the client would get it. */
   error(reply: ErrorReply, received: Buffer, headers: UpstreamResponse['headers']): FailureAnswer;

@@ -1,49 +1,60 @@
 /**
- * Which headers cross the gateway, in each direction. Both lists are allow-lists: a header nobody
- * thought of stays behind, so a client's key, cookie or alternate auth header can never reach a
- * provider (docs/faults.md#a4), and a provider's cookies never reach a client.
+ * Which headers cross the gateway, in each direction. Both are allow-lists: a header nobody thought
+ * of stays behind, so a client's key, cookie or alternate auth header can never reach a provider
+ * (docs/faults.md#a4), and a provider's cookies never reach a client. The client headers each
+ * protocol forwards are one table, with the reason for each (`src/wire/forwarded-headers.ts`).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProviderConfig } from '../config/types';
 import { wireOf } from '../wire';
-
-/** Client headers forwarded to every provider. */
-const FORWARDED = new Set(['accept', 'user-agent']);
-
-/**
- * Headers that choose among the provider's own organisations, workspaces or projects: the account a
- * request is billed to upstream is the operator's choice (a provider's `headers`), never a client's,
- * even where the protocol's prefixes would let them through.
- */
-const PROVIDER_ACCOUNT_HEADERS: ReadonlySet<string> = new Set(['anthropic-organization-id', 'anthropic-workspace-id', 'openai-organization', 'openai-project']);
+import { droppedHeaderLabel, FORWARDED_HEADERS } from '../wire/forwarded-headers';
 
 /** Upstream response headers relayed to the client. */
 const RELAYED = new Set(['content-type', 'retry-after', 'retry-after-ms', 'x-should-retry', 'request-id']);
 
+/** One native request's headers, and the `header` labels of the client headers left behind. */
+interface UpstreamRequestHeaders {
+  readonly headers: Record<string, string>;
+  readonly dropped: readonly string[];
+}
+
+/** The values of a comma-separated header that `allowed` lists (case-insensitively), joined again. */
+function allowedValues(value: string, allowed: readonly string[]): string {
+  return value
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => allowed.includes(part.toLowerCase()))
+    .join(', ');
+}
+
 /**
- * The headers of one upstream request: the client's allowed ones (its protocol's prefixes,
- * docs/decisions.md#d11-query-strings-and-forwarded-headers) and the provider's extras. The credential is
- * added by the provider's client, last.
+ * The headers of one upstream request: the client's that its protocol's table forwards
+ * (docs/decisions.md#d17-forwarded-headers-are-an-allow-list) and the provider's extras. The
+ * credential is added by the provider's client, last.
  */
 export function upstreamRequestHeaders(
   client: IncomingHttpHeaders,
   provider: ProviderConfig,
   requestId: string,
-): Record<string, string> {
+): UpstreamRequestHeaders {
   const headers: Record<string, string> = {};
-  const prefixes = wireOf(provider).forwardedHeaderPrefixes;
-  for (const [name, value] of Object.entries(client)) {
-    if (value === undefined || PROVIDER_ACCOUNT_HEADERS.has(name)) continue;
-    if (FORWARDED.has(name) || prefixes.some((prefix) => name.startsWith(prefix))) {
-      headers[name] = Array.isArray(value) ? value.join(', ') : value;
-    }
+  const dropped: string[] = [];
+  const table = FORWARDED_HEADERS[provider.protocol];
+  for (const [name, raw] of Object.entries(client)) {
+    if (raw === undefined) continue;
+    const rule = Object.hasOwn(table, name) ? table[name] : undefined;
+    if (rule?.action === 'replaced') continue;
+    const joined = Array.isArray(raw) ? raw.join(', ') : raw;
+    const value = rule?.action !== 'forward' ? '' : rule.values === undefined ? joined : allowedValues(joined, rule.values);
+    if (value === '') dropped.push(droppedHeaderLabel(provider.protocol, name));
+    else headers[name] = value;
   }
   Object.assign(headers, provider.headers, wireOf(provider).protocolHeaders(provider, true));
   headers['content-type'] = 'application/json';
   // The relay taps the bytes for usage, so they must arrive uncompressed.
   headers['accept-encoding'] = 'identity';
   headers['x-request-id'] = requestId;
-  return headers;
+  return { headers, dropped };
 }
 
 /**

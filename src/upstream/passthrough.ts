@@ -59,9 +59,11 @@ export const PASSTHROUGH: RouteTranslator = {
         replyId: replyId(endpoint.id, parsed),
       };
     };
+    const { headers, dropped } = upstreamRequestHeaders(ctx.headers, provider, ctx.state.clientRequestId ?? requestId);
     return {
       call: { endpoint: endpoint.id, upstreamModel: route.upstream_model, stream: request.stream, beta: ctx.query.beta === 'true' },
-      headers: upstreamRequestHeaders(ctx.headers, provider, ctx.state.clientRequestId ?? requestId),
+      headers,
+      droppedHeaders: dropped,
       body: askUsage ? withUsageRequested(native, request.body) : native,
       error(reply, received, headers) {
         const relayed = relayedResponseHeaders(headers);

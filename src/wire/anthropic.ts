@@ -18,7 +18,6 @@ export const ANTHROPIC_WIRE: WireProtocol = {
   },
   nativeBody: renamedBody,
   translatedBody: jsonBody,
-  forwardedHeaderPrefixes: ['anthropic-', 'x-stainless-', 'x-claude-code-'],
   // Native requests keep the client's version (docs/decisions.md#d6-anthropic-version-is-the-clients);
   // translated ones get the provider's (docs/decisions.md#d14-a-translated-request-names-its-own-version).
   protocolHeaders(provider, native): Record<string, string> {

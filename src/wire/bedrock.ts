@@ -30,8 +30,6 @@ export const BEDROCK_WIRE: WireProtocol = {
   path: (call) => `/model/${encodeURIComponent(call.upstreamModel)}/${action(call.endpoint, call.stream)}`,
   nativeBody: ({ request, endpoint, clientHeaders }) => bedrockBody(endpoint, request.body, clientHeaders),
   translatedBody: (body, call) => bedrockBody(call.endpoint, body, {}),
-  // Betas go into the body (`anthropic_beta`); no other client header means anything to Bedrock.
-  forwardedHeaderPrefixes: [],
   // `accept` names the body type of the reply (a client's `text/event-stream` would be refused).
   protocolHeaders: () => ({ accept: 'application/json' }),
   createClient: (provider) => new HttpUpstreamClient(provider, bedrockSigner(provider)),

@@ -15,7 +15,6 @@ export const ECHO_WIRE: WireProtocol = {
   path: (call) => ({ chat: '/chat/completions', responses: '/responses', messages: '/v1/messages', count_tokens: '/v1/messages/count_tokens', images: '/images/generations' })[call.endpoint],
   nativeBody: renamedBody,
   translatedBody: jsonBody,
-  forwardedHeaderPrefixes: [],
   protocolHeaders: () => ({}),
   createClient: (provider) => new EchoClient(provider),
   framing: SSE_FRAMING,

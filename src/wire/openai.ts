@@ -23,7 +23,6 @@ export const OPENAI_WIRE: WireProtocol = {
   path: (call) => OPENAI_PATHS[call.endpoint as OpenAIEndpoint] ?? '/chat/completions',
   nativeBody: renamedBody,
   translatedBody: jsonBody,
-  forwardedHeaderPrefixes: ['openai-beta', 'x-stainless-'],
   protocolHeaders: () => ({}),
   createClient: (provider) =>
     new HttpUpstreamClient(provider, {

@@ -1,8 +1,9 @@
 /**
  * What it takes to speak one provider protocol, in one place: the endpoints it serves natively, how
- * its URLs and bodies are built, how a request is authenticated, which client headers it may see, how
- * its streams are framed and how it reports errors. `index.ts` maps every `ProviderProtocol` to one
- * descriptor, so a protocol added to the union does not compile until each of these parts exists.
+ * its URLs and bodies are built, how a request is authenticated, how its streams are framed and how
+ * it reports errors (the client headers it may see are one table of their own, `forwarded-headers.ts`).
+ * `index.ts` maps every `ProviderProtocol` to one descriptor, so a protocol added to the union does
+ * not compile until each of these parts exists.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ProtocolSetting, ProviderConfig } from '../config/types';
@@ -102,11 +103,6 @@ export interface WireProtocol {
   nativeBody(input: NativeBodyInput): Buffer;
   /** A translated request's body, from the translator's object. */
   translatedBody(body: Record<string, unknown>, call: UpstreamCall): Buffer;
-  /**
-   * Client header prefixes forwarded on native requests
-   * (docs/decisions.md#d11-query-strings-and-forwarded-headers).
-   */
-  readonly forwardedHeaderPrefixes: readonly string[];
   /**
    * Headers the protocol sets on every request, after the client's and the provider's, credentials
    * aside: `native` false for a translated request (which then needs e.g. its own `anthropic-version`).

@@ -40,8 +40,6 @@ export const VERTEX_WIRE: WireProtocol = {
   path: (call, provider) => vertexPath(call, provider.project_id, provider.region),
   nativeBody: ({ request, endpoint, upstreamModel }) => vertexBody(endpoint, request.body, upstreamModel),
   translatedBody: (body, call) => vertexBody(call.endpoint, body, call.upstreamModel),
-  // Vertex reads betas from the `anthropic-beta` header, as the Messages API does.
-  forwardedHeaderPrefixes: ['anthropic-beta'],
   protocolHeaders: () => ({}),
   createClient: (provider) => new HttpUpstreamClient(provider, vertexAuthenticator(provider)),
   framing: SSE_FRAMING,
