@@ -97,7 +97,7 @@ export function signedIn(deps: AdminDeps, options: { beforeEnrolment?: boolean }
     if (caller === null) throw new ApiError('unauthenticated', 'Log in to the console, or send a management token.');
     if (caller.account.disabled) throw new ApiError('forbidden', 'This account is disabled; ask an administrator.');
     checkCsrf(ctx, caller);
-    if (options.beforeEnrolment !== true && (await secondFactorRequired(deps, caller.account)) && !(await hasSecondFactor(deps, caller.account.id))) {
+    if (options.beforeEnrolment !== true && secondFactorRequired(deps, caller.account) && !(await hasSecondFactor(deps, caller.account.id))) {
       throw enrolmentRequired();
     }
     touch(deps, caller);

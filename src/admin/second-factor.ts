@@ -28,12 +28,29 @@ export async function checkSecondFactor(deps: AdminDeps, address: string, accoun
   return accepted;
 }
 
-/** Whether `account` must have a second factor under the policy (and, for `admins`, once any admin has one). */
-export async function secondFactorRequired(deps: AdminDeps, account: Account): Promise<boolean> {
+/**
+ * Whether `account` must have a second factor under the policy: `admins` holds every administrator
+ * from the first sign-in, a fresh install's first one included (`tollgate account reset-2fa` is the
+ * way back in for one who lost the phone).
+ */
+export function secondFactorRequired(deps: AdminDeps, account: Account): boolean {
   const policy = deps.runtime.current.config.console.require_2fa;
-  if (policy === 'none') return false;
-  if (policy === 'admins' && account.role !== 'admin') return false;
-  return policy === 'all' || (await deps.store.anyAdminEnrolled());
+  return policy === 'all' || (policy === 'admins' && account.role === 'admin');
+}
+
+/**
+ * A change that could lock the owner out or outlive the session (turning the second factor off, a new
+ * management token, a new password) needs, beside the password, a current code when the account has a
+ * second factor: a stolen session and a phished password are not enough. The code arrives as `code`,
+ * a TOTP or a recovery code, and is asked for in the login's own way (`two_factor_required`).
+ */
+export async function requireCurrentCode(deps: AdminDeps, address: string, account: Account, code: string | null): Promise<void> {
+  const factor = await deps.store.getSecondFactor(account.id);
+  if (factor?.confirmedAt == null) return;
+  if (code === null) throw new ApiError('two_factor_required', 'Enter the 6-digit code from your authenticator app, or a recovery code.', 'code');
+  if (!(await checkSecondFactor(deps, address, account, code, factor.secret))) {
+    throw new ApiError('invalid_credentials', 'This code is wrong or was used already.', 'code');
+  }
 }
 
 /** Whether the account has a confirmed second factor. */

@@ -123,9 +123,9 @@ export interface GatewayData {
      */
     readonly login_failures_per_window: number;
     /**
-     * Who must sign in with a second factor (TOTP): admins (once any administrator has enrolled, every
-     * administrator without it is sent to enrol at sign-in), all (every account, at once), or none. An
-     * operator who lost the device resets it with tollgate account reset-2fa NAME.
+     * Who must sign in with a second factor (TOTP): admins (every administrator without it is sent to enrol
+     * from the first sign-in, a fresh install's first one included), all (every account, at once), or none.
+     * An operator who lost the device resets it with tollgate account reset-2fa NAME.
      */
     readonly require_2fa: 'admins' | 'all' | 'none';
   };

@@ -218,11 +218,3 @@ export async function recoveryCodesLeft(pool: Pool, accountId: string): Promise<
   const { rows } = await pool.query<{ left: number }>('SELECT count(*)::int AS left FROM recovery_codes WHERE account_id = $1 AND used_at IS NULL', [accountId]);
   return rows[0]?.left ?? 0;
 }
-
-export async function anyAdminEnrolled(pool: Pool): Promise<boolean> {
-  const { rows } = await pool.query<{ enrolled: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM second_factors f JOIN accounts a ON a.id = f.account_id
-                     WHERE a.role = 'admin' AND f.confirmed_at IS NOT NULL) AS enrolled`,
-  );
-  return rows[0]?.enrolled === true;
-}

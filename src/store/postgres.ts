@@ -404,10 +404,6 @@ export class PostgresStore implements Store {
     return consoleQueries.recoveryCodesLeft(this.pool, accountId);
   }
 
-  anyAdminEnrolled(): Promise<boolean> {
-    return consoleQueries.anyAdminEnrolled(this.pool);
-  }
-
   holdFunds(hold: Hold): Promise<HoldResult> {
     return this.ledger.holdFunds(hold);
   }

@@ -130,10 +130,6 @@ export class SqliteSecondFactors {
       ),
       useCode: db.prepare<[number, string, Buffer]>('UPDATE recovery_codes SET used_at = ? WHERE account_id = ? AND hash = ? AND used_at IS NULL'),
       codesLeft: db.prepare<[string], number>('SELECT count(*) FROM recovery_codes WHERE account_id = ? AND used_at IS NULL').pluck(),
-      anyAdmin: db.prepare<[], number>(
-        `SELECT EXISTS (SELECT 1 FROM second_factors f JOIN accounts a ON a.id = f.account_id
-                         WHERE a.role = 'admin' AND f.confirmed_at IS NOT NULL)`,
-      ).pluck(),
     };
   }
 
@@ -177,9 +173,5 @@ export class SqliteSecondFactors {
 
   codesLeft(accountId: string): number {
     return this.sql.codesLeft.get(accountId) ?? 0;
-  }
-
-  anyAdminEnrolled(): boolean {
-    return (this.sql.anyAdmin.get() ?? 0) === 1;
   }
 }

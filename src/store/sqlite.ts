@@ -153,7 +153,6 @@ const RETRIED_METHODS = [
   'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
   'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
-  'anyAdminEnrolled',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
@@ -387,10 +386,6 @@ export class SqliteStore implements Store {
 
   async recoveryCodesLeft(accountId: string): Promise<number> {
     return this.factors.codesLeft(accountId);
-  }
-
-  async anyAdminEnrolled(): Promise<boolean> {
-    return this.factors.anyAdminEnrolled();
   }
 
   async dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {

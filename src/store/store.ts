@@ -554,8 +554,6 @@ export interface Store {
   useRecoveryCode(accountId: string, hash: Buffer, at: Date): Promise<boolean>;
   /** Recovery codes the account has not spent. */
   recoveryCodesLeft(accountId: string): Promise<number>;
-  /** Whether any administrator has confirmed a second factor (`console.require_2fa: admins` starts then). */
-  anyAdminEnrolled(): Promise<boolean>;
 
   // The ledger. Balance = credits − charges, kept in the account row by the same transaction that
   // appends to the ledger, so it can be checked against the ledger at any time (`ledgerTotals`).

@@ -32,12 +32,19 @@ export const PRICES = {
 export interface YamlOptions {
   /** Extra fields of `server:` (flow style, e.g. `trust_proxy: true`). */
   readonly server?: string;
-  /** Fields of `console:` (flow style); the login limiter is off unless given. */
+  /**
+   * Fields of `console:` (flow style); the login limiter is off unless given, and no second factor is
+   * required unless `require_2fa` is among them (the suites sign administrators in).
+   */
   readonly console?: string;
   /** Extra lines under `plugins:` (indented by two spaces). */
   readonly plugins?: string;
   /** The upstream plugin's section (flow style). */
   readonly upstream?: string;
+}
+
+function consoleFields(fields: string): string {
+  return fields.includes('require_2fa') ? fields : `require_2fa: none, ${fields}`;
 }
 
 /** The suites' gateway.yaml: two priced models and a free one, served by the fake upstream. */
@@ -49,7 +56,7 @@ export function consoleYaml(upstreamUrl: string, options: YamlOptions = {}): str
 version: 1
 server: { host: 127.0.0.1${options.server === undefined ? '' : `, ${options.server}`} }
 store: { url: "sqlite::memory:" }
-console: { ${options.console ?? 'login_failures_per_window: 0'} }
+console: { ${consoleFields(options.console ?? 'login_failures_per_window: 0')} }
 providers:
   anthropic: { protocol: anthropic, base_url: ${base}, api_key: ${PROVIDER_KEYS.anthropic} }
   openai: { protocol: openai, base_url: ${base}/v1, api_key: ${PROVIDER_KEYS.openai} }

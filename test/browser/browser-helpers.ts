@@ -84,7 +84,7 @@ export interface ConsoleRig {
  * Starts a suite's rig from its `before` hook; without Chromium it skips the suite and says why, so
  * a machine without the browser still has a passing, honest run.
  */
-export async function startConsoleRig(suite: Mocha.Context, label: string): Promise<ConsoleRig> {
+export async function startConsoleRig(suite: Mocha.Context, label: string, yaml: ConsoleYamlOptions = {}): Promise<ConsoleRig> {
   const problem = chromiumProblem();
   if (problem !== null) {
     console.log(`      ${problem}: browser ${label} suite skipped`);
@@ -93,7 +93,7 @@ export async function startConsoleRig(suite: Mocha.Context, label: string): Prom
   const fake = await startFakeUpstream();
   let tg: TestGateway | undefined;
   try {
-    tg = await startTestGateway({ yaml: consoleYaml(fake.url) });
+    tg = await startTestGateway({ yaml: consoleYaml(fake.url, yaml) });
     return { browser: await launchChromium(), fake, tg };
   } catch (error) {
     await tg?.stop();
@@ -125,18 +125,24 @@ export async function saveScreenshot(page: Page, name: string): Promise<string> 
 /** Model prices per 1M tokens: 1,200 input and 300 output tokens of gpt-priced cost exactly 0.0048. */
 const GPT_PRICE = { input: '2', output: '8' } as const;
 
+interface ConsoleYamlOptions {
+  readonly signup?: boolean;
+  readonly require2fa?: 'none' | 'admins' | 'all';
+}
+
 /**
  * A gateway.yaml for the console suites: sign-up on, priced models on the fake upstream, and a
  * `gpt-broken` model whose provider (`broken`) nobody answers for, with a breaker that opens after
- * two failed attempts and stays open, so the providers page has an open breaker to show.
+ * two failed attempts and stays open, so the providers page has an open breaker to show. No second
+ * factor is required unless `require2fa` says so: the suites of other pages sign administrators in.
  */
-export function consoleYaml(upstreamUrl: string, options: { signup?: boolean } = {}): string {
+export function consoleYaml(upstreamUrl: string, options: ConsoleYamlOptions = {}): string {
   const base = upstreamUrl.replace(/\/+$/, '');
   return `
 version: 1
 server: { host: 127.0.0.1 }
 store: { url: "sqlite::memory:" }
-console: { signup: ${options.signup ?? true} }
+console: { signup: ${options.signup ?? true}, require_2fa: ${options.require2fa ?? 'none'} }
 providers:
   openai: { protocol: openai, base_url: ${base}/v1, api_key: ${PROVIDER_KEYS.openai} }
   anthropic: { protocol: anthropic, base_url: ${base}, api_key: ${PROVIDER_KEYS.anthropic} }

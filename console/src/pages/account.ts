@@ -40,6 +40,7 @@ function passwordForm(): HTMLElement {
         attrs: { autocomplete: 'new-password', minlength: MIN_PASSWORD_LENGTH },
       }),
       inputField({ name: 'confirm_password', label: 'Repeat new password', type: 'password', required: true, attrs: { autocomplete: 'new-password' } }),
+      codeField('password_code'),
     ],
     async onSubmit(form) {
       status.clear();
@@ -47,12 +48,40 @@ function passwordForm(): HTMLElement {
       if (newPassword !== rawValue(form, 'confirm_password')) {
         throw new FieldError('confirm_password', 'The two new passwords are not the same.');
       }
-      await apiPut<void>('/api/account/password', { current_password: rawValue(form, 'current_password'), new_password: newPassword });
+      await withCodeField('password_code', () =>
+        apiPut<void>('/api/account/password', { current_password: rawValue(form, 'current_password'), new_password: newPassword, ...codeOf(form, 'password_code') }));
       form.reset();
       status.show('Password changed.', 'success');
     },
   });
   return h('div', null, form, status.element);
+}
+
+/**
+ * The current two-factor code a change asks for beside the password when two-factor sign-in is on
+ * (turning it off, a management token, a new password); left empty when it is off.
+ */
+function codeField(name: string, required = false): HTMLElement {
+  return inputField({
+    name, label: required ? 'Two-factor code' : 'Two-factor code (if on)', required,
+    hint: 'The 6-digit code from your authenticator app, or a recovery code.',
+    attrs: { autocomplete: 'one-time-code', maxlength: 64 },
+  });
+}
+
+function codeOf(form: HTMLFormElement, name: string): { code?: string } {
+  const code = valueOf(form, name);
+  return code === '' ? {} : { code };
+}
+
+/** Runs `send`, showing a refused or missing code beside the form's code field. */
+async function withCodeField<T>(name: string, send: () => Promise<T>): Promise<T> {
+  try {
+    return await send();
+  } catch (error) {
+    if (error instanceof ApiError && error.field === 'code') throw new FieldError(name, error.message);
+    throw error;
+  }
 }
 
 /** Password inputs are read untrimmed: spaces can be part of a password. */
@@ -76,13 +105,16 @@ function tokensSection(context: PageContext): HTMLElement {
       inputField({ name: 'name', label: 'Token name', required: true, hint: 'e.g. “deploy script”.', attrs: { autocomplete: 'off', maxlength: 100 } }),
       inputField({ name: 'expires_in_days', label: 'Expires after (days)', type: 'number', value: '90', attrs: { min: 1, max: 366, step: 1 } }),
       inputField({ name: 'token_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } }),
+      codeField('token_code'),
     ],
     async onSubmit(form) {
       status.clear();
       const days = Number.parseInt(valueOf(form, 'expires_in_days') || '90', 10);
       let created: { token: ManagementToken; secret: string };
       try {
-        created = await apiPost<{ token: ManagementToken; secret: string }>('/api/tokens', { name: valueOf(form, 'name'), password: rawValue(form, 'token_password'), expires_in_days: days });
+        created = await withCodeField('token_code', () => apiPost<{ token: ManagementToken; secret: string }>('/api/tokens', {
+          name: valueOf(form, 'name'), password: rawValue(form, 'token_password'), expires_in_days: days, ...codeOf(form, 'token_code'),
+        }));
       } catch (error) {
         if (error instanceof ApiError && error.field === 'password') throw new FieldError('token_password', error.message);
         throw error;
@@ -156,9 +188,12 @@ function twoFactorSection(context: PageContext): HTMLElement {
     const form = createForm({
       label: 'Turn off two-factor sign-in',
       submitLabel: 'Turn off',
-      fields: [inputField({ name: 'off_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } })],
+      fields: [
+        inputField({ name: 'off_password', label: 'Your password', type: 'password', required: true, attrs: { autocomplete: 'current-password' } }),
+        codeField('off_code', true),
+      ],
       async onSubmit(form) {
-        await apiDelete<void>('/api/account/2fa', undefined, { password: rawValue(form, 'off_password') });
+        await withCodeField('off_code', () => apiDelete<void>('/api/account/2fa', undefined, { password: rawValue(form, 'off_password'), ...codeOf(form, 'off_code') }));
         status.show('Two-factor sign-in is off.', 'success');
         void refresh();
       },

@@ -4,7 +4,7 @@ import { ApiError, invalid } from '../api-error';
 import { checkSameOrigin, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { accountName, newPassword, optionalEmail, optionalString, requiredString } from '../fields';
-import { checkSecondFactor, secondFactorRequired } from '../second-factor';
+import { checkSecondFactor, requireCurrentCode, secondFactorRequired } from '../second-factor';
 import { readJsonObject } from '../json-body';
 import { hashPassword } from '../../auth/passwords';
 import { csrfTokenFor, hashSecret, newSessionSecret, plausibleSecret, SESSION_COOKIE } from '../secrets';
@@ -84,7 +84,7 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     }
     deps.metrics.recordLogin('success');
     deps.logger.info({ account: found.account.name, address: ctx.ip }, 'console: logged in');
-    const enrol = factor?.confirmedAt == null && (await secondFactorRequired(deps, found.account));
+    const enrol = factor?.confirmedAt == null && secondFactorRequired(deps, found.account);
     ctx.body = { ...(await startSession(ctx, found.account)), enrol_2fa: enrol };
   });
 
@@ -140,6 +140,7 @@ export function sessionRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     // The same limit as logins: a stolen session must not become a way to guess the password.
     const found = await checkPassword(deps, ctx.ip, caller.account.name, current);
     if (found?.account.id !== caller.account.id) throw invalid('current_password', 'This is not your current password.');
+    await requireCurrentCode(deps, ctx.ip, caller.account, optionalString(body, 'code', 'The code', 64));
     await deps.store.setPassword(caller.account.id, await hashPassword(next));
     // Every other login and every management token of the account ends: a changed password is often
     // a response to a leak, and a token minted from a stolen session must not outlive it.

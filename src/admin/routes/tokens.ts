@@ -1,6 +1,6 @@
 /**
  * Management tokens: what an operator's scripts send to `/api` instead of a console login. Minting
- * one asks for the account's password, so a stolen session cookie cannot turn itself into a lasting
+ * one asks for the account's password (and, with two-factor sign-in on, a current code), so a stolen session cookie cannot turn itself into a lasting
  * credential; every token expires (90 days unless the owner chooses), and records its last use.
  */
 import type Router from '@koa/router';
@@ -14,6 +14,7 @@ import { tokenView } from '../views';
 import { audit } from '../audit';
 import { tokenCreated, tokenRevoked } from '../../audit/states';
 import { checkPassword } from '../password-check';
+import { requireCurrentCode } from '../second-factor';
 
 const MAX_TOKENS = 20;
 const DAY_MS = 86_400_000;
@@ -43,6 +44,7 @@ export function tokenRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const days = lifetimeDays(body);
     const found = await checkPassword(deps, ctx.ip, account.name, password);
     if (found?.account.id !== account.id) throw invalid('password', 'This is not your password.');
+    await requireCurrentCode(deps, ctx.ip, account, optionalString(body, 'code', 'The code', 64));
     if ((await deps.store.listSessions(account.id, 'token')).length >= MAX_TOKENS) {
       throw new ApiError('conflict', `An account holds at most ${MAX_TOKENS} management tokens; revoke one first.`);
     }

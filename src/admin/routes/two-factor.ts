@@ -1,6 +1,7 @@
 /**
  * Two-factor sign-in for the signed-in account: enrol (the password, then a QR code to scan and a
- * first code to confirm it, then recovery codes shown once), see its state, turn it off. Every change
+ * first code to confirm it, then recovery codes shown once), see its state, turn it off (the password
+ * and a current code). Every change
  * ends the account's other sessions and all its management tokens: whoever held them signed in under
  * the old rule.
  */
@@ -9,11 +10,11 @@ import { newRecoveryCodes, newTotpSecret, normalizeRecoveryCode, qrModules, totp
 import { ApiError, invalid } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState, type Caller } from '../context';
-import { requiredString } from '../fields';
+import { optionalString, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { checkPassword, loginSubjects, tooManyAttempts } from '../password-check';
 import { hashSecret } from '../secrets';
-import { secondFactorRequired } from '../second-factor';
+import { requireCurrentCode, secondFactorRequired } from '../second-factor';
 import { audit } from '../audit';
 
 const ISSUER = 'Tollgate';
@@ -37,7 +38,7 @@ export function twoFactorRoutes(router: Router<ApiState>, deps: AdminDeps): void
     ctx.body = {
       enabled: factor?.confirmedAt != null,
       recovery_codes_left: factor?.confirmedAt != null ? await deps.store.recoveryCodesLeft(account.id) : 0,
-      required: await secondFactorRequired(deps, account),
+      required: secondFactorRequired(deps, account),
     };
   });
 
@@ -78,9 +79,10 @@ export function twoFactorRoutes(router: Router<ApiState>, deps: AdminDeps): void
     const caller = callerOf(ctx);
     const body = await readJsonObject(ctx);
     await requirePassword(ctx, caller, requiredString(body, 'password', 'Your password', 1024));
-    if (await secondFactorRequired(deps, caller.account)) {
+    if (secondFactorRequired(deps, caller.account)) {
       throw new ApiError('forbidden', 'Two-factor sign-in is required for this account here (console.require_2fa); it cannot be turned off.');
     }
+    await requireCurrentCode(deps, ctx.ip, caller.account, optionalString(body, 'code', 'The code', 64));
     if (!(await deps.store.removeSecondFactor(caller.account.id))) throw new ApiError('conflict', 'Two-factor sign-in is not on.');
     const ended = await endOthers(caller);
     await audit(deps, ctx, { action: 'account.2fa', target: caller.account.id, accountId: caller.account.id, before: { enabled: true }, after: { enabled: false, sessions_ended: ended } });
