@@ -23,6 +23,7 @@ import { answerError, clientAddress, methodNotAllowed, openRequest, reportSendEr
 import { EndpointContext } from './http/endpoint-context';
 import type { RuntimeRef } from './kernel/runtime';
 import { unknownPath } from './http/unknown-paths';
+import { refusalOf, type RefusalRecorder } from './http/refusal-recorder';
 
 /** State before an endpoint has been matched: only the request's ids are known. */
 interface BaseState {
@@ -87,6 +88,8 @@ export function applyProxySettings(app: Koa<BaseState>, server: GatewayConfig['s
 export interface KernelDeps extends Omit<OpsDeps, 'runtime'> {
   /** Where streamed answers are tracked for shutdown. */
   readonly streams?: ActiveStreams;
+  /** Where refused requests are recorded; absent, they are not. */
+  readonly refusals?: RefusalRecorder;
 }
 
 /**
@@ -190,6 +193,8 @@ function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logge
       ops.streams?.track(ctx.body, res);
     } catch (thrown) {
       error = answerError(ctx, thrown, endpoint.errorShape, requestId, logger);
+      const refusal = post ? refusalOf(state, error, ctx.ip, (field) => ctx.get(field)) : null;
+      if (refusal !== null) ops.refusals?.record(refusal);
     }
     const observed: Observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
     ctx.respond((err) => reportSendError(err, logger));

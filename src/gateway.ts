@@ -13,6 +13,7 @@ import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
 import { LoginLimiter } from './admin/login-limiter';
 import { ActiveStreams } from './kernel/active-streams';
+import { RefusalRecorder } from './http/refusal-recorder';
 import { applyProxySettings, createApp } from './app';
 import { buildChain } from './kernel/chain';
 import { liveView } from './metrics/live';
@@ -166,6 +167,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | null = null;
   let draining = false;
   const streams = new ActiveStreams();
+  const refusals = new RefusalRecorder(store.refusals, logger);
   const funds = liveFunds(reloader.runtime, store);
   const stripeConfig = () => reloader.runtime.current.config.payments.stripe;
   const payments = new Payments({ store, funds, logger, metrics: metrics.payments, config: stripeConfig });
@@ -175,7 +177,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const { app, listener } = createApp(
     reloader.runtime,
     logger,
-    { metrics, streams, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
+    { metrics, streams, refusals, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
     {
       store,
       runtime: reloader.runtime,
@@ -230,6 +232,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     server.closeAllConnections();
     metrics.stop();
     await reloader.close();
+    await refusals.close();
     // The last requests' spans go out before the process does (bounded by the export timeout).
     await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, 'tracing: the last spans could not be exported'));
     if (ownsStore) await store.close();

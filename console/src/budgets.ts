@@ -6,7 +6,7 @@ import { loadInto } from './load.js';
 import { commonScale, formatMoney, toScaled } from './money.js';
 import { formatDateTime } from './time.js';
 import type { BudgetAlert, BudgetSpend } from './types.js';
-import { section } from './ui.js';
+import { badge, section } from './ui.js';
 
 const PERIOD_WORDS = { day: 'Daily', week: 'Weekly', month: 'Monthly' } as const;
 
@@ -28,30 +28,43 @@ function budgetsView(data: BudgetsData, history: boolean): HTMLElement {
   const current = data.alerts.filter((alert) => Date.parse(alert.event.resets_at ?? alert.created_at) + (alert.event.resets_at ? 0 : 86_400_000) > now);
   return h('div', null,
     current.length > 0 ? h('div', { class: 'notice notice-warn', role: 'alert', 'data-testid': 'budget-banner' }, ...current.map((alert) => h('p', null, alertText(alert)))) : null,
-    data.budgets.length > 0 ? section('Budgets', ...data.budgets.map(budgetBar)) : null,
+    data.budgets.length > 0 ? section('Budgets', ...data.budgets.map((budget) => budgetBar(budget, isBlocked(budget, current)))) : null,
     history && data.alerts.length > 0 ? section('Alerts', alertTable(data.alerts)) : null);
 }
 
-function budgetBar(budget: BudgetSpend): HTMLElement {
+/** Whether an alert of the current period says this budget refused a request. */
+function isBlocked(budget: BudgetSpend, current: readonly BudgetAlert[]): boolean {
+  return current.some((alert) => alert.event.blocked === true && alert.event.resets_at === budget.resets_at
+    && alert.event.budget?.scope === budget.scope && (budget.scope === 'account' ? alert.event.key_id === null : alert.event.key_id === budget.id));
+}
+
+function budgetBar(budget: BudgetSpend, blocked: boolean): HTMLElement {
   const scale = commonScale([budget.amount, budget.spent]);
   const amount = toScaled(budget.amount, scale);
   const spent = toScaled(budget.spent, scale);
   const percent = amount === 0n ? 100 : Number((spent * 1000n) / amount) / 10;
   const owner = budget.scope === 'account' ? `Account${budget.role_default ? ' (default for its role)' : ''}` : `Key ${budget.name ?? budget.id}`;
-  const fill = h('div', { class: `budget-fill${percent >= 100 ? ' budget-full' : percent >= 80 ? ' budget-high' : ''}` });
+  const fill = h('div', { class: `budget-fill${blocked || percent >= 100 ? ' budget-full' : percent >= 80 ? ' budget-high' : ''}` });
   // Through the CSSOM: the console's content security policy refuses style attributes.
   fill.style.width = `${Math.min(100, percent)}%`;
   const label = `${owner}: ${PERIOD_WORDS[budget.period].toLowerCase()} budget of ${formatMoney(budget.amount)} (${budget.timezone})`;
   return h('div', { class: 'budget', 'data-testid': `budget-${budget.scope}-${budget.id}` },
     h('div', { class: 'budget-label' }, label),
     h('div', { class: 'budget-track', role: 'progressbar', 'aria-label': label, 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': String(Math.min(100, Math.round(percent))) }, fill),
-    h('div', { class: 'budget-note' }, `${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%) · resets ${formatDateTime(budget.resets_at)}`));
+    blocked || percent >= 100
+      ? h('div', { class: 'budget-note budget-blocked', 'data-testid': 'budget-blocked' }, badge('blocked', 'bad'),
+        ` until it resets ${formatDateTime(budget.resets_at)}: ${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%), not enough left for the next request.`)
+      : h('div', { class: 'budget-note' }, `${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%) · resets ${formatDateTime(budget.resets_at)}`));
 }
 
 function alertText(alert: BudgetAlert): string {
   const { event } = alert;
   if (alert.kind === 'balance') return `Balance ${formatMoney(event.balance)} fell below ${formatMoney(event.low_balance)} (${formatDateTime(alert.created_at)}).`;
   const budget = event.budget;
+  if (event.blocked === true) {
+    const whose = budget?.scope === 'key' ? 'A key\'s' : 'The account\'s';
+    return `${whose} ${budget === undefined ? '' : `${PERIOD_WORDS[budget.period].toLowerCase()} `}budget of ${formatMoney(budget?.amount)} refused a request: it is blocked until ${formatDateTime(event.resets_at)} (${formatMoney(event.spent)} spent).`;
+  }
   const owner = budget?.scope === 'key' ? 'A key' : 'The account';
   const period = budget === undefined ? '' : `${PERIOD_WORDS[budget.period].toLowerCase()} `;
   return `${owner} reached ${event.threshold_percent ?? '?'}% of its ${period}budget of ${formatMoney(budget?.amount)}: ${formatMoney(event.spent)} spent; it resets ${formatDateTime(event.resets_at)}.`;

@@ -44,7 +44,10 @@ export interface ShellState {
 export function renderShell(state: ShellState): void {
   const nav = document.getElementById('site-nav');
   const accountArea = document.getElementById('account-area');
-  if (nav) replace(nav, navList(state));
+  if (nav) {
+    replace(nav, navList(state));
+    menuButton(nav);
+  }
   if (accountArea) replace(accountArea, state.account ? accountBox(state.account, state.onLogout) : null);
 }
 
@@ -56,6 +59,30 @@ function navList(state: ShellState): HTMLElement {
   return h('ul', { class: 'nav-list' },
     MAIN_LINKS.map((link) => navItem(link, state.path)),
     state.account.role === 'admin' ? adminMenu(state.path) : null);
+}
+
+/**
+ * On a phone the links fold behind a Menu button (CSS shows it under 48rem); the nav starts
+ * closed at every page, so a link followed leaves the page in view.
+ */
+function menuButton(nav: HTMLElement): void {
+  const header = nav.parentElement;
+  header?.querySelector('.nav-toggle')?.remove();
+  nav.dataset.open = 'false';
+  if (!nav.id) return;
+  const button = h('button', {
+    type: 'button',
+    class: 'button button-small nav-toggle',
+    'aria-expanded': 'false',
+    'aria-controls': nav.id,
+    'data-testid': 'nav-toggle',
+  }, 'Menu');
+  button.addEventListener('click', () => {
+    const open = nav.dataset.open !== 'true';
+    nav.dataset.open = String(open);
+    button.setAttribute('aria-expanded', String(open));
+  });
+  header?.insertBefore(button, nav);
 }
 
 function navItem(link: NavLink, path: string): HTMLElement {

@@ -138,9 +138,10 @@ export interface Credit {
 export interface Usage {
   request_id: string;
   created_at: string;
-  key_id: string;
+  /** Null for a request refused before any key was known (a 401). */
+  key_id: string | null;
   key_name: string | null;
-  model: string;
+  model: string | null;
   provider: string | null;
   endpoint: string;
   input_tokens: number;
@@ -163,9 +164,31 @@ export interface Usage {
   long_context: boolean;
   usage_source: 'upstream' | 'estimated' | 'partial' | 'none';
   status: number;
-  outcome: 'delivered' | 'aborted' | 'failed';
-  latency_ms: number;
+  outcome: 'delivered' | 'aborted' | 'failed' | 'refused';
+  latency_ms: number | null;
   client_request_id: string | null;
+  /** A refused request's code (`TOLLGATE_ERR_…`); null for a charged one. */
+  reason: string | null;
+  /** What refused it: `budget:key:month`, `key`, `account`… */
+  refused_by: string | null;
+  /** Requests the row stands for (refusals of one source past its share of a minute are folded). */
+  count: number;
+}
+
+/** One page of GET /api/usage, with totals over every matching row. */
+export interface UsagePage {
+  usage: Usage[];
+  next_cursor: string | null;
+  totals: { requests: number; cost: string; failed: number; refused: number };
+}
+
+/** Refused requests of a range, by reason (GET /api/usage/refusals). */
+export interface RefusalReason {
+  status: number;
+  reason: string;
+  refused_by: string | null;
+  requests: number;
+  last_at: string;
 }
 
 export interface ManagementToken {
@@ -349,6 +372,10 @@ export interface BudgetAlert {
   event: {
     type: string;
     threshold_percent?: number;
+    /** The budget refused a request: it blocks until `resets_at`. */
+    blocked?: boolean;
+    account_id?: string;
+    key_id?: string | null;
     spent?: string;
     resets_at?: string;
     balance?: string;

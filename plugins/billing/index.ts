@@ -67,18 +67,20 @@ function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstima
     return new GatewayError(
       'TOLLGATE_ERR_BUDGET_EXCEEDED',
       `${budgetName(result.budget)} is reached: ${need} and the budget has ${formatUnits(result.available)} left until it resets at ${reset}.`,
-      { headers: { 'x-tollgate-budget-reset': reset } },
+      { headers: { 'x-tollgate-budget-reset': reset }, refusedBy: `budget:${result.budget.scope}:${result.budget.period}` },
     );
   }
   if (result.reason === 'key_spend_limit') {
     return new GatewayError(
       'TOLLGATE_ERR_KEY_SPEND_LIMIT',
       `This API key's spend limit is reached: ${need} and the key has ${formatUnits(result.available)} left of its limit.`,
+      { refusedBy: 'key' },
     );
   }
   return new GatewayError(
     'TOLLGATE_ERR_INSUFFICIENT_BALANCE',
     `Insufficient balance: ${need} and the account has ${formatUnits(result.available)} available. Top up in the console at /console/topup, or ${estimate.images === undefined ? 'lower max_tokens' : 'ask for fewer images'}.`,
+    { refusedBy: 'account' },
   );
 }
 
@@ -421,6 +423,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           }
           if (!result.ok) {
             admitted -= 1;
+            if (result.reason === 'budget') alerts.afterBudgetRefusal(auth.account.id, result.budget);
             throw refusal(result, estimate);
           }
           held = estimate.amount;

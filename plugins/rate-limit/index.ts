@@ -104,23 +104,25 @@ function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly 
   const { limits: applied, resetMs } = decision.usage[decision.subject];
   const seconds = Math.max(1, Math.ceil(resetMs / 1000));
   const headers = { 'retry-after': String(decision.refused === 'concurrency' ? 1 : seconds) };
+  const refusedBy = subjectLabel(subject) === 'API key' ? 'key' : 'account';
   switch (decision.refused) {
     case 'requests':
       return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_REQUESTS', `Rate limit reached: ${who} may make ${applied.rpm} requests per minute. Retry in ${seconds} s.`, {
         headers,
+        refusedBy,
       });
     case 'tokens': {
       const message =
         tokens > applied.tpm
           ? `This request reserves ${tokens} tokens (input estimate plus its output limit), more than the ${applied.tpm} tokens per minute ${who} may use; lower max_tokens.`
           : `Rate limit reached: ${who} may use ${applied.tpm} tokens per minute and this request reserves ${tokens} (input estimate plus its output limit). Retry in ${seconds} s, or lower max_tokens.`;
-      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_TOKENS', message, { headers });
+      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_TOKENS', message, { headers, refusedBy });
     }
     case 'concurrency':
       return new GatewayError(
         'TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY',
         `Too many concurrent requests: ${who} may have ${applied.concurrency} requests in flight at once. Retry when one has finished.`,
-        { headers },
+        { headers, refusedBy },
       );
   }
 }

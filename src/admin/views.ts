@@ -6,6 +6,9 @@ import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
 import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, OperatorLimits, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
+import type { RefusalRecord } from '../store/refusals';
+import { TOKEN_COLUMNS } from '../store/rows';
+import { TOKEN_KINDS } from '../protocols/types';
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
 
@@ -142,6 +145,9 @@ export const USAGE_FIELDS = [
   'outcome',
   'latency_ms',
   'client_request_id',
+  'reason',
+  'refused_by',
+  'count',
 ] as const;
 
 export type UsageView = Record<(typeof USAGE_FIELDS)[number], string | number | boolean | null>;
@@ -174,7 +180,42 @@ export function usageView(charge: ChargeRecord, keyNames: ReadonlyMap<string, st
     outcome: charge.outcome,
     latency_ms: charge.latencyMs,
     client_request_id: charge.clientRequestId,
+    reason: null,
+    refused_by: null,
+    count: 1,
   };
+}
+
+/**
+ * A refused request as a usage row: nothing held, nothing charged, no provider tried; `reason` is the
+ * code it was refused with, `refused_by` what refused it, `count` how many requests the row stands for.
+ */
+export function refusalUsageView(refusal: RefusalRecord, keyNames: ReadonlyMap<string, string | null>): UsageView {
+  return {
+    created_at: iso(refusal.createdAt),
+    request_id: refusal.id,
+    account_id: refusal.accountId,
+    key_id: refusal.keyId,
+    key_name: refusal.keyId === null ? null : (keyNames.get(refusal.keyId) ?? null),
+    model: refusal.model,
+    provider: null,
+    endpoint: refusal.endpoint,
+    ...Object.fromEntries(TOKEN_KINDS.map((kind) => [TOKEN_COLUMNS[kind], 0])),
+    images: 0,
+    tool_calls: '',
+    cost: '0',
+    overage: '0',
+    unbilled: '0',
+    ...serviceLevelView({ serviceTier: null, longContext: false }),
+    usage_source: 'none',
+    status: refusal.status,
+    outcome: 'refused',
+    latency_ms: null,
+    client_request_id: null,
+    reason: refusal.code,
+    refused_by: refusal.level,
+    count: refusal.count,
+  } as UsageView;
 }
 
 function serviceLevelView(level: ServiceLevel): Record<ServiceLevelField, string | boolean | null> {

@@ -64,6 +64,39 @@ export class BudgetAlerts {
     void work.finally(() => this.running.delete(work));
   }
 
+  /**
+   * A budget that could not admit a request is as good as spent: its 100 % alert fires (once a period,
+   * like any threshold, whether or not 100 is among `alerts.thresholds`), saying it blocks until the reset.
+   */
+  afterBudgetRefusal(accountId: string, budget: BudgetCheck): void {
+    if (this.fired.has(onceOf(budget, 100))) return;
+    const work = this.blocked(accountId, budget).catch((error: unknown) => this.deps.logger.warn({ err: error, accountId }, 'alerts: the blocked budget alert failed'));
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
+  private async blocked(accountId: string, budget: BudgetCheck): Promise<void> {
+    const spent = await this.deps.book.budgetSpent(budget);
+    await this.fire({
+      once: onceOf(budget, 100),
+      accountId,
+      keyId: budget.scope === 'key' ? budget.id : null,
+      kind: 'budget',
+      threshold: '100',
+      payload: {
+        type: 'budget.threshold',
+        account_id: accountId,
+        key_id: budget.scope === 'key' ? budget.id : null,
+        budget: { scope: budget.scope, amount: formatUnits(budget.amount), period: budget.period, timezone: budget.timezone },
+        threshold_percent: 100,
+        blocked: true,
+        spent: formatUnits(spent),
+        period_start: budget.start.toISOString(),
+        resets_at: budget.end.toISOString(),
+      },
+    });
+  }
+
   /** Waits for the checks under way (their deliveries go on), then stops retrying deliveries. */
   async close(): Promise<void> {
     await Promise.all(this.running);

@@ -29,7 +29,7 @@ export interface ClientTrail {
 type HeaderOf = (field: string) => string;
 
 /** The first session header whose value is printable ASCII of at most 128 characters; null if none. */
-function sessionIdOf(header: HeaderOf): string | null {
+export function sessionIdOf(header: HeaderOf): string | null {
   for (const name of SESSION_HEADERS) {
     const value = header(name);
     if (value !== '') return SESSION_ID.test(value) ? value : null;
@@ -48,6 +48,11 @@ function printable(value: string, max: number): string | null {
   if (value === '') return null;
   const cut = value.length > max ? value.slice(0, max) : value;
   return CONTROL.test(cut) ? cut.replace(CONTROLS, '?') : cut;
+}
+
+/** A model name as the client wrote it, printable and clipped; null when it is not a string. */
+export function modelNameOf(asked: unknown): string | null {
+  return typeof asked === 'string' ? printable(asked, MODEL_NAME_MAX) : null;
 }
 
 export function clientTrail(header: HeaderOf, askedModel: unknown, resolvedModel: string): ClientTrail {

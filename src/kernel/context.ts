@@ -94,6 +94,8 @@ export interface GatewayState {
   /** The config snapshot this request runs under; a reload never changes it mid-request. */
   readonly config: GatewayConfig;
   readonly endpoint: Endpoint;
+  /** The model the body named, as soon as the body is read: what a refusal before `request` records. */
+  askedModel?: unknown;
   request?: ParsedRequest;
   exchange?: Exchange;
   /** Filled by the kernel: the request's spans (or only its incoming trace context, tracing off). */

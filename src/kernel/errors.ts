@@ -106,6 +106,8 @@ export class GatewayError extends Error {
    * reads to recover by itself (e.g. `thread_unsupported_request` makes it resend unthreaded).
    */
   readonly details: Readonly<Record<string, unknown>> | null;
+  /** Which of several checks refused the request (`budget:key:month`, `key`, `account`…), for its record; null when only one could. */
+  readonly refusedBy: string | null;
 
   constructor(
     code: ErrorCode,
@@ -117,6 +119,7 @@ export class GatewayError extends Error {
       /** Replaces the table's entry: only for upstream errors a translator re-shapes, whose status and types vary. */
       spec?: ErrorSpec;
       details?: Record<string, unknown>;
+      refusedBy?: string;
     } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -126,6 +129,7 @@ export class GatewayError extends Error {
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
     this.details = options.details ?? null;
+    this.refusedBy = options.refusedBy ?? null;
   }
 
   get status(): number {

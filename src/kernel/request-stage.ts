@@ -66,6 +66,7 @@ export async function requestStage(ctx: GatewayContext, next: Next): Promise<voi
   validateRequest(endpoint.id, body);
 
   const modelId = body.model as string;
+  ctx.state.askedModel = body.model;
   const model = findModel(config, modelId);
   if (model === undefined || scan.modelSpan === null) {
     throw new GatewayError('TOLLGATE_ERR_MODEL_NOT_FOUND', `The model '${shown(modelId)}' does not exist on this gateway.`, {

@@ -17,6 +17,7 @@ import type { Pool } from 'pg';
 import type {
   AccountBalance,
   ChargeFilter,
+  ChargeTotals,
   ChargeRecord,
   CreditRecord,
   Hold,
@@ -29,7 +30,7 @@ import type {
 import { recordCharges } from './postgres-charges';
 import { addCredit, createRedemptionCodes, listCredits, listRedemptionCodes, redeemCode } from './postgres-credits';
 import { expiredHolds, holdFunds, releaseHolds } from './postgres-holds';
-import { balance, ledgerTotals, listCharges } from './postgres-reads';
+import { balance, chargeTotals, ledgerTotals, listCharges } from './postgres-reads';
 
 export class PostgresLedger {
   constructor(private readonly pool: Pool) {}
@@ -60,6 +61,10 @@ export class PostgresLedger {
 
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return listCharges(this.pool, filter);
+  }
+
+  chargeTotals(filter: ChargeFilter): Promise<ChargeTotals> {
+    return chargeTotals(this.pool, filter);
   }
 
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {

@@ -1,6 +1,7 @@
 /** Read-only views of the ledger: an account's balance, the charges, and the per-account totals. */
 import type { Pool } from 'pg';
-import type { AccountBalance, ChargeFilter, ChargeRecord, LedgerTotals } from './store';
+import type { AccountBalance, ChargeFilter, ChargeRecord, ChargeTotals, LedgerTotals } from './store';
+import { chargeOrder, chargeTotalsSql, chargeWhere, type ChargeTotalsRow } from './charge-filter';
 import { chargeSelectList, rowMappers, POSTGRES_CODEC, toLedgerTotals, type ChargeRow, type PostgresColumns, type TotalsRow } from './rows';
 
 // BIGINT arrives from pg as text already.
@@ -15,23 +16,17 @@ export async function balance(pool: Pool, accountId: string): Promise<AccountBal
 }
 
 export async function listCharges(pool: Pool, filter: ChargeFilter): Promise<ChargeRecord[]> {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  const add = (condition: string, value: unknown) => {
-    params.push(value);
-    where.push(condition.replace('?', `$${params.length}`));
-  };
-  if (filter.accountId !== undefined) add('account_id = ?', filter.accountId);
-  if (filter.keyId !== undefined) add('key_id = ?', filter.keyId);
-  if (filter.model !== undefined) add('model = ?', filter.model);
-  if (filter.sessionId !== undefined) add('session_id = ?', filter.sessionId);
-  if (filter.since !== undefined) add('created_at >= ?', filter.since);
-  if (filter.until !== undefined) add('created_at < ?', filter.until);
-  params.push(filter.limit ?? 100, filter.offset ?? 0);
-  const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-                 ORDER BY created_at DESC, seq DESC LIMIT $${params.length - 1} OFFSET $${params.length}`;
-  const { rows } = await pool.query<ChargeRow<PostgresColumns>>(sql, params);
+  const where = chargeWhere(filter, (date) => date, (index) => `$${index}`);
+  const count = where.params.length;
+  const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.sql} ORDER BY ${chargeOrder(filter, 'seq')} LIMIT $${count + 1} OFFSET $${count + 2}`;
+  const { rows } = await pool.query<ChargeRow<PostgresColumns>>(sql, [...where.params, filter.limit ?? 100, filter.offset ?? 0]);
   return rows.map(toCharge);
+}
+
+export async function chargeTotals(pool: Pool, filter: ChargeFilter): Promise<ChargeTotals> {
+  const where = chargeWhere({ ...filter, page: undefined }, (date) => date, (index) => `$${index}`);
+  const { rows } = await pool.query<ChargeTotalsRow>(chargeTotalsSql(where.sql, (expression) => `${expression}::text`), where.params);
+  return { requests: Number(rows[0].requests), cost: BigInt(rows[0].cost), failed: Number(rows[0].failed) };
 }
 
 export async function ledgerTotals(pool: Pool): Promise<LedgerTotals[]> {

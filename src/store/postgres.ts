@@ -6,6 +6,8 @@
  */
 import type { PaymentStore } from './payments';
 import { PostgresPayments } from './postgres-payments';
+import type { RefusalStore } from './refusals';
+import { PostgresRefusals } from './postgres-refusals';
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
@@ -33,6 +35,7 @@ import {
   type BudgetScope,
   type NewAlert,
   type ChargeFilter,
+  type ChargeTotals,
   type ChargeRecord,
   type CreditRecord,
   type DailyUsage,
@@ -102,6 +105,8 @@ export class PostgresStore implements Store {
   private readonly ledger: PostgresLedger;
   /** Card payments (postgres-payments.ts). */
   readonly payments: PaymentStore;
+  /** Refused requests (postgres-refusals.ts). */
+  readonly refusals: RefusalStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -133,6 +138,7 @@ export class PostgresStore implements Store {
     retryTerminatedConnections(this.pool);
     this.ledger = new PostgresLedger(this.pool);
     this.payments = new PostgresPayments(this.pool);
+    this.refusals = new PostgresRefusals(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
   }
 
@@ -445,6 +451,10 @@ export class PostgresStore implements Store {
 
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return this.ledger.listCharges(filter);
+  }
+
+  chargeTotals(filter: ChargeFilter): Promise<ChargeTotals> {
+    return this.ledger.chargeTotals(filter);
   }
 
   findCharge(requestId: string): Promise<ChargeRecord | null> {

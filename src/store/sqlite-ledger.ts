@@ -13,6 +13,7 @@ import type {
   AccountBalance,
   BudgetScope,
   ChargeFilter,
+  ChargeTotals,
   ChargeRecord,
   CreditRecord,
   DailyUsage,
@@ -27,6 +28,7 @@ import type {
   UsageSummaryRow,
 } from './store';
 import { admit } from '../money/admission';
+import { chargeOrder, chargeTotalsSql, chargeWhere, type ChargeTotalsRow } from './charge-filter';
 import { summarySql, toSummaryRow, type SummaryDialect, type SummarySqlRow } from './usage-queries';
 import { CHARGE_COLUMNS, chargeParams, chargeSelectList, chargeValues, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
 
@@ -250,36 +252,15 @@ export class SqliteLedger {
   }
 
   listCharges(filter: ChargeFilter): ChargeRecord[] {
-    const where: string[] = [];
-    const params: Record<string, unknown> = { limit: filter.limit ?? 100 };
-    if (filter.accountId !== undefined) {
-      where.push('account_id = @accountId');
-      params.accountId = filter.accountId;
-    }
-    if (filter.keyId !== undefined) {
-      where.push('key_id = @keyId');
-      params.keyId = filter.keyId;
-    }
-    if (filter.model !== undefined) {
-      where.push('model = @model');
-      params.model = filter.model;
-    }
-    if (filter.sessionId !== undefined) {
-      where.push('session_id = @sessionId');
-      params.sessionId = filter.sessionId;
-    }
-    if (filter.since !== undefined) {
-      where.push('created_at >= @since');
-      params.since = filter.since.getTime();
-    }
-    if (filter.until !== undefined) {
-      where.push('created_at < @until');
-      params.until = filter.until.getTime();
-    }
-    const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-                 ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`;
-    params.offset = filter.offset ?? 0;
-    return this.db.prepare<[Record<string, unknown>], ChargeRow<SqliteColumns>>(sql).all(params).map(toCharge);
+    const where = chargeWhere(filter, (date) => date.getTime(), () => '?');
+    const sql = `SELECT ${CHARGE_SELECT} FROM charges ${where.sql} ORDER BY ${chargeOrder(filter, 'rowid')} LIMIT ? OFFSET ?`;
+    return this.db.prepare<unknown[], ChargeRow<SqliteColumns>>(sql).all(...where.params, filter.limit ?? 100, filter.offset ?? 0).map(toCharge);
+  }
+
+  chargeTotals(filter: ChargeFilter): ChargeTotals {
+    const where = chargeWhere({ ...filter, page: undefined }, (date) => date.getTime(), () => '?');
+    const row = this.db.prepare<unknown[], ChargeTotalsRow>(chargeTotalsSql(where.sql, (expression) => `CAST(${expression} AS TEXT)`)).get(...where.params)!;
+    return { requests: Number(row.requests), cost: BigInt(row.cost), failed: Number(row.failed) };
   }
 
   findCharge(requestId: string): ChargeRecord | null {

@@ -7,6 +7,8 @@
  */
 import type { PaymentStore } from './payments';
 import { SqlitePayments } from './sqlite-payments';
+import type { RefusalStore } from './refusals';
+import { SqliteRefusals } from './sqlite-refusals';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
@@ -26,6 +28,7 @@ import {
   type AccountSummary,
   type ApiKeyRecord,
   type ChargeFilter,
+  type ChargeTotals,
   type ChargeRecord,
   type CreditRecord,
   type DailyUsage,
@@ -154,7 +157,7 @@ const RETRIED_METHODS = [
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
   'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
-  'balance', 'listCharges', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
+  'balance', 'listCharges', 'chargeTotals', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
 ] as const satisfies readonly (keyof SqliteStore)[];
 
@@ -170,6 +173,7 @@ export class SqliteStore implements Store {
   readonly shared = false;
   readonly durable: boolean;
   readonly payments: PaymentStore;
+  readonly refusals: RefusalStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -212,6 +216,8 @@ export class SqliteStore implements Store {
     retryWhileBusy<SqliteStore>(this, RETRIED_METHODS);
     this.payments = new SqlitePayments(this.db, () => (this.localFundsRevision += 1));
     retryWhileBusy<PaymentStore>(this.payments, PAYMENT_METHODS);
+    this.refusals = new SqliteRefusals(this.db);
+    retryWhileBusy<RefusalStore>(this.refusals, ['record', 'list', 'summary']);
   }
 
   /** The prepared statements; made on first use because they need the tables `migrate()` creates. */
@@ -435,6 +441,10 @@ export class SqliteStore implements Store {
 
   async listCharges(filter: ChargeFilter): Promise<ChargeRecord[]> {
     return this.ledger.listCharges(filter);
+  }
+
+  async chargeTotals(filter: ChargeFilter): Promise<ChargeTotals> {
+    return this.ledger.chargeTotals(filter);
   }
 
   async findCharge(requestId: string): Promise<ChargeRecord | null> {

@@ -1,5 +1,6 @@
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import type { PaymentStore } from './payments';
+import type { RefusalStore } from './refusals';
 
 /**
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
@@ -400,6 +401,27 @@ export interface ChargeFilter {
   readonly limit?: number;
   /** Rows skipped first, for paging. */
   readonly offset?: number;
+  /** Any of these models (an empty list matches none). */
+  readonly models?: readonly string[];
+  readonly endpoint?: string;
+  /** `ok`: answered below 400; `failed`: 400 or above. */
+  readonly status?: 'ok' | 'failed';
+  /** Paged by cursor: ties broken by request id, and only charges older than `before` (null: the first page). */
+  readonly page?: { readonly before: ChargeCursor | null };
+}
+
+/** Where a page of charges ended. */
+export interface ChargeCursor {
+  readonly createdAt: Date;
+  readonly requestId: string;
+}
+
+/** Every charge a filter matches, summed. */
+export interface ChargeTotals {
+  readonly requests: number;
+  readonly cost: bigint;
+  /** Those answered with a status of 400 or above. */
+  readonly failed: number;
 }
 
 /** What usage is summed by: `account` and `provider` serve the operator's gateway totals. */
@@ -583,6 +605,8 @@ export interface Store {
   credit(input: NewCredit): Promise<CreditRecord>;
   balance(accountId: string): Promise<AccountBalance>;
   listCharges(filter: ChargeFilter): Promise<ChargeRecord[]>;
+  /** Totals over every charge `filter` matches (its limit, offset and page aside). */
+  chargeTotals(filter: ChargeFilter): Promise<ChargeTotals>;
   /** One charge by Tollgate's request id; null when there is none. */
   findCharge(requestId: string): Promise<ChargeRecord | null>;
   /** Charges in [since, until) summed by one dimension: by day oldest first, by session newest first, else dearest first. */
@@ -602,6 +626,9 @@ export interface Store {
 
   /** Card payments: orders, debits, Stripe events, payment profiles (payments.ts). */
   readonly payments: PaymentStore;
+
+  /** Refused requests, beside the ledger (refusals.ts). */
+  readonly refusals: RefusalStore;
 
   /** Appends one entry to the audit log (store/audit.ts); never anything secret. */
   appendAudit(entry: NewAuditEntry): Promise<AuditRecord>;

@@ -88,6 +88,9 @@ describe('browser: console', function () {
   }
 
   async function goTo(link: string, title = link): Promise<void> {
+    // On a phone the links are behind the Menu button.
+    const menu = page.getByTestId('nav-toggle');
+    if (await menu.isVisible()) await menu.click();
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
     await heading(title);
   }
@@ -172,6 +175,9 @@ describe('browser: console', function () {
     expect(charges, 'charges recorded for the account').to.have.length(1);
     await goTo('Usage');
     await page.getByTestId('usage-table').waitFor();
+    // The few columns that matter show first; the token counts and the service are behind the chooser.
+    await page.getByTestId('column-chooser').locator('summary').click();
+    for (const column of ['Usage source', 'Service', 'Input', 'Output']) await page.getByTestId('column-chooser').getByLabel(column, { exact: true }).check();
     const rows = await tableRows('usage-table');
     expect(rows, 'usage rows').to.have.length(1);
     const headers = await page.getByTestId('usage-table').locator('thead th').allTextContents();

@@ -1,7 +1,8 @@
 /**
- * The console screenshots in docs/console.md, made in Debian's Chromium at 1280×800 from a gateway with an
- * in-memory store:
+ * The console screenshots in docs/console.md, made in Debian's Chromium at a laptop's 1366×900 and a
+ * phone's 390×844 (the `-phone` files) from a gateway with an in-memory store:
  *   docs/console-dashboard.png  the dashboard of a user with a balance and eleven days of spend
+ *   docs/console-usage.png      Usage: the newest requests, two of them refused, and the totals
  *   docs/console-token.png      the Tokens page right after Add Token, the new secret shown once
  *
  *   npm run build && node dist/test/browser/screenshots.js
@@ -17,7 +18,10 @@ import { chromiumProblem, consoleYaml, createLoginAccount, createRedemptionCode,
 import { PLAIN_CHARGE } from '../helpers/charges';
 
 const DOCS_DIR = path.resolve(__dirname, '..', '..', '..', 'docs');
-const VIEWPORT = { width: 1280, height: 800 };
+const VIEWPORTS = [
+  { suffix: '', width: 1366, height: 900 },
+  { suffix: '-phone', width: 390, height: 844 },
+] as const;
 const DAY_MS = 86_400_000;
 const PASSWORD = 'screenshot-password';
 
@@ -90,29 +94,48 @@ async function main(): Promise<void> {
     if (!redeemed.ok) throw new Error(`the screenshot account's code did not redeem: ${redeemed.reason}`);
     await tg.store.recordCharges(DAILY_SPEND.flatMap(([daysAgo, requests, cost]) => chargesOfDay(user.id, key.id, daysAgo, requests, cost)));
 
-    const context = await browser.newContext({ viewport: VIEWPORT, colorScheme: 'light' });
-    const page = await context.newPage();
-    await logIn(page, tg.url, user.name);
+    const recent = Date.now() - 60_000;
+    await tg.store.refusals.record([
+      { id: 'req_screenshot_refused_1', createdAt: new Date(recent), accountId: user.id, keyId: key.id, address: null, model: 'gpt-priced', endpoint: 'chat', status: 402, code: 'TOLLGATE_ERR_BUDGET_EXCEEDED', level: 'budget:key:month', count: 1, sessionId: null },
+      { id: 'req_screenshot_refused_2', createdAt: new Date(recent - 30_000), accountId: user.id, keyId: key.id, address: null, model: 'gpt-5-typo', endpoint: 'chat', status: 404, code: 'TOLLGATE_ERR_MODEL_NOT_FOUND', level: null, count: 1, sessionId: null },
+    ]);
+    let tokens = 0;
+    for (const viewport of VIEWPORTS) {
+      const context = await browser.newContext({ viewport, colorScheme: 'light' });
+      const page = await context.newPage();
+      await logIn(page, tg.url, user.name);
+      const shot = async (name: string) => {
+        const file = path.join(DOCS_DIR, `console-${name}${viewport.suffix}.png`);
+        await page.screenshot({ path: file });
+        console.log(`wrote ${path.relative(process.cwd(), file)}`);
+      };
 
-    await page.getByTestId('balance').waitFor();
-    await page.locator('.chart-block svg.chart').waitFor();
-    const dashboard = path.join(DOCS_DIR, 'console-dashboard.png');
-    await page.screenshot({ path: dashboard });
-    console.log(`wrote ${path.relative(process.cwd(), dashboard)} (balance ${await page.getByTestId('balance').textContent()})`);
+      await page.getByTestId('balance').waitFor();
+      await page.locator('.chart-block svg.chart').waitFor();
+      await shot('dashboard');
 
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tokens', exact: true }).click();
-    await page.getByTestId('key-table').waitFor();
-    await page.getByRole('button', { name: 'Add Token' }).click();
-    await page.getByLabel('Name', { exact: true }).fill('notebook');
-    await page.getByLabel('Spend limit').fill('10');
-    await page.getByRole('button', { name: 'Create token' }).click();
-    await page.getByTestId('new-key-secret').waitFor();
-    // The list below refreshes after the panel opens; the shot waits for the new key in it.
-    await page.getByTestId('key-table').getByText('notebook', { exact: true }).waitFor();
-    const token = path.join(DOCS_DIR, 'console-token.png');
-    await page.screenshot({ path: token });
-    console.log(`wrote ${path.relative(process.cwd(), token)}`);
-    await context.close();
+      await page.goto(`${tg.url}/console/usage`);
+      await page.getByTestId('usage-table').locator('tbody tr').first().waitFor();
+      await page.getByTestId('usage-totals').waitFor();
+      // From the totals line down: the filters above it are the same on every visit.
+      await page.getByTestId('usage-totals').evaluate((line) => (line as unknown as { scrollIntoView(options: { block: string }): void }).scrollIntoView({ block: 'start' }));
+      await shot('usage');
+
+      await page.goto(`${tg.url}/console/token`);
+      await page.getByTestId('key-table').waitFor();
+      await page.getByRole('button', { name: 'Add Token' }).click();
+      tokens += 1;
+      const name = `notebook-${tokens}`;
+      await page.getByLabel('Name', { exact: true }).fill(name);
+      await page.getByLabel('Spend limit').fill('10');
+      await page.getByRole('button', { name: 'Create token' }).click();
+      await page.getByTestId('new-key-secret').waitFor();
+      // The list below refreshes after the panel opens; the shot waits for the new key in it.
+      await page.getByTestId('key-table').getByText(name, { exact: true }).waitFor();
+      await page.getByTestId('new-key-secret').scrollIntoViewIfNeeded();
+      await shot('token');
+      await context.close();
+    }
   } finally {
     await browser.close();
     await tg.stop();

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { NewAuditEntry } from '../../src/store/audit';
+import type { RefusalRecord } from '../../src/store/refusals';
 import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store, UsageSummaryRow } from '../../src/store/store';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { rejection } from '../helpers/async';
@@ -494,6 +495,74 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await store.listCharges({ since: at(1), until: at(3) })).to.deep.equal([c3, c2]);
         expect(await store.listCharges({ accountId: a.account.id, limit: 2 })).to.deep.equal([c3, c2]);
         expect(await store.listCharges({ accountId: b.account.id, model: 'other-model' })).to.deep.equal([]);
+      });
+
+      it('pages by cursor (ties broken by request id), filters by models, status and endpoint, and totals every match', async () => {
+        const { account, key } = await funded(1_000_000n);
+        const t0 = Date.UTC(2030, 0, 2);
+        const same = new Date(t0);
+        const charges = [
+          chargeOf(key, 'p1', 10n, { createdAt: same }),
+          chargeOf(key, 'p3', 30n, { createdAt: same, model: 'm2' }),
+          chargeOf(key, 'p2', 20n, { createdAt: same, status: 502, outcome: 'failed' }),
+          chargeOf(key, 'p4', BEYOND_DOUBLE, { createdAt: new Date(t0 + 1000), endpoint: 'messages' }),
+        ];
+        await store.recordCharges(charges);
+        const first = await store.listCharges({ accountId: account.id, limit: 2, page: { before: null } });
+        expect(first.map((c) => c.requestId)).to.deep.equal(['p4', 'p3']);
+        const last = first[first.length - 1];
+        const second = await store.listCharges({ accountId: account.id, limit: 2, page: { before: { createdAt: last.createdAt, requestId: last.requestId } } });
+        expect(second.map((c) => c.requestId)).to.deep.equal(['p2', 'p1']);
+        expect((await store.listCharges({ accountId: account.id, models: ['m2', 'gpt-test'], status: 'ok', endpoint: 'chat' })).map((c) => c.requestId)).to.deep.equal(['p3', 'p1']);
+        expect(await store.listCharges({ accountId: account.id, models: [] })).to.deep.equal([]);
+        expect(await store.chargeTotals({ accountId: account.id, limit: 1, page: { before: null } })).to.deep.equal({ requests: 4, cost: 60n + BEYOND_DOUBLE, failed: 1 });
+        expect(await store.chargeTotals({ accountId: account.id, status: 'failed' })).to.deep.equal({ requests: 1, cost: 20n, failed: 1 });
+        expect(await store.chargeTotals({ accountId: 'acc_none' })).to.deep.equal({ requests: 0, cost: 0n, failed: 0 });
+      });
+    });
+
+    describe('refusals', () => {
+      const refusal = (id: string, extra: Partial<RefusalRecord> = {}): RefusalRecord => ({
+        id,
+        createdAt: new Date(Date.UTC(2030, 0, 3)),
+        accountId: null,
+        keyId: null,
+        address: '203.0.113.9',
+        model: 'gpt-test',
+        endpoint: 'chat',
+        status: 401,
+        code: 'TOLLGATE_ERR_AUTH_INVALID_KEY',
+        level: null,
+        count: 1,
+        sessionId: null,
+        ...extra,
+      });
+
+      it('records rows, adds a repeated id\'s count to it, lists newest first by cursor and sums by reason', async () => {
+        const { account, key } = await funded(0n);
+        const t0 = Date.UTC(2030, 0, 3);
+        const mine = { accountId: account.id, keyId: key.id, address: null, status: 402, code: 'TOLLGATE_ERR_BUDGET_EXCEEDED', level: 'budget:key:month' };
+        await store.refusals.record([
+          refusal('req_a', { ...mine, createdAt: new Date(t0) }),
+          refusal('req_b', { ...mine, createdAt: new Date(t0 + 1000), sessionId: 's1' }),
+          refusal('req_c', { createdAt: new Date(t0 + 2000) }),
+          refusal('rfx_1', { ...mine, createdAt: new Date(t0 + 500), count: 3 }),
+        ]);
+        await store.refusals.record([refusal('rfx_1', { ...mine, createdAt: new Date(t0 + 3000), count: 2 })]);
+        const listed = await store.refusals.list({ accountId: account.id, limit: 2 });
+        expect(listed.map((row) => [row.id, row.count])).to.deep.equal([['rfx_1', 5], ['req_b', 1]]);
+        expect(listed[0].createdAt.getTime()).to.equal(t0 + 3000);
+        expect(listed[1]).to.deep.equal(refusal('req_b', { ...mine, createdAt: new Date(t0 + 1000), sessionId: 's1' }));
+        const rest = await store.refusals.list({ accountId: account.id, limit: 10, before: { createdAt: listed[1].createdAt, id: listed[1].id } });
+        expect(rest.map((row) => row.id)).to.deep.equal(['req_a']);
+        expect((await store.refusals.list({ sessionId: 's1', limit: 10 })).map((row) => row.id)).to.deep.equal(['req_b']);
+        expect((await store.refusals.list({ models: ['nope'], limit: 10 })).map((row) => row.id)).to.deep.equal([]);
+        const summary = await store.refusals.summary({ since: new Date(t0), until: new Date(t0 + 10_000) });
+        expect(summary.map((row) => [row.status, row.code, row.level, row.requests])).to.deep.equal([
+          [402, 'TOLLGATE_ERR_BUDGET_EXCEEDED', 'budget:key:month', 7],
+          [401, 'TOLLGATE_ERR_AUTH_INVALID_KEY', null, 1],
+        ]);
+        expect(summary[0].lastAt.getTime()).to.equal(t0 + 3000);
       });
     });
 

@@ -8,11 +8,11 @@ import { formatMoney, sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
 import { dataTable } from '../table.js';
-import type { UsageGrouping, UsageSummary } from '../types.js';
+import type { RefusalReason, UsageGrouping, UsageSummary } from '../types.js';
 import { count, money, pageHeading, section } from '../ui.js';
 import { choiceQuery, everyDay, RANGES, rangeFrom, rangeQuery, type RangeChoice } from '../usage-range.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
-import { groupTable } from './analytics.js';
+import { groupTable, refusalTable } from './analytics.js';
 
 const TOP = 10;
 
@@ -26,6 +26,7 @@ export const adminGatewayPage: Page = {
     const accounts = h('div');
     const models = h('div');
     const providers = h('div');
+    const refused = h('div');
     context.root.append(
       pageHeading('Gateway totals', 'Every account together: revenue per day, who and what spends most, and how often each provider fails.'),
       formArea,
@@ -33,7 +34,8 @@ export const adminGatewayPage: Page = {
       section('Revenue per day', chart),
       section(`Top ${TOP} accounts`, accounts),
       section(`Top ${TOP} models`, models),
-      section('Error rate by provider', providers));
+      section('Error rate by provider', providers),
+      section('Refused requests', h('p', { class: 'muted' }, 'Answered with an error before anything was charged, every account and no account (wrong keys) together.'), refused));
 
     const summary = (choice: RangeChoice, groupBy: UsageGrouping, limit: number) =>
       apiGet<UsageSummary>(withQuery('/api/usage/summary', { ...rangeQuery(choice), account_id: 'all', group_by: groupBy, limit }), { signal: context.signal });
@@ -45,6 +47,7 @@ export const adminGatewayPage: Page = {
           h('strong', { 'data-testid': 'gateway-revenue' }, formatMoney(sumDecimals(data.rows.map((row) => row.cost)))), ' charged in this range.'));
         return dailySpendChart(everyDay(choice, data.rows));
       });
+      void loadInto(refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', { ...rangeQuery(choice), account_id: 'all' }), { signal: context.signal }), (data) => refusalTable(data.reasons));
       void loadInto(accounts, () => summary(choice, 'account', TOP), (data) => groupTable('account', data.rows));
       void loadInto(models, () => summary(choice, 'model', TOP), (data) => groupTable('model', data.rows));
       void loadInto(providers, () => summary(choice, 'provider', 100), (data) => dataTable({

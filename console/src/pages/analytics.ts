@@ -8,7 +8,8 @@ import { formatMoney, sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
 import { dataTable } from '../table.js';
-import type { UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
+import { reasonText, refusedByText } from '../reasons.js';
+import type { RefusalReason, UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
 import { count, money, pageHeading, section, timeEl } from '../ui.js';
 import { choiceQuery, everyDay, rangeForm, rangeFrom, rangeQuery, ratioText, type RangeChoice } from '../usage-range.js';
 
@@ -18,12 +19,13 @@ export const analyticsPage: Page = {
     const formArea = h('div');
     const totals = h('div');
     const chart = h('div', { class: 'chart-block' });
-    const tables = { model: h('div'), key: h('div'), session: h('div') };
+    const tables = { model: h('div'), key: h('div'), session: h('div'), refused: h('div') };
     context.root.append(
       pageHeading('Analytics', 'Where the money went: spend, requests and tokens by day, model, token and session.'),
       formArea,
       totals,
       section('Spend per day', chart),
+      section('Refused requests', h('p', { class: 'muted' }, 'Requests answered with an error before anything was charged, by reason.'), tables.refused),
       section('By model', tables.model),
       section('By token', tables.key),
       section('By session', h('p', { class: 'muted' }, 'Sessions are what Claude Code, Codex or any client sending x-tollgate-session report.'), tables.session));
@@ -36,6 +38,7 @@ export const analyticsPage: Page = {
         replace(totals, totalsLine(data.rows));
         return [dailySpendChart(everyDay(choice, data.rows)), csvLink(choice, 'day')];
       });
+      void loadInto(tables.refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', rangeQuery(choice)), { signal: context.signal }), (data) => refusalTable(data.reasons));
       void loadInto(tables.model, () => summary(choice, 'model'), (data) => [groupTable('model', data.rows), csvLink(choice, 'model')]);
       void loadInto(tables.key, () => summary(choice, 'key'), (data) => [groupTable('key', data.rows), csvLink(choice, 'key')]);
       void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, choice), csvLink(choice, 'session')]);
@@ -55,6 +58,24 @@ function totalsLine(days: readonly UsageGroup[]): HTMLElement {
   return h('p', { class: 'lead', 'data-testid': 'analytics-total' },
     `${count(requests)} request${requests === 1 ? '' : 's'}, costing `,
     h('strong', { 'data-testid': 'analytics-total-cost' }, formatMoney(sumDecimals(days.map((row) => row.cost)))), ' in this range.');
+}
+
+/** Refused requests by reason; each reason opens them in Usage. */
+export function refusalTable(rows: readonly RefusalReason[]): HTMLElement {
+  return dataTable({
+    caption: 'Refused requests by reason',
+    hideCaption: true,
+    rows,
+    emptyText: 'No request was refused in this range.',
+    testId: 'refusal-reasons',
+    columns: [
+      { label: 'Reason', pin: 'start', cell: (row) => reasonText(row.reason) },
+      { label: 'Refused by', cell: (row) => refusedByText(row.refused_by) ?? '—' },
+      { label: 'Status', cell: (row) => String(row.status), numeric: true },
+      { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
+      { label: 'Last', cell: (row) => timeEl(row.last_at) },
+    ],
+  });
 }
 
 function csvLink(choice: RangeChoice, groupBy: UsageGrouping): HTMLElement {

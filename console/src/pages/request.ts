@@ -40,7 +40,7 @@ function requestDetail(request: UsageRequest): HTMLElement {
       ['Overage', overage ?? unbilled ?? 'none'],
       ['Usage source', request.usage_source],
       ['Status', `${request.status} (${request.outcome})`],
-      ['Latency', `${count(request.latency_ms)} ms`],
+      ['Latency', request.latency_ms === null ? '—' : `${count(request.latency_ms)} ms`],
       ['Time to first byte', request.ttfb_ms === null ? '— (not streamed)' : `${count(request.ttfb_ms)} ms`],
     ]),
     section('What was asked, and what served it', facts([

@@ -1,19 +1,36 @@
-// /console/usage — request-level usage with filters, and the same rows as CSV.
+// /console/usage — every request, charged or refused, with filters, totals over every matching
+// row, pages by cursor, and the same rows as CSV.
 import { apiGet, withQuery } from '../api.js';
 import { h, replace } from '../dom.js';
-import { createForm, inputField, selectField, valueOf } from '../forms.js';
+import { createForm, FieldError, inputField, selectField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
-import { formatMoney, sumDecimals } from '../money.js';
+import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
+import { reasonText, refusedByText } from '../reasons.js';
 import { replaceQuery } from '../router.js';
 import { isAdmin } from '../session.js';
 import { dataTable } from '../table.js';
-import type { AdminAccount, ApiKey, PricedModel, Usage } from '../types.js';
+import type { AdminAccount, ApiKey, PricedModel, Usage, UsagePage } from '../types.js';
 import { badge, count, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 const ROW_LIMIT = 100;
-const FILTERS = ['account_id', 'key_id', 'model', 'since', 'until'] as const;
+const FILTERS = ['account_id', 'key_id', 'model', 'status', 'session_id', 'endpoint', 'since', 'until'] as const;
 type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
+
+const STATUS_CHOICES = [
+  { value: '', label: 'Any status' },
+  { value: 'ok', label: 'Answered' },
+  { value: 'failed', label: 'Failed' },
+  { value: 'refused', label: 'Refused' },
+];
+const ENDPOINT_CHOICES = [
+  { value: '', label: 'Any endpoint' },
+  { value: 'chat', label: 'Chat completions' },
+  { value: 'responses', label: 'Responses' },
+  { value: 'messages', label: 'Messages' },
+  { value: 'count_tokens', label: 'Count tokens' },
+  { value: 'images', label: 'Images' },
+];
 
 interface FilterChoices {
   keys: ApiKey[];
@@ -28,24 +45,33 @@ export const usagePage: Page = {
     const results = h('div');
     const exportLink = h('a', { class: 'button', download: true }, 'Export CSV');
     context.root.append(
-      pageHeading('Usage', 'Every request made with your tokens, newest first.'),
+      pageHeading('Usage', 'Every request made with your tokens, newest first, refused ones included.'),
       filterArea,
       h('div', { class: 'button-row' }, exportLink),
       results);
 
-    const show = (filters: Filters) => {
+    // The cursors of the pages before this one, so Previous can go back.
+    let previous: (string | null)[] = [];
+    const show = (filters: Filters, cursor: string | null) => {
       exportLink.setAttribute('href', withQuery('/api/usage', { ...filters, format: 'csv' }));
       void loadInto(results,
-        () => apiGet<{ usage: Usage[] }>(withQuery('/api/usage', { ...filters, limit: ROW_LIMIT }), { signal: context.signal }),
-        (data) => usageResults(data.usage));
+        () => apiGet<UsagePage>(withQuery('/api/usage', { ...filters, limit: ROW_LIMIT, cursor }), { signal: context.signal }),
+        (data) => usageResults(data, {
+          older: data.next_cursor === null ? null : () => {
+            previous.push(cursor);
+            show(filters, data.next_cursor);
+          },
+          newer: previous.length === 0 ? null : () => show(filters, previous.pop() ?? null),
+        }));
     };
 
     const initial = filtersFrom(context.query);
-    show(initial);
+    show(initial, null);
     void loadFilterChoices(context.signal).then((choices) => {
       replace(filterArea, filterForm(choices, initial, (filters) => {
+        previous = [];
         replaceQuery(new URLSearchParams(filters));
-        show(filters);
+        show(filters, null);
       }));
     });
   },
@@ -54,7 +80,7 @@ export const usagePage: Page = {
 function filtersFrom(query: URLSearchParams): Filters {
   const filters: Filters = {};
   for (const name of FILTERS) {
-    const value = query.get(name);
+    const value = query.getAll(name).join(',');
     if (value) filters[name] = value;
   }
   return filters;
@@ -73,7 +99,6 @@ async function loadFilterChoices(signal: AbortSignal): Promise<FilterChoices> {
 }
 
 function filterForm(choices: FilterChoices, current: Filters, apply: (filters: Filters) => void): HTMLFormElement {
-  const datalistId = 'usage-model-options';
   const clear = h('button', {
     type: 'button',
     class: 'button',
@@ -82,6 +107,9 @@ function filterForm(choices: FilterChoices, current: Filters, apply: (filters: F
       apply({});
     },
   }, 'Clear filters');
+  const chosenModels = new Set((current.model ?? '').split(',').filter(Boolean));
+  const models = h('select', { id: 'usage-models', name: 'model', multiple: true, size: Math.min(6, Math.max(2, choices.models.length)), 'data-error-id': 'usage-models-error' },
+    choices.models.map((model) => h('option', { value: model, selected: chosenModels.has(model) }, model)));
   const form: HTMLFormElement = createForm({
     label: 'Filter usage',
     className: 'form filters',
@@ -92,7 +120,7 @@ function filterForm(choices: FilterChoices, current: Filters, apply: (filters: F
         name: 'account_id',
         label: 'Account',
         value: current.account_id ?? '',
-        options: [{ value: '', label: 'My account' }, ...choices.accounts.map((a) => ({ value: a.id, label: a.name }))],
+        options: [{ value: '', label: 'My account' }, { value: 'all', label: 'Every account' }, ...choices.accounts.map((a) => ({ value: a.id, label: a.name }))],
       }) : null,
       selectField({
         name: 'key_id',
@@ -103,8 +131,14 @@ function filterForm(choices: FilterChoices, current: Filters, apply: (filters: F
           label: `${key.name ?? 'Unnamed'} (${key.prefix}…${key.last4})`,
         }))],
       }),
-      inputField({ name: 'model', label: 'Model', value: current.model ?? '', attrs: { list: datalistId, autocomplete: 'off', spellcheck: 'false' } }),
-      h('datalist', { id: datalistId }, choices.models.map((model) => h('option', { value: model }))),
+      h('div', { class: 'field' },
+        h('label', { for: 'usage-models' }, 'Models'),
+        h('p', { class: 'hint', id: 'usage-models-hint' }, 'None chosen: every model. Ctrl or ⌘ picks several.'),
+        models,
+        h('p', { class: 'field-error', id: 'usage-models-error', hidden: true })),
+      selectField({ name: 'status', label: 'Status', value: current.status ?? '', options: STATUS_CHOICES }),
+      selectField({ name: 'endpoint', label: 'Endpoint', value: current.endpoint ?? '', options: ENDPOINT_CHOICES }),
+      inputField({ name: 'session_id', label: 'Session', value: current.session_id ?? '', attrs: { autocomplete: 'off', spellcheck: 'false' } }),
       inputField({ name: 'since', label: 'From (UTC)', type: 'date', value: current.since ?? '' }),
       inputField({ name: 'until', label: 'Until (UTC)', type: 'date', value: current.until ?? '' }),
     ],
@@ -112,69 +146,113 @@ function filterForm(choices: FilterChoices, current: Filters, apply: (filters: F
       apply(readFilters(form));
     },
   });
+  models.setAttribute('aria-describedby', 'usage-models-hint');
   return form;
 }
 
 function readFilters(form: HTMLFormElement): Filters {
   const filters: Filters = {};
   for (const name of FILTERS) {
-    const value = valueOf(form, name);
+    const value = name === 'model' ? selectedModels(form) : valueOf(form, name);
     if (value) filters[name] = value;
   }
+  // `until` is a whole day, so the same day on both sides is that day.
+  if (filters.since && filters.until && filters.since > filters.until) {
+    throw new FieldError('until', 'The end date is before the start date; choose an end on or after it.');
+  }
   return filters;
+}
+
+function selectedModels(form: HTMLFormElement): string {
+  const select = form.querySelector<HTMLSelectElement>('select[name="model"]');
+  return select === null ? '' : [...select.selectedOptions].map((option) => option.value).join(',');
 }
 
 function clearFields(form: HTMLFormElement): void {
   for (const element of form.elements) {
     if (element instanceof HTMLInputElement) element.value = '';
-    if (element instanceof HTMLSelectElement) element.selectedIndex = 0;
+    if (element instanceof HTMLSelectElement) {
+      if (element.multiple) for (const option of element.options) option.selected = false;
+      else element.selectedIndex = 0;
+    }
   }
 }
 
 const SOURCE_TONES: Record<Usage['usage_source'], BadgeTone> = {
-  upstream: 'good', estimated: 'warn', partial: 'warn', none: 'bad',
+  upstream: 'good', estimated: 'warn', partial: 'warn', none: 'neutral',
 };
-const OUTCOME_TONES: Record<Usage['outcome'], BadgeTone> = { delivered: 'good', aborted: 'warn', failed: 'bad' };
+const OUTCOME_TONES: Record<Usage['outcome'], BadgeTone> = { delivered: 'good', aborted: 'warn', failed: 'bad', refused: 'bad' };
 
 function serviceCell(row: Usage): HTMLElement | string {
   if (!row.long_context) return row.service_tier ?? '—';
   return h('span', null, row.service_tier ?? '', row.service_tier === null ? '' : ' ', badge('long context', 'warn'));
 }
 
-function usageResults(rows: readonly Usage[]): HTMLElement {
-  const total = sumDecimals(rows.map((row) => row.cost));
-  const summary = rows.length === 0 ? null : h('p', { class: 'muted' },
-    `${count(rows.length)} request${rows.length === 1 ? '' : 's'}, costing ${formatMoney(total)} in total.`,
-    rows.length >= ROW_LIMIT ? ` Showing the newest ${ROW_LIMIT}; narrow the filters or export CSV for all of them.` : '');
+/** The status, and for a refused request why, what refused it, and how many it stands for. */
+function statusCell(row: Usage): HTMLElement {
+  if (row.reason === null) return h('span', { class: 'status-cell' }, String(row.status), ' ', badge(row.outcome, OUTCOME_TONES[row.outcome] ?? 'neutral'));
+  const by = refusedByText(row.refused_by);
+  return h('span', { class: 'status-cell', 'data-testid': 'refusal' },
+    `${row.status} `, badge('refused', 'bad'), ' ',
+    h('span', { class: 'refusal-reason' }, reasonText(row.reason), by === null ? '' : ` (${by})`),
+    row.count > 1 ? h('span', { class: 'muted' }, ` × ${count(row.count)}`) : null,
+    row.reason === 'TOLLGATE_ERR_INSUFFICIENT_BALANCE' ? [' ', h('a', { href: '/console/topup' }, 'Top up')] : null);
+}
+
+interface Pager {
+  older: (() => void) | null;
+  newer: (() => void) | null;
+}
+
+function usageResults(data: UsagePage, pager: Pager): HTMLElement {
+  const { totals } = data;
+  const summary = h('p', { class: 'muted', 'data-testid': 'usage-totals' },
+    `${count(totals.requests)} request${totals.requests === 1 ? '' : 's'} match`,
+    totals.refused > 0 ? ` (${count(totals.refused)} refused)` : '',
+    ', costing ', h('strong', { 'data-testid': 'usage-total-cost', title: totals.cost }, formatMoney(totals.cost)), ' in total',
+    totals.requests > data.usage.length ? `; this page shows ${count(data.usage.length)}.` : '.');
   return h('div', null, summary, dataTable({
     caption: 'Usage, newest first',
     hideCaption: true,
-    rows,
+    rows: data.usage,
     emptyText: 'No requests match these filters.',
     testId: 'usage-table',
+    columnsKey: 'usage',
+    rowClass: (row) => (row.reason === null ? null : 'row-refused'),
     columns: [
-      { label: 'Time', cell: (row) => h('a', { href: `/console/request?id=${encodeURIComponent(row.request_id)}`, title: 'Open this request' }, timeEl(row.created_at)) },
-      { label: 'Token', cell: (row) => row.key_name ?? h('code', null, row.key_id) },
-      { label: 'Model', cell: (row) => h('code', null, row.model) },
-      { label: 'Provider', cell: (row) => row.provider ?? '—' },
-      { label: 'Endpoint', cell: (row) => h('code', null, row.endpoint) },
-      { label: 'Input', cell: (row) => count(row.input_tokens), numeric: true },
-      { label: 'Cache write', cell: (row) => count(row.cache_write_tokens + row.cache_write_1h_tokens), numeric: true },
-      { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
-      { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
-      // Image tokens at the image prices; the images delivered, for a per-image model what was charged.
-      { label: 'Image tokens', cell: (row) => (row.image_input_tokens + row.image_output_tokens === 0 ? '—' : `${count(row.image_input_tokens)} in, ${count(row.image_output_tokens)} out`), numeric: true },
-      { label: 'Images', cell: (row) => (row.images === 0 ? '—' : count(row.images)), numeric: true },
-      { label: 'Tool calls', cell: (row) => (row.tool_calls === '' ? '—' : row.tool_calls) },
-      // The premium service the charge was priced at: the reply's tier, and long-context rates.
-      { label: 'Service', cell: (row) => serviceCell(row) },
+      {
+        label: 'Time',
+        pin: 'start',
+        // A refused request has no charge to open.
+        cell: (row) => (row.reason === null ? h('a', { href: `/console/request?id=${encodeURIComponent(row.request_id)}`, title: 'Open this request' }, timeEl(row.created_at)) : timeEl(row.created_at)),
+      },
+      { label: 'Token', cell: (row) => row.key_name ?? (row.key_id === null ? h('span', { class: 'muted' }, 'no key') : h('code', null, row.key_id)) },
+      { label: 'Model', cell: (row) => (row.model === null ? '—' : h('code', null, row.model)) },
       { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+      { label: 'Status', cell: statusCell },
+      { label: 'Provider', optional: true, cell: (row) => row.provider ?? '—' },
+      { label: 'Endpoint', optional: true, cell: (row) => h('code', null, row.endpoint) },
+      { label: 'Input', optional: true, cell: (row) => count(row.input_tokens), numeric: true },
+      { label: 'Cache write', optional: true, cell: (row) => count(row.cache_write_tokens + row.cache_write_1h_tokens), numeric: true },
+      { label: 'Cache read', optional: true, cell: (row) => count(row.cache_read_tokens), numeric: true },
+      { label: 'Output', optional: true, cell: (row) => count(row.output_tokens), numeric: true },
+      // Image tokens at the image prices; the images delivered, for a per-image model what was charged.
+      { label: 'Image tokens', optional: true, cell: (row) => (row.image_input_tokens + row.image_output_tokens === 0 ? '—' : `${count(row.image_input_tokens)} in, ${count(row.image_output_tokens)} out`), numeric: true },
+      { label: 'Images', optional: true, cell: (row) => (row.images === 0 ? '—' : count(row.images)), numeric: true },
+      { label: 'Tool calls', optional: true, cell: (row) => (row.tool_calls === '' ? '—' : row.tool_calls) },
+      // The premium service the charge was priced at: the reply's tier, and long-context rates.
+      { label: 'Service', optional: true, cell: (row) => serviceCell(row) },
       // Charged above what was held: the upstream billed more than the request was admitted for.
-      { label: 'Overage', cell: (row) => (row.overage === '0' ? '—' : money(row.overage)), numeric: true },
-      { label: 'Usage source', cell: (row) => badge(row.usage_source, SOURCE_TONES[row.usage_source] ?? 'neutral') },
-      { label: 'Status', cell: (row) => String(row.status), numeric: true },
-      { label: 'Outcome', cell: (row) => badge(row.outcome, OUTCOME_TONES[row.outcome] ?? 'neutral') },
-      { label: 'Latency', cell: (row) => `${count(row.latency_ms)} ms`, numeric: true },
+      { label: 'Overage', optional: true, cell: (row) => (row.overage === '0' ? '—' : money(row.overage)), numeric: true },
+      { label: 'Usage source', optional: true, cell: (row) => badge(row.usage_source, SOURCE_TONES[row.usage_source] ?? 'neutral') },
+      { label: 'Latency', optional: true, cell: (row) => (row.latency_ms === null ? '—' : `${count(row.latency_ms)} ms`), numeric: true },
     ],
-  }));
+  }), pagerRow(pager));
+}
+
+function pagerRow(pager: Pager): HTMLElement | null {
+  if (pager.older === null && pager.newer === null) return null;
+  return h('nav', { class: 'button-row pager', 'aria-label': 'Pages' },
+    h('button', { type: 'button', class: 'button', disabled: pager.newer === null, onclick: () => pager.newer?.() }, '← Newer'),
+    h('button', { type: 'button', class: 'button', disabled: pager.older === null, onclick: () => pager.older?.(), 'data-testid': 'usage-older' }, 'Older →'));
 }

@@ -6,6 +6,7 @@
  */
 import type { ClientBase } from 'pg';
 import { POSTGRES_AUDIT_MIGRATION } from './audit';
+import { POSTGRES_REFUSALS_MIGRATION } from './refusals';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface PostgresMigration {
@@ -461,6 +462,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE charges ADD COLUMN images INTEGER NOT NULL DEFAULT 0 CHECK (images >= 0);
     `,
   },
+  { version: 15, ...POSTGRES_REFUSALS_MIGRATION },
 ];
 
 /**

@@ -5,6 +5,7 @@
  */
 import type { SqliteDatabase } from '../sqlite-driver';
 import { SQLITE_AUDIT_MIGRATION } from './audit';
+import { SQLITE_REFUSALS_MIGRATION } from './refusals';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface SqliteMigration {
@@ -459,6 +460,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  { version: 15, ...SQLITE_REFUSALS_MIGRATION },
 ];
 
 const CREATE_TRACKING_TABLE = `
