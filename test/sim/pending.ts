@@ -1,0 +1,30 @@
+/**
+ * Rules the simulator knows some books break today, each with why. A pending rule's pattern is left out
+ * of the generated sequences (or, for a 402 reason, its difference is counted and printed rather than
+ * failed), and the simulator says so on every run. An entry goes when the fix lands; `--check <rule>`
+ * runs with that one checked and `--strict` with none, which is how the seeds that find each leak on
+ * an older build are found.
+ */
+import type { StoreName } from './books';
+
+export interface PendingRule {
+  readonly rule: string;
+  readonly stores: readonly StoreName[];
+  readonly why: string;
+}
+
+const EVERY: readonly StoreName[] = ['local', 'sqlite', 'pg', 'redis'];
+
+const PENDING: readonly PendingRule[] = [
+  { rule: 'hold-covers', stores: EVERY, why: 'a hold counts the body at 3 bytes a token; CJK Extension A text is about a token a byte (CJK bodies left out)' },
+  { rule: 'admission-order', stores: ['sqlite', 'pg'], why: 'the store books check budgets before the balance and the key limit (402 reason counted, not failed)' },
+  { rule: 'admission-available', stores: ['sqlite', 'pg'], why: 'the store books answer a negative amount available when the balance is below zero; the others say 0 (counted, not failed)' },
+  { rule: 'budget-order', stores: EVERY, why: "a request is checked against its key's budget before its account's (402 reason counted, not failed)" },
+  { rule: 'payments-order', stores: EVERY, why: 'a refund or dispute before the credit is lost, a dispute then a refund takes twice, a won dispute is kept (left out)' },
+  { rule: 'redis-reseed', stores: ['redis'], why: "each instance's undrained charges vanish with Redis, so a reseed counts them unspent (Redis lost only after every writer wrote)" },
+];
+
+/** The rules pending for `store`, less those `checked` (every one: `true`). */
+export function pendingFor(store: StoreName, checked: readonly string[] | true = []): PendingRule[] {
+  return checked === true ? [] : PENDING.filter((entry) => entry.stores.includes(store) && !checked.includes(entry.rule));
+}
