@@ -69,19 +69,24 @@ interface Rig {
   book(store: Store): Promise<BalanceBook>;
   /** Deletes every Redis key of this rig: Redis restarted empty. */
   flushRedis?(): Promise<void>;
+  /** Closes what the rig opened for one seed (an embedded store). */
+  release(store: Store): Promise<void>;
   close(): Promise<void>;
 }
 
-async function embedded(holdsInStore: boolean): Promise<Rig> {
-  // One store for the run, fresh accounts per seed: a migration per seed would cost more than the seed.
-  const store = openStore({ url: 'sqlite::memory:' });
-  await store.migrate();
+function embedded(holdsInStore: boolean): Rig {
   return {
     abilities: { instances: 1, stall: !holdsInStore, flushRedis: false },
     holdsInStore,
-    store: async () => store,
-    book: async () => (holdsInStore ? new StoreBook(store) : new LocalBook(store)),
-    close: () => store.close(),
+    // A store per seed: `ledgerTotals` reads every account, and a shared store's would grow with the seeds.
+    async store() {
+      const store = openStore({ url: 'sqlite::memory:' });
+      await store.migrate();
+      return store;
+    },
+    book: async (store) => (holdsInStore ? new StoreBook(store) : new LocalBook(store)),
+    release: (store) => store.close(),
+    close: async () => undefined,
   };
 }
 
@@ -100,6 +105,7 @@ export async function openRig(name: StoreName): Promise<Rig | { problem: string 
       holdsInStore: true,
       store: async () => shared,
       book: async (store) => new StoreBook(store),
+      release: async () => undefined,
       close: async () => (await shared.close(), await database.drop()),
     };
   }
@@ -110,6 +116,7 @@ export async function openRig(name: StoreName): Promise<Rig | { problem: string 
     store: async () => shared,
     book: (store) => openRedisBook({ ...CONFIG.redis, url: REDIS_URL, key_prefix: prefix.prefix, command_timeout_ms: 5000 }, store),
     flushRedis: () => prefix.clear(),
+    release: async () => undefined,
     close: async () => (await prefix.clear(), await shared.close(), await database.drop()),
   };
 }
@@ -347,6 +354,7 @@ export class BookSession {
       await writer.close();
       await book.close();
     }
+    await this.rig.release(this.store);
   }
 
   private requestId(request: string): string {
