@@ -5,8 +5,9 @@
  *   balance   = credits − charges − debits   (debits: what payments took back)
  *   available = balance − held
  *
- * A request is admitted when, in this order, the balance, its key's spend limit, its account's budget
- * and its key's budget each leave room for its hold; the first that does not is the 402 reason. A
+ * A request is admitted when, in this order, the balance, its key's spend limit, its key's budget and
+ * its account's budget each leave room for its hold; the first that does not is the 402 reason, with
+ * what it leaves (never below 0). A
  * charge is what the upstream reported, in full, past the hold too. A card order adds its amount less
  * what refunds and disputes took, whatever order Stripe's events arrive in; together they never take
  * more than the order; a dispute won gives back what it took. A redemption code credits once.
@@ -86,7 +87,7 @@ export class MoneyModel {
     this.credits.set(accountId, this.credits.get(accountId)! + amount);
   }
 
-  /** `budgets` in any order: the account's budget is checked before the key's. */
+  /** `budgets` in any order: the key's budget is checked before the account's. */
   hold(requestId: string, accountId: string, keyId: string, amount: bigint, budgets: readonly ModelBudget[]): Admission {
     const available = this.balance(accountId) - this.held('account', accountId);
     if (available < amount) return { ok: false, reason: 'balance', available: atLeastZero(available) };
@@ -95,7 +96,7 @@ export class MoneyModel {
       const left = limit - this.spent('key', keyId) - this.held('key', keyId);
       if (left < amount) return { ok: false, reason: 'key_spend_limit', available: atLeastZero(left) };
     }
-    for (const scope of ['account', 'key'] as const) {
+    for (const scope of ['key', 'account'] as const) {
       for (const budget of budgets.filter((candidate) => candidate.scope === scope)) {
         const left = budget.amount - this.periodSpend(budget) - this.held(scope, budget.id);
         if (left < amount) return { ok: false, reason: 'budget', scope, available: atLeastZero(left) };

@@ -17,9 +17,6 @@ const EVERY: readonly StoreName[] = ['local', 'sqlite', 'pg', 'redis'];
 
 const PENDING: readonly PendingRule[] = [
   { rule: 'hold-covers', stores: EVERY, why: 'a hold counts the body at 3 bytes a token; CJK Extension A text is about a token a byte (CJK bodies left out)' },
-  { rule: 'admission-order', stores: ['sqlite', 'pg'], why: 'the store books check budgets before the balance and the key limit (402 reason counted, not failed)' },
-  { rule: 'admission-available', stores: ['sqlite', 'pg'], why: 'the store books answer a negative amount available when the balance is below zero; the others say 0 (counted, not failed)' },
-  { rule: 'budget-order', stores: EVERY, why: "a request is checked against its key's budget before its account's (402 reason counted, not failed)" },
   { rule: 'payments-order', stores: EVERY, why: 'a refund or dispute before the credit is lost, a dispute then a refund takes twice, a won dispute is kept (left out)' },
   { rule: 'redis-reseed', stores: ['redis'], why: "each instance's undrained charges vanish with Redis, so a reseed counts them unspent (Redis lost only after every writer wrote)" },
 ];

@@ -17,8 +17,8 @@ import { report, runStore } from './run';
 const BOUNDS: Record<StoreName, { seeds: number; ops: number }> = {
   local: { seeds: 200, ops: 500 },
   sqlite: { seeds: 200, ops: 500 },
-  pg: { seeds: 200, ops: 100 },
-  redis: { seeds: 200, ops: 100 },
+  pg: { seeds: 200, ops: 50 },
+  redis: { seeds: 200, ops: 50 },
 };
 
 describe('the money simulator: every book against the reference model', function () {
