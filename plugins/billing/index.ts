@@ -6,6 +6,7 @@
  */
 import { hostname } from 'node:os';
 import { Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { BalanceBook } from '../../src/billing/book';
 import { askedService } from '../../src/billing/asked-service';
 import { dearestHold, type HoldEstimate } from '../../src/billing/hold-amount';
@@ -284,6 +285,9 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
     book.countUnwritten?.((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
     let admitted = 0;
+    /** Set when billing closes: no new hold, and the close waits for the admitted ones to settle. */
+    let closing = false;
+    let lastSettled: (() => void) | null = null;
     const settling = new Set<Promise<void>>();
     const sweeper = setInterval(() => {
       book.releaseExpired(new Date()).then(
@@ -301,6 +305,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         return await settleAndQueue(bill, outcome, status);
       } finally {
         if (bill.held !== null) admitted -= 1;
+        if (admitted === 0) lastSettled?.();
       }
     }
 
@@ -405,6 +410,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           const backlog = writer.backlog();
           const behind = outbox !== null ? outboxRefusal(config, outbox) : backlogged(config, admitted + backlog.charges, backlog.oldestAgeMs);
           if (behind !== null) throw behind;
+          if (closing) throw unavailable(new Error('this instance is shutting down'));
           admitted += 1;
           let result: HoldResult;
           try {
@@ -419,10 +425,12 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
             });
           } catch (error) {
             admitted -= 1;
+            if (admitted === 0) lastSettled?.();
             throw unavailable(error);
           }
           if (!result.ok) {
             admitted -= 1;
+            if (admitted === 0) lastSettled?.();
             if (result.reason === 'budget') alerts.afterBudgetRefusal(auth.account.id, result.budget);
             throw refusal(result, estimate);
           }
@@ -449,7 +457,10 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           // A stream outlives this middleware: it is charged when it ends, however it ends.
           return track(exchange.finished.then((outcome) => settleOnce(outcome, outcome.status)));
         }
-        const charge = await settleOnce(await exchange.finished, ctx.status);
+        // Tracked as a stream's is: a request cut off by shutdown still settles before the book closes.
+        const settled = exchange.finished.then((outcome) => settleOnce(outcome, ctx.status));
+        track(settled);
+        const charge = await settled;
         if (config.cost_header) {
           ctx.set('x-tollgate-cost', formatUnits(charge.cost));
           if (charge.overage > 0n) ctx.set('x-tollgate-overage', formatUnits(charge.overage));
@@ -463,6 +474,10 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       async close() {
         clearInterval(sweeper);
         if (driftCheck !== null) clearInterval(driftCheck);
+        closing = true;
+        // Requests cut off by the shutdown settle after it began; their charges must reach the writer
+        // (and the book's figures) before either closes, or live and ledger part (SIGTERM drift).
+        if (admitted > 0) await Promise.race([new Promise<void>((resolve) => (lastSettled = resolve)), sleep(config.hold_ttl_ms, undefined, { ref: false })]);
         await Promise.all(settling);
         await alerts.close();
         await writer.close();

@@ -139,8 +139,13 @@ export class LedgerWriter {
     this.schedule(0);
   }
 
-  /** Writes everything queued now; resolves when the queue is empty or a write failed. */
+  /**
+   * Writes everything queued now; resolves when the queue is empty and no write is under way, or a
+   * write failed. A batch the timer started is waited for too: closing must not end the book's
+   * connection under its Redis step (the SIGTERM drift of docs/ledger-faults.md#redis-comes-back).
+   */
   async flush(): Promise<void> {
+    if (this.writing !== null && !(await this.writing.then(() => true, () => false))) return;
     while (this.queue.length > 0) {
       this.writing ??= this.writeBatch().finally(() => (this.writing = null));
       const ok = await this.writing.then(() => true, () => false);

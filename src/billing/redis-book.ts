@@ -11,6 +11,10 @@
  * ledger does not hold yet (`undrained:<instance>`, kept by the settle script and each ledger write;
  * see `seedAccount` for how a seed racing a ledger write counts it once).
  *
+ * Redis may lose everything (a restart without persistence, a flush, a failover to an empty
+ * replica): each instance keeps its undrained figures in memory as well and puts them back before any
+ * seed runs in the new state (`redis-epoch.ts`), so a seed never counts an undrained charge as unspent.
+ *
  * Known gaps, all bounded and all repaired by rebuilding a hash from the ledger:
  * - An instance whose heartbeat lapsed (Redis away from it for 15 s) and that registered no outbox is
  *   taken for dead: a seed meanwhile leaves its undrained charges out. So is a charge whose settle
@@ -27,6 +31,7 @@ import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditReco
 import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift, type StoppedOutbox } from './book';
 import { chargedInPeriod, PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
+import { EPOCH_CHECK_MS, EPOCH_MOVED, InstanceFigures, RedisEpoch } from './redis-epoch';
 
 /** Redis integers are signed 64-bit; `HINCRBY` refuses anything beyond, halfway through a script. */
 const MAX_BOOK_AMOUNT = 2n ** 63n - 1n;
@@ -63,7 +68,9 @@ export interface RedisBookOptions {
 
 export async function openRedisBook(config: RedisConfig, store: Store, options: RedisBookOptions = {}): Promise<RedisBook> {
   const redis = await connectRedis(config, { connectionName: 'tollgate-book', onError: options.onError });
-  return new RedisBook(redis, store, config.key_prefix, options);
+  const book = new RedisBook(redis, store, config.key_prefix, options);
+  await book.start();
+  return book;
 }
 
 export class RedisBook implements BalanceBook {
@@ -76,6 +83,10 @@ export class RedisBook implements BalanceBook {
   private readonly periods = new PeriodCache();
   /** The budget hashes each settled charge moved, until the ledger has it (their `unwritten` figures). */
   private readonly budgetsUnwritten = new Map<string, readonly string[]>();
+  /** This instance's undrained figures: the truth Redis's copy is put back from after a loss. */
+  private readonly figures = new InstanceFigures();
+  private readonly epoch: RedisEpoch;
+  private readonly epochCheck: NodeJS.Timeout;
 
   constructor(
     private readonly redis: Redis,
@@ -99,6 +110,18 @@ export class RedisBook implements BalanceBook {
     this.heartbeat = setInterval(beat, INSTANCE_HEARTBEAT_MS);
     this.heartbeat.unref();
     this.expiries = `${prefix}hold-expiries`;
+    const keys = { epoch: this.epochKey(), undrained: this.undrainedKey(this.instance), instances: this.instancesKey(), heartbeat: this.instanceKey(this.instance) };
+    this.epoch = new RedisEpoch((name, scriptKeys, args) => this.script(name, scriptKeys, args), keys, this.instance, INSTANCE_TTL_MS, this.figures);
+    // A restart shows as a reconnect; a flush leaves the connection up, so it is looked for too.
+    const look = (): void => void this.epoch.look().catch(() => undefined);
+    this.epochCheck = setInterval(look, EPOCH_CHECK_MS);
+    this.epochCheck.unref();
+    this.redis.on('ready', look);
+  }
+
+  /** Finds (or makes) Redis's epoch, so this instance's figures stand in it from the start. */
+  async start(): Promise<void> {
+    await this.epoch.look().catch(() => undefined);
   }
 
   async hold(hold: Hold): Promise<HoldResult> {
@@ -161,7 +184,10 @@ export class RedisBook implements BalanceBook {
       this.keyKey(charge.keyId),
       this.undrainedKey(this.instance),
     ];
-    await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId]);
+    // Counted before the script is sent: a failed settle's charge is on its way to the ledger all the same.
+    this.figures.addUndrained(charge.accountId, charge.cost);
+    const reply = replyList(await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId]));
+    if (reply[0] === 'repeat') this.figures.addUndrained(charge.accountId, -charge.cost);
   }
 
   /**
@@ -257,6 +283,7 @@ export class RedisBook implements BalanceBook {
       moves.set(id, move);
     }
     for (const { accountId, from, amount } of moves.values()) {
+      this.figures.addUndrained(accountId, amount);
       await this.script('adopt', [this.accountKey(accountId), this.undrainedKey(from), this.undrainedKey(this.instance)], [String(amount), from, this.instance, accountId]);
     }
     // What is left under those instances was never in an outbox: lost, and drift from now on.
@@ -309,6 +336,7 @@ export class RedisBook implements BalanceBook {
     }
     const accounts = [...byAccount.keys()];
     const undrained = this.undrainedKey(this.instance);
+    for (const [accountId, { probe, amount }] of byAccount) this.figures.beginWrite(accountId, `${probe} ${amount}`);
     const began = await this.script(
       'writeBegin',
       [undrained, ...accounts.map((id) => this.fenceKey(id))],
@@ -332,6 +360,10 @@ export class RedisBook implements BalanceBook {
   }
 
   private endWrite(undrained: string, accounts: readonly string[], byAccount: ReadonlyMap<string, { amount: bigint }>, committed: boolean): Promise<unknown> {
+    for (const accountId of accounts) {
+      this.figures.endWrite(accountId);
+      if (committed) this.figures.addUndrained(accountId, -byAccount.get(accountId)!.amount);
+    }
     return this.script(
       'writeEnd',
       [undrained, ...accounts.flatMap((id) => [this.fenceKey(id), this.accountKey(id)])],
@@ -349,6 +381,7 @@ export class RedisBook implements BalanceBook {
     for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
     for (const [accountId, amount] of byAccount) {
       if (amount === 0n) continue;
+      this.figures.addUndrained(accountId, -amount);
       this.script('written', [this.accountKey(accountId), this.undrainedKey(this.instance)], [String(amount), this.instance, accountId]).catch((error: unknown) =>
         this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
       );
@@ -497,6 +530,7 @@ export class RedisBook implements BalanceBook {
 
   async close(): Promise<void> {
     clearInterval(this.heartbeat);
+    clearInterval(this.epochCheck);
     await this.redis.del(this.instanceKey(this.instance)).catch(() => undefined);
     // Nothing left on its way: seeds need not look at this instance again.
     await this.guard(async () => {
@@ -517,7 +551,11 @@ export class RedisBook implements BalanceBook {
   private async seedAccount(accountId: string): Promise<boolean> {
     if ((await this.store.findAccountById(accountId)) === null) return false;
     const fence = this.fenceKey(accountId);
-    for (const deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+    for (let deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+      // Time spent waiting for a new epoch to open is not time spent racing credits and writes.
+      const waitedFrom = performance.now();
+      const epoch = await this.epoch.open();
+      deadline += performance.now() - waitedFrom;
       const probe = replyList(await this.script('seedProbe', [fence, this.instancesKey()], [accountId, this.prefix])) as string[];
       const [inflight, gen] = probe;
       let wait = SEED_RETRY_MS;
@@ -531,7 +569,11 @@ export class RedisBook implements BalanceBook {
         // Committed between the two look-ups: the balance may or may not hold it.
         if (writes.every((_write, index) => before[index] === after[index])) {
           const resolved = writes.flatMap((write, index) => [write.instance, write.writing, after[index] ? '1' : '0']);
-          const answer = await this.script('seedAccount', [this.accountKey(accountId), fence, this.instancesKey()], [String(balance), gen, accountId, this.prefix, ...resolved]);
+          const answer = await this.script('seedAccount', [this.accountKey(accountId), fence, this.instancesKey(), this.epochKey()], [String(balance), gen, accountId, this.prefix, epoch, ...resolved]);
+          if (answer === EPOCH_MOVED) {
+            this.epoch.moved();
+            continue;
+          }
           if (answer !== 'busy') return true;
         }
       }
@@ -551,10 +593,15 @@ export class RedisBook implements BalanceBook {
    * ledger is read are missed: a short window at the start of a period, which the drift check shows.
    */
   private async seedBudget(check: BudgetCheck): Promise<void> {
-    const ledger = await this.store.periodSpend(check.scope, check.id, check.start, check.end);
-    const unwritten = this.unwritten((charge) => chargedInPeriod(charge, check));
-    const expiry = check.end.getTime() + BUDGET_KEPT_AFTER_MS;
-    await this.script('seedBudget', [this.budgetKey(check.scope, check.id, check.start, check.end)], [String(ledger + unwritten), String(expiry), this.instance, String(unwritten)]);
+    for (;;) {
+      const epoch = await this.epoch.open();
+      const ledger = await this.store.periodSpend(check.scope, check.id, check.start, check.end);
+      const unwritten = this.unwritten((charge) => chargedInPeriod(charge, check));
+      const expiry = check.end.getTime() + BUDGET_KEPT_AFTER_MS;
+      const keys = [this.budgetKey(check.scope, check.id, check.start, check.end), this.epochKey()];
+      if ((await this.script('seedBudget', keys, [String(ledger + unwritten), String(expiry), this.instance, String(unwritten), epoch])) !== EPOCH_MOVED) return;
+      this.epoch.moved();
+    }
   }
 
   /** Writes the key's spend and limit from the store unless someone already has; false for an unknown key. */
@@ -562,8 +609,11 @@ export class RedisBook implements BalanceBook {
     const key = (await this.store.listKeys({ accountId })).find((candidate) => candidate.id === keyId);
     if (key === undefined) return false;
     const limit = key.spendLimit === null ? '' : String(key.spendLimit);
-    await this.script('seedKey', [this.keyKey(keyId)], [String(key.spent), limit]);
-    return true;
+    for (;;) {
+      const epoch = await this.epoch.open();
+      if ((await this.script('seedKey', [this.keyKey(keyId), this.epochKey()], [String(key.spent), limit, epoch])) !== EPOCH_MOVED) return true;
+      this.epoch.moved();
+    }
   }
 
   /** The credit's Redis step; retried, since it is marked done by its token and cannot apply twice. */
@@ -602,6 +652,10 @@ export class RedisBook implements BalanceBook {
 
   private instanceKey(instance: string): string {
     return `${this.prefix}instance:${instance}`;
+  }
+
+  private epochKey(): string {
+    return `${this.prefix}epoch`;
   }
 
   private instancesKey(): string {

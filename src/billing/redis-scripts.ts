@@ -21,6 +21,8 @@
  *   undrained:<instance> hash  <account id>: what the instance settled that the ledger does not hold
  *                             yet; w:<account id>: '<request id> <amount>' of its store write under way
  *   instance:<instance> string  the instance's heartbeat; outbox:<instance> string  its outbox
+ *   epoch               hash  id, opens (ms, the server's clock): Redis's state since it was last
+ *                             found empty; no seed runs before it opens (`redis-epoch.ts`)
  *
  * The sweep and the seed derive key names inside the script (an account's and key's from a hold's
  * fields, each instance's undrained hash from `instances`): fine on a single Redis (or a primary with
@@ -199,21 +201,23 @@ return reply
 `;
 
 /**
- * KEYS: account, credit fence, instances. ARGV: balance read from the ledger, the fence's gen read
- * before that, account id, key prefix, then per store write under way at the probe: its instance,
- * '<request id> <amount>' and '1' when the ledger read holds it ('0' when not).
+ * KEYS: account, credit fence, instances, epoch. ARGV: balance read from the ledger, the fence's gen
+ * read before that, account id, key prefix, the epoch the seed was made for, then per store write under
+ * way at the probe: its instance, '<request id> <amount>' and '1' when the ledger read holds it ('0' when not).
  * The live balance is the ledger's less what every live instance settled and the ledger did not hold
  * when read: their undrained figures, less a write under way that the ledger read already holds.
- * Replies 'seeded', 'exists' (someone else seeded it) or 'busy' (a credit or a ledger write for the
+ * Replies 'seeded', 'exists' (someone else seeded it), 'epoch' (Redis lost its state since the seed
+ * began: the instances' figures may not be back yet) or 'busy' (a credit or a ledger write for the
  * account started or ended since the probe, so the ledger read may miss it or count it twice: read again).
  */
 const SEED_ACCOUNT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('HGET', KEYS[4], 'id') ~= ARGV[5] then return 'epoch' end
 local inflight, gen = unpack(redis.call('HMGET', KEYS[2], 'inflight', 'gen'))
 if (inflight and inflight ~= '0') or (gen or '') ~= ARGV[2] then return 'busy' end
 local account, prefix = ARGV[3], ARGV[4]
 local resolved = {}
-for i = 5, #ARGV, 3 do resolved[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2]} end
+for i = 6, #ARGV, 3 do resolved[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2]} end
 local balance = ARGV[1]
 local unwritten = {}
 for _, instance in ipairs(redis.call('SMEMBERS', KEYS[3])) do
@@ -304,11 +308,13 @@ return 1
 `;
 
 /**
- * KEYS: budget. ARGV: spent in the period per the ledger, the hash's expiry (ms since the epoch: after
- * the period ends), this instance, its charges in the period not yet in the ledger. 'seeded' or 'exists'.
+ * KEYS: budget, epoch. ARGV: spent in the period per the ledger, the hash's expiry (ms since 1970:
+ * after the period ends), this instance, its charges in the period not yet in the ledger, the epoch.
+ * 'seeded', 'exists' or 'epoch' (as for an account).
  */
 const SEED_BUDGET = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('HGET', KEYS[2], 'id') ~= ARGV[5] then return 'epoch' end
 redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'unwritten:' .. ARGV[3], ARGV[4])
 redis.call('PEXPIREAT', KEYS[1], ARGV[2])
 return 'seeded'
@@ -341,9 +347,10 @@ end
 return 1
 `;
 
-/** KEYS: key. ARGV: spent, limit ('' for none). Replies 'seeded' or 'exists'. */
+/** KEYS: key, epoch. ARGV: spent, limit ('' for none), the epoch. Replies 'seeded', 'exists' or 'epoch'. */
 const SEED_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('HGET', KEYS[2], 'id') ~= ARGV[3] then return 'epoch' end
 redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'held', '0')
 if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'limit', ARGV[2]) end
 return 'seeded'
@@ -382,24 +389,62 @@ redis.call('SET', done, '1', 'EX', ARGV[3])
 return 1
 `;
 
+/**
+ * KEYS: epoch. ARGV: an id for a new epoch, how long a new one keeps seeds waiting (ms), '1' when the
+ * caller has seen no epoch yet (a deployment's first: it opens at once). Makes the epoch when missing.
+ * Replies {id, opens, now}: times in ms on the server's clock, as decimal strings.
+ */
+const EPOCH = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local id, opens = unpack(redis.call('HMGET', KEYS[1], 'id', 'opens'))
+if not id then
+  id = ARGV[1]
+  opens = string.format('%.0f', ARGV[3] == '1' and now or now + tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'id', id, 'opens', opens)
+end
+return {id, opens, string.format('%.0f', now)}
+`;
+
+/**
+ * KEYS: this instance's undrained hash, instances, its heartbeat. ARGV: instance, heartbeat TTL ms,
+ * then field and value pairs: per account its id and undrained amount, per store write under way its
+ * 'w:<account id>' and '<request id> <amount>'. Makes the hash what the instance knows it to be.
+ */
+const REASSERT = `
+local undrained = KEYS[1]
+local known = {}
+for i = 3, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
+-- A field the instance does not know of is one it has since cleared in its own figures.
+for _, field in ipairs(redis.call('HKEYS', undrained)) do
+  if not known[field] then redis.call('HDEL', undrained, field) end
+end
+for field, value in pairs(known) do redis.call('HSET', undrained, field, value) end
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+return 1
+`;
+
 /** `numberOfKeys: null`: the count of keys varies, and is passed first. */
 const SCRIPTS = {
   hold: { numberOfKeys: null, lua: HOLD },
   settle: { numberOfKeys: 6, lua: SETTLE },
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
   seedProbe: { numberOfKeys: 2, lua: SEED_PROBE },
-  seedAccount: { numberOfKeys: 3, lua: SEED_ACCOUNT },
+  seedAccount: { numberOfKeys: 4, lua: SEED_ACCOUNT },
   writeBegin: { numberOfKeys: null, lua: WRITE_BEGIN },
   writeEnd: { numberOfKeys: null, lua: WRITE_END },
   written: { numberOfKeys: 2, lua: WRITTEN },
   adopt: { numberOfKeys: 3, lua: ADOPT },
-  seedKey: { numberOfKeys: 1, lua: SEED_KEY },
-  seedBudget: { numberOfKeys: 1, lua: SEED_BUDGET },
+  seedKey: { numberOfKeys: 2, lua: SEED_KEY },
+  seedBudget: { numberOfKeys: 2, lua: SEED_BUDGET },
   chargeBudgets: { numberOfKeys: null, lua: CHARGE_BUDGETS },
   budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
+  epoch: { numberOfKeys: 1, lua: EPOCH },
+  reassert: { numberOfKeys: 3, lua: REASSERT },
 } as const;
 
 export type BookScript = keyof typeof SCRIPTS;

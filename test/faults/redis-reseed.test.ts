@@ -188,6 +188,49 @@ describe('faults: reseeding a Redis balance with several instances (PostgreSQL +
     expect(await a.book.drift(await store.ledgerTotals())).to.deep.equal([]);
   });
 
+  it('puts back every live instance\'s undrained charges when Redis loses all it held, before any reseed', async () => {
+    const a = await instance();
+    const b = await instance(60 * 60 * 1000);
+    const ids = await fundedAccount(1_000_000n);
+    await a.book.balance(ids.accountId);
+    a.gated.unreachable = true;
+    for (const cost of [100n, 200n, 300n]) await settle(a, charge(ids, cost)); // A's store is away: undrained 600
+    for (const cost of [40n, 50n]) await settle(b, charge(ids, cost)); // B's paused writer: undrained 90
+
+    await prefix.clear(); // every key Tollgate had: as a Redis restarted without persistence, or flushed
+    // B reseeds at once; A has not been told and finds out only by looking.
+    expect((await b.book.balance(ids.accountId)).balance, 'reseeded less both instances\' undrained charges').to.equal(1_000_000n - 690n);
+    const hash = await redis.hgetall(`${prefix.prefix}account:${ids.accountId}`);
+    expect(hash[`unwritten:${a.book.instance}`]).to.equal('600');
+    expect(hash[`unwritten:${b.book.instance}`]).to.equal('90');
+
+    a.gated.unreachable = false;
+    await b.writer.flush();
+    await drained(a, b);
+    expect(await ledger(ids.accountId)).to.equal(1_000_000n - 690n);
+    expect(await live(ids.accountId)).to.equal(await ledger(ids.accountId));
+    expect(await a.book.drift(await store.ledgerTotals())).to.deep.equal([]);
+  });
+
+  it('puts back a store write under way when Redis loses all it held, so a reseed counts it once', async () => {
+    const a = await instance();
+    const b = await instance();
+    const ids = await fundedAccount(1_000_000n);
+    await a.book.balance(ids.accountId);
+    const held = a.gated.hold('after');
+    await settle(a, charge(ids, 700n));
+    await held.arrived; // committed, and A has not heard back yet
+
+    await prefix.clear();
+    expect((await b.book.balance(ids.accountId)).balance, 'reseeded').to.equal(999_300n);
+
+    held.release();
+    await drained(a);
+    expect(await live(ids.accountId)).to.equal(999_300n);
+    expect(await ledger(ids.accountId)).to.equal(999_300n);
+    expect(await a.book.drift(await store.ledgerTotals())).to.deep.equal([]);
+  });
+
   for (const where of ['before', 'after'] as const) {
     it(`counts a ledger write hung ${where} its commit once, without waiting for it`, async () => {
       const a = await instance();

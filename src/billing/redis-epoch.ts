@@ -1,0 +1,134 @@
+/**
+ * What a Redis restart or flush must not take with it. Redis holds, per instance, what the instance
+ * settled that the ledger does not hold yet (`undrained:<instance>`), and a seed subtracts it from the
+ * ledger's balance; lost, a seed would count those charges as unspent and serve them again. So each
+ * instance keeps its own figures in memory too (`InstanceFigures`: the truth, changed in the same step
+ * as each script that changes Redis's copy is sent) and puts them back whenever Redis comes back empty.
+ *
+ * Redis's state is an epoch: a hash (`epoch`: id, opens) made by whoever first finds it missing. A new
+ * epoch after a loss opens `REASSERT_WINDOW_MS` later: until then no balance, key or budget is seeded
+ * (seeds wait), which gives every live instance the time to notice the new epoch (each looks every
+ * `EPOCH_CHECK_MS`, and at once on a reconnect or when a seed of its own meets it) and re-assert its
+ * figures. Only the first epoch of a deployment opens at once: nothing can have been settled before it.
+ */
+import { randomUUID } from 'node:crypto';
+import type { BookScript } from './redis-scripts';
+
+/** How often an instance looks whether Redis's epoch moved (a flush leaves its connection up). */
+export const EPOCH_CHECK_MS = 1000;
+/** How long a new epoch keeps seeds waiting: past every live instance's next look, with margin. */
+export const REASSERT_WINDOW_MS = 2500;
+
+/** This instance's share of what Redis keeps for seeds, kept in memory as the truth to re-assert. */
+export class InstanceFigures {
+  /** Settled here, not yet in the ledger, by account. */
+  private readonly undrained = new Map<string, bigint>();
+  /** The store write under way per account: '<request id> <amount>', as `w:<account>` in Redis. */
+  private readonly writing = new Map<string, string>();
+
+  addUndrained(accountId: string, amount: bigint): void {
+    const next = (this.undrained.get(accountId) ?? 0n) + amount;
+    if (next === 0n) this.undrained.delete(accountId);
+    else this.undrained.set(accountId, next);
+  }
+
+  beginWrite(accountId: string, mark: string): void {
+    this.writing.set(accountId, mark);
+  }
+
+  endWrite(accountId: string): void {
+    this.writing.delete(accountId);
+  }
+
+  /** The REASSERT script's field and value pairs: the amounts, then the marks. */
+  toArgs(): string[] {
+    const args: string[] = [];
+    for (const [accountId, amount] of this.undrained) args.push(accountId, String(amount));
+    for (const [accountId, mark] of this.writing) args.push(`w:${accountId}`, mark);
+    return args;
+  }
+}
+
+export interface EpochKeys {
+  readonly epoch: string;
+  readonly undrained: string;
+  readonly instances: string;
+  readonly heartbeat: string;
+}
+
+/** Thrown by a seed script that met another epoch than the one it was given: look again. */
+export const EPOCH_MOVED = 'epoch';
+
+export class RedisEpoch {
+  /** The epoch this instance's figures stand in, once it has seen one. */
+  private current: string | null = null;
+  private knownOpen = false;
+  private looking: Promise<string> | null = null;
+
+  constructor(
+    private readonly script: (name: BookScript, keys: readonly string[], args: readonly string[]) => Promise<unknown>,
+    private readonly keys: EpochKeys,
+    private readonly instance: string,
+    private readonly instanceTtlMs: number,
+    private readonly figures: InstanceFigures,
+  ) {}
+
+  /**
+   * The epoch seeds may run in: re-asserts this instance's figures first if it is new, waits while it
+   * is not open. An epoch known open is answered without asking Redis: the seed script checks it in
+   * the same step as it seeds, and one that moved is `moved()` and looked for again.
+   */
+  async open(): Promise<string> {
+    if (this.current !== null && this.knownOpen) return this.current;
+    for (;;) {
+      const { id, opensInMs } = await this.look();
+      if (opensInMs <= 0) {
+        this.knownOpen = id === this.current;
+        return id;
+      }
+      await delay(Math.min(opensInMs, EPOCH_CHECK_MS / 4));
+    }
+  }
+
+  /** A seed met another epoch than the one `open()` gave it. */
+  moved(): void {
+    this.knownOpen = false;
+  }
+
+  /** Looks at Redis's epoch (for the periodic check and reconnects); one look at a time. */
+  look(): Promise<{ id: string; opensInMs: number }> {
+    const looking = (this.looking ??= this.lookNow().finally(() => (this.looking = null)));
+    return looking.then((id) => this.opening(id));
+  }
+
+  private lastOpens = 0;
+  private lastNow = 0;
+  private lastAt = 0;
+
+  private opening(id: string): { id: string; opensInMs: number } {
+    // The server's clock, moved on by ours since it was read: instances' clocks need not agree.
+    const now = this.lastNow + (performance.now() - this.lastAt);
+    return { id, opensInMs: this.lastOpens - now };
+  }
+
+  private async lookNow(): Promise<string> {
+    const fresh = this.current === null ? '1' : '0';
+    const reply = (await this.script('epoch', [this.keys.epoch], [randomUUID(), String(REASSERT_WINDOW_MS), fresh])) as [string, string, string];
+    const [id, opens, now] = reply;
+    this.lastOpens = Number(opens);
+    this.lastNow = Number(now);
+    this.lastAt = performance.now();
+    if (id !== this.current) {
+      this.knownOpen = false;
+      // Sent in one step from the figures as they are now: every script sent before it is applied
+      // before it, and every one sent after it applies its own change on top.
+      await this.script('reassert', [this.keys.undrained, this.keys.instances, this.keys.heartbeat], [this.instance, String(this.instanceTtlMs), ...this.figures.toArgs()]);
+      this.current = id;
+    }
+    return id;
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
