@@ -8,6 +8,7 @@ const KIND_LABELS: Record<Credit['kind'], string> = {
   topup: 'Top-up',
   redemption: 'Redemption code',
   admin: 'Added by an administrator',
+  dispute_won: 'Dispute won: card payment given back',
 };
 
 export function creditTable(credits: readonly Credit[]): HTMLElement {

@@ -129,7 +129,7 @@ export interface OperatorLimits {
 export interface Credit {
   id: string;
   amount: string;
-  kind: 'topup' | 'redemption' | 'admin';
+  kind: 'topup' | 'redemption' | 'admin' | 'dispute_won';
   actor: string | null;
   note: string | null;
   created_at: string;

@@ -11,7 +11,7 @@ import { formatUnits } from '../billing/money';
 import type { StripeConfig } from '../config/types';
 import type { PaymentMetrics, RechargeOutcome } from '../metrics/payment-metrics';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
-import type { PaymentOrder, PaymentProfile } from '../store/payments';
+import type { PaymentOrder, PaymentProfile, SettledOrder } from '../store/payments';
 import type { Account, Store } from '../store/store';
 import { creditForMinor, formatMinor } from './amounts';
 import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient, type StripeEvent } from './stripe-client';
@@ -36,6 +36,11 @@ export class StripeUnreachableError extends Error {
 
 export class WebhookSignatureError extends Error {
   override readonly name = 'WebhookSignatureError';
+}
+
+/** A signed event Tollgate refuses to act on (an amount that is not one, another currency than its order's): a 400, nothing moved. */
+export class WebhookEventError extends Error {
+  override readonly name = 'WebhookEventError';
 }
 
 export interface PaymentsDeps {
@@ -63,6 +68,17 @@ export interface ReconcileSummary {
 }
 
 type Outcome = 'credited' | 'expired' | 'failed' | 'pending' | 'unchanged';
+
+/** What an order's event moved on the balance: its credit, less its debit. */
+function movedBy(settled: SettledOrder | null): bigint {
+  return (settled?.credit?.amount ?? 0n) - (settled?.debit?.amount ?? 0n);
+}
+
+/** An amount of an event, in minor units: a safe non-negative integer, or the event is refused. */
+function minorAmount(value: unknown, field: string, event: StripeEvent): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  throw new WebhookEventError(`The ${event.type} event ${event.id} has ${field} ${JSON.stringify(value) ?? 'missing'}, not a count of minor units; nothing was moved.`);
+}
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -160,9 +176,17 @@ export class Payments {
     } catch (error) {
       throw new WebhookSignatureError(messageOf(error), { cause: error });
     }
-    if (await this.deps.store.payments.seenEvent(event.id)) return { event: event.id, duplicate: true };
-    const orderId = await this.handle(event);
-    await this.deps.store.payments.recordEvent(event.id, event.type, orderId);
+    // The claim is the event row's insert: of copies arriving at once anywhere, one handles it.
+    if (!(await this.deps.store.payments.claimEvent(event.id, event.type))) return { event: event.id, duplicate: true };
+    let orderId: string | null;
+    try {
+      orderId = await this.handle(event);
+    } catch (error) {
+      // Not handled: the claim goes, so Stripe's retry of this event is handled then.
+      await this.deps.store.payments.releaseEvent(event.id).catch((err: unknown) => this.deps.logger.error({ err, event: event.id }, 'payments: releasing a webhook event failed'));
+      throw error;
+    }
+    await this.deps.store.payments.finishEvent(event.id, orderId);
     return { event: event.id, duplicate: false };
   }
 
@@ -179,16 +203,23 @@ export class Payments {
         return this.onPaymentIntent(event.type, event.data.object);
       case 'charge.refunded': {
         const charge = event.data.object;
+        const refunded = minorAmount(charge.amount_refunded, 'amount_refunded', event);
         const order = await this.orderOf(charge.metadata, idOf(charge.payment_intent));
         if (order === null) return null;
-        await this.refund(order, charge.amount_refunded, `${charge.id}:refunded:${charge.amount_refunded}`);
+        this.sameCurrency(order, charge.currency, event);
+        await this.refund(order, refunded, `${charge.id}:refunded:${refunded}`);
         return order.id;
       }
-      case 'charge.dispute.created': {
+      case 'charge.dispute.created':
+      case 'charge.dispute.closed': {
         const dispute = event.data.object;
+        const amount = minorAmount(dispute.amount, 'amount', event);
         const order = await this.orderOf(dispute.metadata, idOf(dispute.payment_intent));
         if (order === null) return null;
-        await this.dispute(order, dispute.amount, dispute.id, dispute.reason);
+        this.sameCurrency(order, dispute.currency, event);
+        if (event.type === 'charge.dispute.created') await this.dispute(order, amount, dispute.id, dispute.reason);
+        // Lost (or closed otherwise): what the dispute took stays taken.
+        else if (dispute.status === 'won') await this.disputeWon(order, amount, dispute.id);
         return order.id;
       }
       default:
@@ -248,13 +279,27 @@ export class Payments {
     return order.id;
   }
 
+  /** A refund or dispute counts only in its order's currency; another is refused and logged. */
+  private sameCurrency(order: PaymentOrder, currency: unknown, event: StripeEvent): void {
+    if (currency === order.currency) return;
+    this.deps.logger.error({ order: order.id, event: event.id, type: event.type, currency, expected: order.currency }, "payments: an event's currency is not its order's; refused, nothing moved");
+    throw new WebhookEventError(`The ${event.type} event ${event.id} is in ${String(currency)}, its order ${order.id} in ${order.currency}; nothing was moved.`);
+  }
+
   private async orderOf(metadata: Record<string, string> | null | undefined, paymentIntentId: string | null): Promise<PaymentOrder | null> {
     const orderId = metadata?.[ORDER_METADATA];
     if (orderId !== undefined) {
       const order = await this.deps.store.payments.findOrder(orderId);
       if (order !== null) return order;
     }
-    return paymentIntentId === null ? null : this.deps.store.payments.findOrderByPaymentIntent(paymentIntentId);
+    if (paymentIntentId === null) return null;
+    const known = await this.deps.store.payments.findOrderByPaymentIntent(paymentIntentId);
+    if (known !== null) return known;
+    // A dispute (or a refund) that comes before the session's webhook: only Stripe's payment intent
+    // names the order yet. Unreachable, the event fails and Stripe sends it again.
+    const intent = await this.stripe().paymentIntents.retrieve(paymentIntentId);
+    const named = intent.metadata?.[ORDER_METADATA];
+    return named === undefined ? null : this.deps.store.payments.findOrder(named);
   }
 
   /** Credits the order once, through the live book; true when this call did. */
@@ -264,9 +309,9 @@ export class Payments {
     const result = await this.deps.funds.applyStored(
       order.accountId,
       () => this.deps.store.payments.creditOrder(order.id, { ...(paymentIntentId !== null && { paymentIntentId }), ...(receiptUrl !== null && { receiptUrl }) }),
-      (credited) => credited?.credit?.amount ?? 0n,
+      movedBy,
     );
-    if (result?.credit == null) return false;
+    if (result === null || !result.paidIn) return false;
     if (saveCard && paid?.customerId != null && paid.paymentMethodId !== null) {
       await this.deps.store.payments.saveProfile(order.accountId, { customerId: paid.customerId, paymentMethodId: paid.paymentMethodId });
     }
@@ -274,10 +319,12 @@ export class Payments {
       await this.deps.store.payments.saveProfile(order.accountId, { failures: 0, lastError: null, needsAction: false });
       this.deps.metrics.recharge('paid');
     }
+    // Refunds or disputes that came first took their part already: the credit is what is left (maybe none).
+    const amount = result.credit?.amount ?? 0n;
     this.deps.metrics.order('paid');
-    this.deps.metrics.credit(result.credit.amount);
-    this.deps.logger.info({ order: order.id, account: order.accountId, credit: result.credit.id, amount: formatUnits(result.credit.amount) }, 'payments: order paid and credited');
-    await this.audit('payment.paid', order, { status: order.status }, { status: 'paid', credit_id: result.credit.id, amount: formatUnits(result.credit.amount), payment_intent: paymentIntentId }, STRIPE);
+    if (amount > 0n) this.deps.metrics.credit(amount);
+    this.deps.logger.info({ order: order.id, account: order.accountId, credit: result.credit?.id ?? null, amount: formatUnits(amount) }, 'payments: order paid and credited');
+    await this.audit('payment.paid', order, { status: order.status }, { status: 'paid', credit_id: result.credit?.id ?? null, amount: formatUnits(amount), payment_intent: paymentIntentId }, STRIPE);
     return true;
   }
 
@@ -301,7 +348,7 @@ export class Payments {
   }
 
   private async markFailed(order: PaymentOrder, reason: string, paymentIntentId: string | null): Promise<Outcome> {
-    if (order.creditId !== null || order.status === 'failed') return 'unchanged';
+    if (order.status === 'paid' || order.status === 'failed') return 'unchanged';
     await this.deps.store.payments.updateOrder(order.id, { status: 'failed', error: reason, ...(paymentIntentId !== null && { paymentIntentId }) });
     this.deps.metrics.order('failed');
     await this.audit('payment.failed', order, { status: order.status }, { status: 'failed', error: reason }, STRIPE);
@@ -309,7 +356,7 @@ export class Payments {
   }
 
   private async markExpired(order: PaymentOrder): Promise<Outcome> {
-    if (order.creditId !== null || order.status === 'expired') return 'unchanged';
+    if (order.status === 'paid' || order.status === 'expired') return 'unchanged';
     await this.deps.store.payments.updateOrder(order.id, { status: 'expired' });
     this.deps.metrics.order('expired');
     await this.audit('payment.expired', order, { status: order.status }, { status: 'expired' }, STRIPE);
@@ -317,28 +364,29 @@ export class Payments {
   }
 
   private async refund(order: PaymentOrder, refundedMinor: number, source: string): Promise<void> {
-    const result = await this.deps.funds.applyStored(
-      order.accountId,
-      () => this.deps.store.payments.refundOrder(order.id, refundedMinor, source),
-      (debited) => -(debited?.debit?.amount ?? 0n),
-    );
+    const result = await this.deps.funds.applyStored(order.accountId, () => this.deps.store.payments.refundOrder(order.id, refundedMinor, source), movedBy);
     if (result?.debit == null) return;
     this.deps.metrics.order('refunded');
     this.deps.metrics.debit('refund', result.debit.amount);
     await this.audit('payment.refund', order, { refunded: formatMinor(order.refundedMinor, order.currency) }, { refunded: formatMinor(refundedMinor, order.currency), debit_id: result.debit.id, amount: formatUnits(result.debit.amount) }, STRIPE);
   }
 
-  private async dispute(order: PaymentOrder, disputedMinor: number, source: string, reason: string): Promise<void> {
-    const result = await this.deps.funds.applyStored(
-      order.accountId,
-      () => this.deps.store.payments.disputeOrder(order.id, disputedMinor, source, reason),
-      (debited) => -(debited?.debit?.amount ?? 0n),
-    );
+  private async dispute(order: PaymentOrder, disputedMinor: number, disputeId: string, reason: string): Promise<void> {
+    const result = await this.deps.funds.applyStored(order.accountId, () => this.deps.store.payments.disputeOrder(order.id, disputedMinor, disputeId, reason), movedBy);
     if (result === null) return;
     this.deps.metrics.order('disputed');
     if (result.debit !== null) this.deps.metrics.debit('dispute', result.debit.amount);
     this.deps.logger.warn({ order: order.id, account: order.accountId, reason }, 'payments: a payment is disputed; the account is flagged');
     await this.audit('payment.dispute', order, { disputed: order.disputed }, { disputed: true, reason, debit_id: result.debit?.id ?? null, amount: result.debit === null ? '0' : formatUnits(result.debit.amount) }, STRIPE);
+  }
+
+  /** A dispute closed in the merchant's favour: what the order no longer owes it comes back, as a credit of its own kind. */
+  private async disputeWon(order: PaymentOrder, disputedMinor: number, disputeId: string): Promise<void> {
+    const result = await this.deps.funds.applyStored(order.accountId, () => this.deps.store.payments.disputeWon(order.id, disputedMinor, disputeId), movedBy);
+    if (result?.credit == null) return;
+    this.deps.metrics.credit(result.credit.amount);
+    this.deps.logger.info({ order: order.id, account: order.accountId, dispute: disputeId, amount: formatUnits(result.credit.amount) }, 'payments: a dispute was won; its funds are given back');
+    await this.audit('payment.dispute', order, { disputed: true }, { dispute: disputeId, won: true, credit_id: result.credit.id, amount: formatUnits(result.credit.amount) }, STRIPE);
   }
 
   /**
@@ -422,7 +470,7 @@ export class Payments {
    * has open is expired there and here (the background job's old orders); without it, it stays pending.
    */
   async reconcileOrder(order: PaymentOrder, expire: boolean): Promise<Outcome> {
-    if (order.creditId !== null) return 'unchanged';
+    if (order.status === 'paid') return 'unchanged';
     const stripe = this.stripe();
     if (order.sessionId !== null) {
       let session = await stripe.checkout.sessions.retrieve(order.sessionId);

@@ -5,6 +5,7 @@
  * with its ledger row, so `tollgate ledger verify` covers it: credits − charges − debits = balance.
  */
 import { randomBytes } from 'node:crypto';
+import type { DisputeFact, EntryKind, LedgerMove, OrderBooks, OrderEvent, OrderFacts } from '../money/card-orders';
 
 type OrderKind = 'checkout' | 'auto_recharge';
 /** `pending`: asked of Stripe, not settled; `paid`: credited (once); `failed`/`expired`: nothing credited. */
@@ -29,6 +30,8 @@ export interface PaymentOrder {
   /** What Stripe says was refunded so far, in minor units. */
   readonly refundedMinor: number;
   readonly disputed: boolean;
+  /** Each dispute Stripe reported, with its amount and whether it was won. */
+  readonly disputes: readonly DisputeFact[];
   readonly receiptUrl: string | null;
   /** Why it failed, in words fit for the account holder. */
   readonly error: string | null;
@@ -101,27 +104,29 @@ export interface OrderFilter {
   readonly limit?: number;
 }
 
-/** The ledger's credit for a paid order: a `topup` credit by `stripe` (the shape of the store's CreditRecord). */
+/**
+ * A card payment's credit to the ledger, by `stripe` (the shape of the store's CreditRecord): the
+ * order's pay-in (`topup`) or what a won dispute gave back (`dispute_won`).
+ */
 export interface PaymentCredit {
   readonly id: string;
   readonly accountId: string;
   readonly amount: bigint;
-  readonly kind: 'topup';
+  readonly kind: 'topup' | 'dispute_won';
   readonly actor: string;
   readonly note: string;
   readonly createdAt: Date;
 }
 
-export interface CreditedOrder {
+/** An order after one of Stripe's events: the ledger entry the event wrote, if any (one at most). */
+export interface SettledOrder {
   readonly order: PaymentOrder;
-  /** The credit this call wrote; null when the order had been credited already (or is unknown). */
+  /** A credit this call wrote (the pay-in, or a won dispute's give-back). */
   readonly credit: PaymentCredit | null;
-}
-
-export interface DebitedOrder {
-  readonly order: PaymentOrder;
-  /** The debit this call wrote; null when there was nothing (more) to take. */
+  /** A debit this call wrote (a refund or a dispute). */
   readonly debit: PaymentDebit | null;
+  /** This call marked the order paid (its credit may be null: refunds and disputes that came first took it all). */
+  readonly paidIn: boolean;
 }
 
 export type RechargeRefusal = 'in_flight' | 'monthly_cap';
@@ -140,24 +145,34 @@ export interface PaymentStore {
   /** Changes an order's Stripe ids, receipt, error and (while it is not credited) status; null when unknown. */
   updateOrder(id: string, update: OrderUpdate): Promise<PaymentOrder | null>;
   /**
-   * Credits the order's `creditAmount` to its account as a `topup` credit and marks it paid, in one
-   * transaction, at most once however many callers race on however many instances.
+   * Stripe says the order was paid: credits it once (its credit less what refunds and disputes that
+   * came first took) and marks it paid, in one transaction, however many callers race on however
+   * many instances. The arithmetic is `settle` (money/card-orders.ts), as for the three below.
    */
-  creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<CreditedOrder | null>;
+  creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<SettledOrder | null>;
   /**
-   * Stripe says `refundedMinor` (cumulative) of the order was refunded: debits the part of the credit
-   * that covers and has not been debited yet (the whole credit for a full refund), once per `source`.
-   * The balance may go below zero: what was spent stays spent.
+   * Stripe says `refundedMinor` (cumulative) of the order was refunded: recorded, and once the order
+   * is paid in, debits what that takes of what the order still holds. The balance may go below zero:
+   * what was spent stays spent.
    */
-  refundOrder(id: string, refundedMinor: number, source: string): Promise<DebitedOrder | null>;
+  refundOrder(id: string, refundedMinor: number, source: string): Promise<SettledOrder | null>;
   /**
-   * A dispute of `disputedMinor`: debits its share of the credit (what refunds have not taken already),
-   * once per `source`, marks the order disputed, flags the account and turns its auto-recharge off.
+   * A dispute `disputeId` of `disputedMinor`: recorded, the order marked disputed, the account flagged
+   * and its auto-recharge off; once the order is paid in, debits what it takes.
    */
-  disputeOrder(id: string, disputedMinor: number, source: string, reason: string): Promise<DebitedOrder | null>;
-  /** Records a Stripe event id; false when it was recorded before. */
-  recordEvent(id: string, type: string, orderId: string | null): Promise<boolean>;
-  /** Whether this event id was recorded. */
+  disputeOrder(id: string, disputedMinor: number, disputeId: string, reason: string): Promise<SettledOrder | null>;
+  /** Dispute `disputeId` was won: gives back (a `dispute_won` credit) what the order no longer owes the dispute. */
+  disputeWon(id: string, disputedMinor: number, disputeId: string): Promise<SettledOrder | null>;
+  /**
+   * Claims a Stripe event id for handling: true for exactly one caller however many race (the row's
+   * insert is the claim), false when it was claimed before.
+   */
+  claimEvent(id: string, type: string): Promise<boolean>;
+  /** The claimed event was handled: the order it concerned, if any, is noted. */
+  finishEvent(id: string, orderId: string | null): Promise<void>;
+  /** Handling the claimed event failed: the claim goes, so Stripe's retry is handled. */
+  releaseEvent(id: string): Promise<void>;
+  /** Whether this event id was claimed. */
   seenEvent(id: string): Promise<boolean>;
   /** One account's debits (or everyone's when null), newest first. */
   listDebits(accountId: string | null, limit?: number): Promise<PaymentDebit[]>;
@@ -171,15 +186,9 @@ export interface PaymentStore {
 }
 
 /** The note of a payment's credit: the order and the Stripe object it came from. */
-export function paymentCreditNote(order: PaymentOrder, paymentIntentId: string | null): string {
+function paymentCreditNote(order: PaymentOrder, paymentIntentId: string | null): string {
   const stripe = paymentIntentId ?? order.sessionId ?? 'unknown';
   return `card payment ${order.id} (Stripe ${stripe})`;
-}
-
-/** The nano-units `minor` of the order stands for: its share of the credit, rounded down, whole at the full amount. */
-export function creditShare(order: Pick<PaymentOrder, 'creditAmount' | 'amountMinor'>, minor: number): bigint {
-  if (minor >= order.amountMinor) return order.creditAmount;
-  return (order.creditAmount * BigInt(minor)) / BigInt(order.amountMinor);
 }
 
 /** A new id: `pay_` an order, `cr_` a credit, `db_` a debit, and 16 hex digits. */
@@ -203,4 +212,51 @@ export function profileColumns(changes: ProfileChanges, date: (at: Date) => unkn
   if (changes.flaggedAt !== undefined) set('flagged_at', changes.flaggedAt === null ? null : date(changes.flaggedAt));
   if (changes.flagReason !== undefined) set('flag_reason', changes.flagReason);
   return columns;
+}
+
+/** The order's facts as `settle` reads them. */
+export function factsOf(order: PaymentOrder): OrderFacts {
+  return {
+    amountMinor: order.amountMinor,
+    creditAmount: order.creditAmount,
+    paid: order.status === 'paid',
+    refundedMinor: order.refundedMinor,
+    disputes: order.disputes,
+  };
+}
+
+/** The order's ledger sums by entry kind (as each store reads them) as `settle` reads them. */
+export function booksOf(order: PaymentOrder, sums: readonly { kind: EntryKind; total: bigint }[]): OrderBooks {
+  const total = (kind: EntryKind) => sums.filter((row) => row.kind === kind).reduce((sum, row) => sum + row.total, 0n);
+  return { credited: order.status === 'paid' ? total('topup') : null, refunded: total('refund'), disputed: total('dispute'), reinstated: total('dispute_won') };
+}
+
+/** Where an event came from and what its entry's note says, as the payment calls are given it. */
+export interface EventContext {
+  /** The Stripe object and state (`ch_…:refunded:500`): a debit's unique source. */
+  readonly source: string;
+  readonly paymentIntentId: string | null;
+  readonly reason?: string;
+}
+
+/** The ledger row `move` is for the order: a credit or a debit, with its id, note and time. */
+export function entryOf(order: PaymentOrder, move: LedgerMove, event: OrderEvent, context: EventContext): { credit: PaymentCredit } | { debit: PaymentDebit } {
+  const createdAt = new Date();
+  const base = { accountId: order.accountId, amount: move.amount, createdAt };
+  switch (move.kind) {
+    case 'topup':
+      return { credit: { ...base, id: newPaymentId('cr_'), kind: 'topup', actor: 'stripe', note: paymentCreditNote(order, context.paymentIntentId) } };
+    case 'dispute_won': {
+      const dispute = 'disputeId' in event ? event.disputeId : 'unknown';
+      return { credit: { ...base, id: newPaymentId('cr_'), kind: 'dispute_won', actor: 'stripe', note: `dispute ${dispute} of card payment ${order.id} won: funds given back` } };
+    }
+    case 'refund':
+    case 'dispute': {
+      const note =
+        event.type === 'refunded'
+          ? `refund of ${event.refundedMinor} (minor units, cumulative) of card payment ${order.id}`
+          : `dispute of ${'amountMinor' in event ? event.amountMinor : 0} (minor units) of card payment ${order.id}: ${context.reason ?? 'no reason given'}`;
+      return { debit: { ...base, id: newPaymentId('db_'), kind: move.kind, orderId: order.id, source: context.source, note } };
+    }
+  }
 }

@@ -1,6 +1,7 @@
 /** Credits to an account, given by an operator or claimed with a redemption code. */
 import { randomBytes } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
+import { redemptionVerdict } from '../money/redemption';
 import type { CreditRecord, NewCredit, RedeemResult, RedemptionCodeRecord } from './store';
 import { rowMappers, POSTGRES_CODEC, type CodeRow, type CreditRow, type PostgresColumns } from './rows';
 import { inTransaction } from './postgres-tx';
@@ -60,24 +61,16 @@ export function redeemCode(pool: Pool, hash: Buffer, accountId: string, actor: s
     // FOR UPDATE queues concurrent redeemers of the same code; each later one then reads the
     // committed row, already redeemed.
     const { rows } = await client.query<CodeRow<PostgresColumns>>(`SELECT ${CODE_COLUMNS} FROM redemption_codes WHERE hash = $1 FOR UPDATE`, [hash]);
-    const code = rows[0];
-    if (code === undefined) return { ok: false, reason: 'unknown' };
-    if (code.redeemed_at !== null) return { ok: false, reason: 'used' };
-    if (code.expires_at !== null && code.expires_at.getTime() <= Date.now()) return { ok: false, reason: 'expired' };
-    const credit: CreditRecord = {
-      id: newId('cr_'),
-      accountId,
-      amount: BigInt(code.amount),
-      kind: 'redemption',
-      actor,
-      note: `redemption code ${code.id}`,
-      createdAt: new Date(),
-    };
+    const code = rows[0] === undefined ? null : toCode(rows[0]);
+    const now = new Date();
+    const verdict = redemptionVerdict(code, now);
+    if (!verdict.ok) return verdict;
+    const credit: CreditRecord = { id: newId('cr_'), accountId, amount: verdict.amount, kind: 'redemption', actor, note: verdict.note, createdAt: now };
     await insertCredit(client, credit);
     // Conditional as well, so the code can never be claimed twice even if the lock above is removed.
     const claimed = await client.query(
       'UPDATE redemption_codes SET redeemed_by = $1, redeemed_at = $2, credit_id = $3 WHERE id = $4 AND redeemed_at IS NULL',
-      [accountId, credit.createdAt, credit.id, code.id],
+      [accountId, credit.createdAt, credit.id, verdict.codeId],
     );
     if (claimed.rowCount === 0) throw new Error('redemption code claimed concurrently');
     return { ok: true, credit };

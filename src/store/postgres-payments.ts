@@ -5,14 +5,15 @@
  * the account, which no other ledger transaction takes before an order.
  */
 import type { Pool, PoolClient } from 'pg';
+import { disputesText, parseDisputes, settle, type EntryKind, type OrderEvent } from '../money/card-orders';
 import {
-  creditShare,
+  booksOf,
+  entryOf,
+  factsOf,
   newPaymentId,
-  paymentCreditNote,
   profileColumns,
-  type CreditedOrder,
-  type DebitedOrder,
   type DebitKind,
+  type EventContext,
   type NewOrder,
   type OrderFilter,
   type OrderUpdate,
@@ -23,11 +24,12 @@ import {
   type PaymentStore,
   type ProfileChanges,
   type RechargeRefusal,
+  type SettledOrder,
 } from './payments';
 import { inTransaction } from './postgres-tx';
 
 const ORDER_COLUMNS = `id, account_id, kind, status, currency, amount_minor, credit_amount, session_id, payment_intent_id, credit_id,
-  refunded_minor, disputed, receipt_url, error, created_at, updated_at`;
+  refunded_minor, disputed, disputes, receipt_url, error, created_at, updated_at`;
 const DEBIT_COLUMNS = 'id, account_id, amount, kind, order_id, source, note, created_at';
 const PROFILE_COLUMNS = `account_id, customer_id, payment_method_id, auto_recharge, threshold, recharge_minor, monthly_cap_minor, failures,
   last_error, needs_action, flagged_at, flag_reason, updated_at`;
@@ -45,6 +47,7 @@ interface OrderRow {
   credit_id: string | null;
   refunded_minor: string;
   disputed: boolean;
+  disputes: string;
   receipt_url: string | null;
   error: string | null;
   created_at: Date;
@@ -92,6 +95,7 @@ function toOrder(row: OrderRow): PaymentOrder {
     creditId: row.credit_id,
     refundedMinor: Number(row.refunded_minor),
     disputed: row.disputed,
+    disputes: parseDisputes(row.disputes),
     receiptUrl: row.receipt_url,
     error: row.error,
     createdAt: row.created_at,
@@ -219,7 +223,7 @@ export class PostgresPayments implements PaymentStore {
         sets.push(`${column} = $${params.length}`);
       };
       // A credited order stays paid whatever arrives after (an expiry, a late failure).
-      if (update.status !== undefined && order.creditId === null) set('status', update.status);
+      if (update.status !== undefined && order.status !== 'paid') set('status', update.status);
       if (update.sessionId !== undefined) set('session_id', update.sessionId);
       if (update.paymentIntentId !== undefined) set('payment_intent_id', update.paymentIntentId);
       if (update.receiptUrl !== undefined) set('receipt_url', update.receiptUrl);
@@ -229,67 +233,33 @@ export class PostgresPayments implements PaymentStore {
     });
   }
 
-  creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<CreditedOrder | null> {
-    return inTransaction(this.pool, async (client): Promise<CreditedOrder | null> => {
-      const order = await orderById(client, id, true);
-      if (order === null) return null;
-      if (order.creditId !== null) return { order, credit: null };
-      const paymentIntentId = update.paymentIntentId ?? order.paymentIntentId;
-      const credit: PaymentCredit = {
-        id: newPaymentId('cr_'),
-        accountId: order.accountId,
-        amount: order.creditAmount,
-        kind: 'topup',
-        actor: 'stripe',
-        note: paymentCreditNote(order, paymentIntentId),
-        createdAt: new Date(),
-      };
-      await client.query("INSERT INTO credits (id, account_id, amount, kind, actor, note, created_at) VALUES ($1, $2, $3, 'topup', $4, $5, $6)", [
-        credit.id,
-        credit.accountId,
-        String(credit.amount),
-        credit.actor,
-        credit.note,
-        credit.createdAt,
-      ]);
-      const { rows } = await client.query<OrderRow>(
-        `UPDATE payment_orders SET status = 'paid', credit_id = $2, error = NULL, updated_at = $3,
-           payment_intent_id = COALESCE($4, payment_intent_id), receipt_url = COALESCE($5, receipt_url)
-         WHERE id = $1 AND credit_id IS NULL RETURNING ${ORDER_COLUMNS}`,
-        [id, credit.id, credit.createdAt, paymentIntentId, update.receiptUrl ?? null],
-      );
-      if (rows.length === 0) throw new Error(`order ${id} was credited concurrently`);
-      await client.query('UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2', [String(credit.amount), credit.accountId]);
-      return { order: toOrder(rows[0]), credit };
-    });
+  creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'paid' }, (order) => ({ source: `${id}:paid`, paymentIntentId: update.paymentIntentId ?? order.paymentIntentId }), update.receiptUrl);
   }
 
-  refundOrder(id: string, refundedMinor: number, source: string): Promise<DebitedOrder | null> {
-    return this.debit(id, source, 'refund', async (client, order, taken) => {
-      await client.query('UPDATE payment_orders SET refunded_minor = GREATEST(refunded_minor, $2), updated_at = $3 WHERE id = $1', [id, refundedMinor, new Date()]);
-      return { amount: creditShare(order, refundedMinor) - taken.refunds, note: `refund of ${refundedMinor} (minor units, cumulative) of card payment ${id}` };
-    });
+  refundOrder(id: string, refundedMinor: number, source: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'refunded', refundedMinor }, (order) => ({ source, paymentIntentId: order.paymentIntentId }));
   }
 
-  disputeOrder(id: string, disputedMinor: number, source: string, reason: string): Promise<DebitedOrder | null> {
-    return this.debit(id, source, 'dispute', async (client, order, taken) => {
-      const now = new Date();
-      await client.query('UPDATE payment_orders SET disputed = true, updated_at = $2 WHERE id = $1', [id, now]);
-      await upsertProfile(client, order.accountId, { flaggedAt: now, flagReason: reason, autoRecharge: false });
-      const share = creditShare(order, disputedMinor);
-      const left = order.creditAmount - taken.refunds - taken.disputes;
-      return { amount: share < left ? share : left, note: `dispute of ${disputedMinor} (minor units) of card payment ${id}: ${reason}` };
-    });
+  disputeOrder(id: string, disputedMinor: number, disputeId: string, reason: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'disputed', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:disputed:${disputedMinor}`, paymentIntentId: order.paymentIntentId, reason }));
   }
 
-  async recordEvent(id: string, type: string, orderId: string | null): Promise<boolean> {
-    const result = await this.pool.query('INSERT INTO payment_events (id, type, order_id, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING', [
-      id,
-      type,
-      orderId,
-      new Date(),
-    ]);
+  disputeWon(id: string, disputedMinor: number, disputeId: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'dispute_won', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:won`, paymentIntentId: order.paymentIntentId }));
+  }
+
+  async claimEvent(id: string, type: string): Promise<boolean> {
+    const result = await this.pool.query('INSERT INTO payment_events (id, type, order_id, received_at) VALUES ($1, $2, NULL, $3) ON CONFLICT (id) DO NOTHING', [id, type, new Date()]);
     return (result.rowCount ?? 0) > 0;
+  }
+
+  async finishEvent(id: string, orderId: string | null): Promise<void> {
+    await this.pool.query('UPDATE payment_events SET order_id = $2 WHERE id = $1', [id, orderId]);
+  }
+
+  async releaseEvent(id: string): Promise<void> {
+    await this.pool.query('DELETE FROM payment_events WHERE id = $1', [id]);
   }
 
   async seenEvent(id: string): Promise<boolean> {
@@ -319,35 +289,75 @@ export class PostgresPayments implements PaymentStore {
     return rows.map(toProfile);
   }
 
-  private debit(
-    id: string,
-    source: string,
-    kind: DebitKind,
-    plan: (client: PoolClient, order: PaymentOrder, taken: { refunds: bigint; disputes: bigint }) => Promise<{ amount: bigint; note: string }>,
-  ): Promise<DebitedOrder | null> {
-    return inTransaction(this.pool, async (client): Promise<DebitedOrder | null> => {
+  /**
+   * One of Stripe's events for an order, in one transaction with the order's row locked: its facts and
+   * ledger sums are read, `settle` says what moves, and the facts, the order's state and that one
+   * entry are written together. A debit's source seen before moves nothing.
+   */
+  private settleOrder(id: string, event: OrderEvent, contextOf: (order: PaymentOrder) => EventContext, receiptUrl?: string): Promise<SettledOrder | null> {
+    return inTransaction(this.pool, async (client): Promise<SettledOrder | null> => {
       const order = await orderById(client, id, true);
       if (order === null) return null;
-      if (((await client.query('SELECT 1 FROM debits WHERE source = $1', [source])).rowCount ?? 0) > 0) return { order, debit: null };
-      const { rows } = await client.query<{ kind: DebitKind; total: string }>('SELECT kind, sum(amount) AS total FROM debits WHERE order_id = $1 GROUP BY kind', [id]);
-      const taken = { refunds: 0n, disputes: 0n };
-      for (const row of rows) taken[row.kind === 'refund' ? 'refunds' : 'disputes'] = BigInt(row.total);
-      const { amount, note } = await plan(client, order, taken);
-      const after = (await orderById(client, id))!;
-      if (order.creditId === null || amount <= 0n) return { order: after, debit: null };
-      const debit: PaymentDebit = { id: newPaymentId('db_'), accountId: order.accountId, amount, kind, orderId: id, source, note, createdAt: new Date() };
-      await client.query('INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
-        debit.id,
-        debit.accountId,
-        String(amount),
-        kind,
+      const context = contextOf(order);
+      if (((await client.query('SELECT 1 FROM debits WHERE source = $1', [context.source])).rowCount ?? 0) > 0) return { order, credit: null, debit: null, paidIn: false };
+      const { rows: sums } = await client.query<{ kind: EntryKind; total: string }>(
+        `SELECT kind, sum(amount) AS total FROM credits WHERE order_id = $1 GROUP BY kind
+         UNION ALL SELECT kind, sum(amount) AS total FROM debits WHERE order_id = $1 GROUP BY kind`,
+        [id],
+      );
+      const settlement = settle(factsOf(order), booksOf(order, sums.map((row) => ({ kind: row.kind, total: BigInt(row.total) }))), event);
+      const now = new Date();
+      await client.query('UPDATE payment_orders SET refunded_minor = $2, disputes = $3, disputed = $4, updated_at = $5 WHERE id = $1', [
         id,
-        source,
-        note,
-        debit.createdAt,
+        settlement.facts.refundedMinor,
+        disputesText(settlement.facts.disputes),
+        settlement.facts.disputes.length > 0,
+        now,
       ]);
-      await client.query('UPDATE accounts SET balance = balance - $1::bigint WHERE id = $2', [String(amount), debit.accountId]);
-      return { order: after, debit };
+      if (event.type === 'disputed') await upsertProfile(client, order.accountId, { flaggedAt: now, flagReason: context.reason ?? null, autoRecharge: false });
+      const entry = settlement.move === null ? null : entryOf(order, settlement.move, event, context);
+      const credit = entry !== null && 'credit' in entry ? entry.credit : null;
+      const debit = entry !== null && 'debit' in entry ? entry.debit : null;
+      if (credit !== null) await insertCredit(client, credit, id);
+      if (debit !== null) await insertDebit(client, debit);
+      if (settlement.payIn) {
+        const { rowCount } = await client.query(
+          `UPDATE payment_orders SET status = 'paid', credit_id = $2, error = NULL, updated_at = $3,
+             payment_intent_id = COALESCE($4, payment_intent_id), receipt_url = COALESCE($5, receipt_url)
+           WHERE id = $1 AND status <> 'paid'`,
+          [id, credit?.id ?? null, now, context.paymentIntentId, receiptUrl ?? null],
+        );
+        if (rowCount === 0) throw new Error(`order ${id} was credited concurrently`);
+      }
+      return { order: (await orderById(client, id))!, credit, debit, paidIn: settlement.payIn };
     });
   }
+}
+
+async function insertCredit(client: PoolClient, credit: PaymentCredit, orderId: string): Promise<void> {
+  await client.query('INSERT INTO credits (id, account_id, amount, kind, actor, note, created_at, order_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+    credit.id,
+    credit.accountId,
+    String(credit.amount),
+    credit.kind,
+    credit.actor,
+    credit.note,
+    credit.createdAt,
+    orderId,
+  ]);
+  await client.query('UPDATE accounts SET balance = balance + $1::bigint WHERE id = $2', [String(credit.amount), credit.accountId]);
+}
+
+async function insertDebit(client: PoolClient, debit: PaymentDebit): Promise<void> {
+  await client.query('INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+    debit.id,
+    debit.accountId,
+    String(debit.amount),
+    debit.kind,
+    debit.orderId,
+    debit.source,
+    debit.note,
+    debit.createdAt,
+  ]);
+  await client.query('UPDATE accounts SET balance = balance - $1::bigint WHERE id = $2', [String(debit.amount), debit.accountId]);
 }

@@ -8,6 +8,7 @@
  * through a JS number.
  */
 import { randomBytes } from 'node:crypto';
+import { redemptionVerdict } from '../money/redemption';
 import type { SqliteDatabase, SqliteTransaction } from './sqlite-driver';
 import type {
   AccountBalance,
@@ -314,22 +315,15 @@ export class SqliteLedger {
 
   redeemCode(hash: Buffer, accountId: string, actor: string | null): RedeemResult {
     return this.db.transaction((): RedeemResult => {
-      const code = this.sql.codeByHash.get(hash);
-      if (code === undefined) return { ok: false, reason: 'unknown' };
-      if (code.redeemed_at !== null) return { ok: false, reason: 'used' };
-      if (code.expires_at !== null && code.expires_at <= Date.now()) return { ok: false, reason: 'expired' };
-      const credit: CreditRecord = {
-        id: newId('cr_'),
-        accountId,
-        amount: BigInt(code.amount),
-        kind: 'redemption',
-        actor,
-        note: `redemption code ${code.id}`,
-        createdAt: new Date(),
-      };
+      const row = this.sql.codeByHash.get(hash);
+      const code = row === undefined ? null : toCode(row);
+      const now = new Date();
+      const verdict = redemptionVerdict(code, now);
+      if (!verdict.ok) return verdict;
+      const credit: CreditRecord = { id: newId('cr_'), accountId, amount: verdict.amount, kind: 'redemption', actor, note: verdict.note, createdAt: now };
       this.insertCredit(credit);
       // The claim is conditional too, though the write lock already serialises redemptions.
-      if (this.sql.claimCode.run(accountId, credit.createdAt.getTime(), credit.id, code.id).changes === 0) {
+      if (this.sql.claimCode.run(accountId, credit.createdAt.getTime(), credit.id, verdict.codeId).changes === 0) {
         throw new Error('redemption code claimed concurrently');
       }
       return { ok: true, credit };

@@ -2,15 +2,16 @@
  * Card payments on SQLite (see payments.ts). Each money-moving call is one IMMEDIATE transaction on the
  * single writer: the order's guard column, the ledger row and the account's balance change together.
  */
+import { disputesText, parseDisputes, settle, type EntryKind, type OrderEvent } from '../money/card-orders';
 import type { SqliteDatabase } from './sqlite-driver';
 import {
-  creditShare,
-  newPaymentId,
-  paymentCreditNote,
+  booksOf,
+  entryOf,
+  factsOf,
   profileColumns,
-  type CreditedOrder,
-  type DebitedOrder,
+  newPaymentId,
   type DebitKind,
+  type EventContext,
   type NewOrder,
   type OrderFilter,
   type OrderUpdate,
@@ -21,10 +22,11 @@ import {
   type PaymentStore,
   type ProfileChanges,
   type RechargeRefusal,
+  type SettledOrder,
 } from './payments';
 
 const ORDER_COLUMNS = `id, account_id, kind, status, currency, amount_minor, CAST(credit_amount AS TEXT) AS credit_amount, session_id,
-  payment_intent_id, credit_id, refunded_minor, disputed, receipt_url, error, created_at, updated_at`;
+  payment_intent_id, credit_id, refunded_minor, disputed, disputes, receipt_url, error, created_at, updated_at`;
 const DEBIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, order_id, source, note, created_at';
 const PROFILE_COLUMNS = `account_id, customer_id, payment_method_id, auto_recharge, CAST(threshold AS TEXT) AS threshold, recharge_minor,
   monthly_cap_minor, failures, last_error, needs_action, flagged_at, flag_reason, updated_at`;
@@ -42,6 +44,7 @@ interface OrderRow {
   credit_id: string | null;
   refunded_minor: number;
   disputed: number;
+  disputes: string;
   receipt_url: string | null;
   error: string | null;
   created_at: number;
@@ -89,6 +92,7 @@ function toOrder(row: OrderRow): PaymentOrder {
     creditId: row.credit_id,
     refundedMinor: row.refunded_minor,
     disputed: row.disputed === 1,
+    disputes: parseDisputes(row.disputes),
     receiptUrl: row.receipt_url,
     error: row.error,
     createdAt: new Date(row.created_at),
@@ -211,7 +215,7 @@ export class SqlitePayments implements PaymentStore {
         const sets: string[] = ['updated_at = @now'];
         const params: Record<string, unknown> = { id, now: Date.now() };
         // A credited order stays paid whatever arrives after (an expiry, a late failure).
-        if (update.status !== undefined && order.creditId === null) {
+        if (update.status !== undefined && order.status !== 'paid') {
           sets.push('status = @status');
           params.status = update.status;
         }
@@ -226,69 +230,35 @@ export class SqlitePayments implements PaymentStore {
       .immediate();
   }
 
-  async creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<CreditedOrder | null> {
+  async creditOrder(id: string, update: Pick<OrderUpdate, 'paymentIntentId' | 'receiptUrl'>): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'paid' }, (order) => ({ source: `${id}:paid`, paymentIntentId: update.paymentIntentId ?? order.paymentIntentId }), update.receiptUrl);
+  }
+
+  async refundOrder(id: string, refundedMinor: number, source: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'refunded', refundedMinor }, (order) => ({ source, paymentIntentId: order.paymentIntentId }));
+  }
+
+  async disputeOrder(id: string, disputedMinor: number, disputeId: string, reason: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'disputed', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:disputed:${disputedMinor}`, paymentIntentId: order.paymentIntentId, reason }));
+  }
+
+  async disputeWon(id: string, disputedMinor: number, disputeId: string): Promise<SettledOrder | null> {
+    return this.settleOrder(id, { type: 'dispute_won', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:won`, paymentIntentId: order.paymentIntentId }));
+  }
+
+  async claimEvent(id: string, type: string): Promise<boolean> {
     const result = this.db
-      .transaction((): CreditedOrder | null => {
-        const order = this.orderById(id);
-        if (order === null) return null;
-        if (order.creditId !== null) return { order, credit: null };
-        const paymentIntentId = update.paymentIntentId ?? order.paymentIntentId;
-        const credit: PaymentCredit = {
-          id: newPaymentId('cr_'),
-          accountId: order.accountId,
-          amount: order.creditAmount,
-          kind: 'topup',
-          actor: 'stripe',
-          note: paymentCreditNote(order, paymentIntentId),
-          createdAt: new Date(),
-        };
-        this.db
-          .prepare<[Record<string, unknown>]>(
-            `INSERT INTO credits (id, account_id, amount, kind, actor, note, created_at)
-             VALUES (@id, @account_id, @amount, 'topup', @actor, @note, @created_at)`,
-          )
-          .run({ id: credit.id, account_id: credit.accountId, amount: credit.amount, actor: credit.actor, note: credit.note, created_at: credit.createdAt.getTime() });
-        // The guard: only the transaction that finds credit_id empty gets here, and it fills it.
-        const claimed = this.db
-          .prepare<[Record<string, unknown>]>(
-            `UPDATE payment_orders SET status = 'paid', credit_id = @credit, error = NULL, updated_at = @now,
-               payment_intent_id = COALESCE(@pi, payment_intent_id), receipt_url = COALESCE(@receipt, receipt_url)
-             WHERE id = @id AND credit_id IS NULL`,
-          )
-          .run({ credit: credit.id, now: credit.createdAt.getTime(), pi: paymentIntentId, receipt: update.receiptUrl ?? null, id });
-        if (claimed.changes === 0) throw new Error(`order ${id} was credited concurrently`);
-        this.db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance + ? WHERE id = ?').run(credit.amount, credit.accountId);
-        return { order: this.orderById(id)!, credit };
-      })
-      .immediate();
-    if (result?.credit != null) this.fundsMoved();
-    return result;
-  }
-
-  async refundOrder(id: string, refundedMinor: number, source: string): Promise<DebitedOrder | null> {
-    return this.debit(id, source, 'refund', (order, taken) => {
-      const target = creditShare(order, refundedMinor);
-      this.db.prepare<[number, number, string]>('UPDATE payment_orders SET refunded_minor = max(refunded_minor, ?), updated_at = ? WHERE id = ?').run(refundedMinor, Date.now(), id);
-      return { amount: target - taken.refunds, note: `refund of ${refundedMinor} (minor units, cumulative) of card payment ${id}` };
-    });
-  }
-
-  async disputeOrder(id: string, disputedMinor: number, source: string, reason: string): Promise<DebitedOrder | null> {
-    return this.debit(id, source, 'dispute', (order, taken) => {
-      const now = Date.now();
-      this.db.prepare<[number, string]>('UPDATE payment_orders SET disputed = 1, updated_at = ? WHERE id = ?').run(now, id);
-      this.upsertProfile(order.accountId, { flaggedAt: new Date(now), flagReason: reason, autoRecharge: false });
-      const share = creditShare(order, disputedMinor);
-      const left = order.creditAmount - taken.refunds - taken.disputes;
-      return { amount: share < left ? share : left, note: `dispute of ${disputedMinor} (minor units) of card payment ${id}: ${reason}` };
-    });
-  }
-
-  async recordEvent(id: string, type: string, orderId: string | null): Promise<boolean> {
-    const result = this.db
-      .prepare<[string, string, string | null, number]>('INSERT INTO payment_events (id, type, order_id, received_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING')
-      .run(id, type, orderId, Date.now());
+      .prepare<[string, string, number]>('INSERT INTO payment_events (id, type, order_id, received_at) VALUES (?, ?, NULL, ?) ON CONFLICT (id) DO NOTHING')
+      .run(id, type, Date.now());
     return result.changes > 0;
+  }
+
+  async finishEvent(id: string, orderId: string | null): Promise<void> {
+    this.db.prepare<[string | null, string]>('UPDATE payment_events SET order_id = ? WHERE id = ?').run(orderId, id);
+  }
+
+  async releaseEvent(id: string): Promise<void> {
+    this.db.prepare<[string]>('DELETE FROM payment_events WHERE id = ?').run(id);
   }
 
   async seenEvent(id: string): Promise<boolean> {
@@ -346,40 +316,69 @@ export class SqlitePayments implements PaymentStore {
   }
 
   /**
-   * Takes funds back from a credited order once per `source`: `plan` sees the order and what earlier
-   * debits took, and says how much this one takes (nothing when ≤ 0).
+   * One of Stripe's events for an order, in one IMMEDIATE transaction: the order's facts and ledger
+   * sums are read, `settle` says what moves, and the facts, the order's state and that one entry are
+   * written together. A debit's source seen before moves nothing.
    */
-  private async debit(
-    id: string,
-    source: string,
-    kind: DebitKind,
-    plan: (order: PaymentOrder, taken: { refunds: bigint; disputes: bigint }) => { amount: bigint; note: string },
-  ): Promise<DebitedOrder | null> {
+  private async settleOrder(id: string, event: OrderEvent, contextOf: (order: PaymentOrder) => EventContext, receiptUrl?: string): Promise<SettledOrder | null> {
     const result = this.db
-      .transaction((): DebitedOrder | null => {
+      .transaction((): SettledOrder | null => {
         const order = this.orderById(id);
         if (order === null) return null;
-        if (this.db.prepare<[string], number>('SELECT 1 FROM debits WHERE source = ?').pluck().get(source) !== undefined) return { order, debit: null };
+        const context = contextOf(order);
+        if (this.db.prepare<[string], number>('SELECT 1 FROM debits WHERE source = ?').pluck().get(context.source) !== undefined) return { order, credit: null, debit: null, paidIn: false };
         const sums = this.db
-          .prepare<[string], { kind: DebitKind; total: string }>('SELECT kind, CAST(sum(amount) AS TEXT) AS total FROM debits WHERE order_id = ? GROUP BY kind')
-          .all(id);
-        const taken = { refunds: 0n, disputes: 0n };
-        for (const row of sums) taken[row.kind === 'refund' ? 'refunds' : 'disputes'] = BigInt(row.total);
-        // Nothing was credited (paid after all? not yet): nothing to take back, but the state is kept.
-        const { amount, note } = plan(order, taken);
-        if (order.creditId === null || amount <= 0n) return { order: this.orderById(id)!, debit: null };
-        const debit: PaymentDebit = { id: newPaymentId('db_'), accountId: order.accountId, amount, kind, orderId: id, source, note, createdAt: new Date() };
-        this.db
-          .prepare<[Record<string, unknown>]>(
-            `INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at)
-             VALUES (@id, @account_id, @amount, @kind, @order_id, @source, @note, @created_at)`,
+          .prepare<[string, string], { kind: EntryKind; total: string }>(
+            `SELECT kind, CAST(sum(amount) AS TEXT) AS total FROM credits WHERE order_id = ? GROUP BY kind
+             UNION ALL SELECT kind, CAST(sum(amount) AS TEXT) AS total FROM debits WHERE order_id = ? GROUP BY kind`,
           )
-          .run({ id: debit.id, account_id: debit.accountId, amount, kind, order_id: id, source, note, created_at: debit.createdAt.getTime() });
-        this.db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?').run(amount, debit.accountId);
-        return { order: this.orderById(id)!, debit };
+          .all(id, id);
+        const settlement = settle(factsOf(order), booksOf(order, sums.map((row) => ({ kind: row.kind, total: BigInt(row.total) }))), event);
+        const now = Date.now();
+        this.db
+          .prepare<[Record<string, unknown>]>('UPDATE payment_orders SET refunded_minor = @refunded, disputes = @disputes, disputed = @disputed, updated_at = @now WHERE id = @id')
+          .run({ id, refunded: settlement.facts.refundedMinor, disputes: disputesText(settlement.facts.disputes), disputed: settlement.facts.disputes.length > 0 ? 1 : 0, now });
+        if (event.type === 'disputed') this.upsertProfile(order.accountId, { flaggedAt: new Date(now), flagReason: context.reason ?? null, autoRecharge: false });
+        const entry = settlement.move === null ? null : entryOf(order, settlement.move, event, context);
+        const credit = entry !== null && 'credit' in entry ? entry.credit : null;
+        const debit = entry !== null && 'debit' in entry ? entry.debit : null;
+        if (credit !== null) this.insertCredit(credit, id);
+        if (debit !== null) this.insertDebit(debit);
+        if (settlement.payIn) {
+          // The guard: only the transaction that finds the order unpaid gets here, and it marks it paid.
+          const claimed = this.db
+            .prepare<[Record<string, unknown>]>(
+              `UPDATE payment_orders SET status = 'paid', credit_id = @credit, error = NULL, updated_at = @now,
+                 payment_intent_id = COALESCE(@pi, payment_intent_id), receipt_url = COALESCE(@receipt, receipt_url)
+               WHERE id = @id AND status <> 'paid'`,
+            )
+            .run({ credit: credit?.id ?? null, now, pi: context.paymentIntentId, receipt: receiptUrl ?? null, id });
+          if (claimed.changes === 0) throw new Error(`order ${id} was credited concurrently`);
+        }
+        return { order: this.orderById(id)!, credit, debit, paidIn: settlement.payIn };
       })
       .immediate();
-    if (result?.debit != null) this.fundsMoved();
+    if (result !== null && (result.credit !== null || result.debit !== null)) this.fundsMoved();
     return result;
+  }
+
+  private insertCredit(credit: PaymentCredit, orderId: string): void {
+    this.db
+      .prepare<[Record<string, unknown>]>(
+        `INSERT INTO credits (id, account_id, amount, kind, actor, note, created_at, order_id)
+         VALUES (@id, @account_id, @amount, @kind, @actor, @note, @created_at, @order_id)`,
+      )
+      .run({ id: credit.id, account_id: credit.accountId, amount: credit.amount, kind: credit.kind, actor: credit.actor, note: credit.note, created_at: credit.createdAt.getTime(), order_id: orderId });
+    this.db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance + ? WHERE id = ?').run(credit.amount, credit.accountId);
+  }
+
+  private insertDebit(debit: PaymentDebit): void {
+    this.db
+      .prepare<[Record<string, unknown>]>(
+        `INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at)
+         VALUES (@id, @account_id, @amount, @kind, @order_id, @source, @note, @created_at)`,
+      )
+      .run({ id: debit.id, account_id: debit.accountId, amount: debit.amount, kind: debit.kind, order_id: debit.orderId, source: debit.source, note: debit.note, created_at: debit.createdAt.getTime() });
+    this.db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?').run(debit.amount, debit.accountId);
   }
 }

@@ -338,7 +338,7 @@ export interface SetAsideCharge {
   readonly createdAt: Date;
 }
 
-export type CreditKind = 'topup' | 'redemption' | 'admin';
+export type CreditKind = 'topup' | 'redemption' | 'admin' | 'dispute_won';
 
 export interface NewCredit {
   readonly accountId: string;

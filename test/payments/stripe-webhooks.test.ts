@@ -275,6 +275,109 @@ function webhookSuite(name: string, start: () => Promise<Rig | { problem: string
       expect((await rig.store.listAudit({ target: orderId })).map((entry) => entry.action)).to.include('payment.dispute');
     });
 
+    /** A checkout of `amount`, complete (paid) at Stripe, its webhook not delivered yet. */
+    async function paidAtStripe(amount: number) {
+      const made = await checkout(amount);
+      rig.fake.complete(made.session.id);
+      return made;
+    }
+
+    it('a full refund that arrives before the payment leaves nothing credited, by webhook or by reconciliation', async () => {
+      const before = await balance();
+      const { orderId, session } = await paidAtStripe(2000);
+      expect((await rig.fake.deliver(hooks[0], rig.fake.event('charge.refunded', rig.fake.refundedCharge(session.payment_intent, 2000)))).status).to.equal(200);
+      await deliverEverywhere(rig.fake.event('checkout.session.completed', session));
+      expect(await balance()).to.equal(before);
+      expect((await rig.store.payments.findOrder(orderId))!.status).to.equal('paid');
+      // The same through reconciliation: a partial refund first, then Stripe says paid.
+      const other = await paidAtStripe(2000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('charge.refunded', rig.fake.refundedCharge(other.session.payment_intent, 500)));
+      await admin.post('/api/admin/payments/reconcile', {});
+      const credits = (await rig.store.listCredits(annId)).filter((credit) => credit.note?.includes(other.orderId));
+      expect(credits.map((credit) => credit.amount)).to.deep.equal([unitsToNano('18.75')]);
+    });
+
+    it('a dispute that arrives before the payment is taken from the credit', async () => {
+      const before = await balance();
+      const { session } = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('charge.dispute.created', rig.fake.dispute(session.payment_intent, 1000)));
+      await deliverEverywhere(rig.fake.event('checkout.session.completed', session));
+      expect(await balance()).to.equal(before);
+    });
+
+    it('a dispute then a refund of one 10.00 order debits 10.00 once, and a won dispute gives back what is left', async () => {
+      const { orderId, session } = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
+      const before = await balance();
+      const dispute = rig.fake.dispute(session.payment_intent, 1000);
+      await deliverEverywhere(rig.fake.event('charge.dispute.created', dispute));
+      await deliverEverywhere(rig.fake.event('charge.refunded', rig.fake.refundedCharge(session.payment_intent, 1000)));
+      expect(before - (await balance())).to.equal(unitsToNano('12.5'));
+      // Won after a full refund: the refund would have taken it all, so nothing comes back.
+      await deliverEverywhere(rig.fake.event('charge.dispute.closed', { ...dispute, status: 'won' }));
+      expect(before - (await balance())).to.equal(unitsToNano('12.5'));
+      expect((await rig.store.payments.listDebits(annId)).filter((debit) => debit.orderId === orderId)).to.have.length(1);
+    });
+
+    it('a won dispute is given back as a dispute_won credit, once', async () => {
+      const { orderId, session } = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
+      const before = await balance();
+      const dispute = rig.fake.dispute(session.payment_intent, 1000);
+      await deliverEverywhere(rig.fake.event('charge.dispute.created', dispute));
+      expect(before - (await balance())).to.equal(unitsToNano('12.5'));
+      await deliverEverywhere(rig.fake.event('charge.dispute.closed', { ...dispute, status: 'won' }));
+      await deliverEverywhere(rig.fake.event('charge.dispute.closed', { ...dispute, status: 'won' }));
+      expect(await balance()).to.equal(before);
+      const given = (await rig.store.listCredits(annId)).filter((credit) => credit.kind === 'dispute_won' && credit.note?.includes(orderId));
+      expect(given.map((credit) => credit.amount)).to.deep.equal([unitsToNano('12.5')]);
+      // Lost: what it took stays taken.
+      const lost = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', lost.session));
+      const lostDispute = rig.fake.dispute(lost.session.payment_intent, 1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('charge.dispute.created', lostDispute));
+      await rig.fake.deliver(hooks[0], rig.fake.event('charge.dispute.closed', { ...lostDispute, status: 'lost' }));
+      expect(await balance()).to.equal(before);
+    });
+
+    it('of twenty copies of one event delivered at once, one is handled and nineteen are duplicates', async () => {
+      const { session } = await paidAtStripe(1000);
+      const event = rig.fake.event('checkout.session.completed', session);
+      const before = await balance();
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => rig.fake.deliver(hooks[i % hooks.length], event)));
+      expect(answers.map((answer) => answer.status)).to.deep.equal(answers.map(() => 200));
+      expect(answers.filter((answer) => answer.body.duplicate === false)).to.have.length(1);
+      expect((await balance()) - before).to.equal(unitsToNano('12.5'));
+    });
+
+    it('a signed refund whose amount is not a number answers 400, moves nothing, and its corrected retry is handled', async () => {
+      const { session } = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
+      const before = await balance();
+      const event = rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), amount_refunded: 'abc' });
+      const answer = await rig.fake.deliver(hooks[0], event);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(400);
+      expect(answer.body.error.code).to.equal('invalid_request');
+      expect(answer.body.error.message).to.match(/amount_refunded/);
+      expect(await balance()).to.equal(before);
+      expect(await rig.store.payments.seenEvent(event.id)).to.equal(false);
+      event.data.object.amount_refunded = 1000;
+      expect((await rig.fake.deliver(hooks[0], event)).body).to.deep.include({ duplicate: false });
+      expect(before - (await balance())).to.equal(unitsToNano('12.5'));
+    });
+
+    it('a refund or dispute in another currency than its order is refused with 400 and moves nothing', async () => {
+      const { session } = await paidAtStripe(1000);
+      await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
+      const before = await balance();
+      const refund = await rig.fake.deliver(hooks[0], rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), currency: 'eur' }));
+      expect(refund.status).to.equal(400);
+      expect(refund.body.error.message).to.match(/eur/);
+      const dispute = await rig.fake.deliver(hooks[0], rig.fake.event('charge.dispute.created', { ...rig.fake.dispute(session.payment_intent, 1000), currency: 'jpy' }));
+      expect(dispute.status).to.equal(400);
+      expect(await balance()).to.equal(before);
+    });
+
     it('makes one auto-recharge order of twenty asked at once, and none past the monthly cap', async () => {
       const bo = await addAccount(rig.store, `bo-${name.length}`);
       const monthStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1));

@@ -9,7 +9,7 @@ import { formatUnits } from '../../billing/money';
 import { readRawBody } from '../../kernel/body';
 import { GatewayError } from '../../kernel/errors';
 import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
-import { StripeUnreachableError, WebhookSignatureError } from '../../payments/payments';
+import { StripeUnreachableError, WebhookEventError, WebhookSignatureError } from '../../payments/payments';
 import type { OrderStatus, PaymentDebit, PaymentOrder, PaymentProfile } from '../../store/payments';
 import { audit } from '../audit';
 import { amount } from '../fields';
@@ -190,6 +190,7 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       ctx.body = { received: true, event: result.event, duplicate: result.duplicate };
     } catch (error) {
       if (error instanceof WebhookSignatureError) throw new ApiError('invalid_request', `The webhook's signature does not verify: ${error.message}`);
+      if (error instanceof WebhookEventError) throw new ApiError('invalid_request', error.message);
       throw error;
     }
   });

@@ -463,6 +463,28 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   { version: 15, ...POSTGRES_REFUSALS_MIGRATION },
+  {
+    version: 16,
+    description: 'card payments in any order: credits name their order, won disputes give back, each dispute is kept',
+    sql: `
+      -- A won dispute's give-back is a credit of its own kind; order_id ties a payment's credits to
+      -- its order (backfilled from the orders' credit_id) so an order's ledger sums are one query.
+      ALTER TABLE credits DROP CONSTRAINT credits_kind_check;
+      ALTER TABLE credits ADD CONSTRAINT credits_kind_check CHECK (kind IN ('topup', 'redemption', 'admin', 'dispute_won'));
+      ALTER TABLE credits ADD COLUMN order_id TEXT REFERENCES payment_orders (id);
+      UPDATE credits c SET order_id = o.id FROM payment_orders o WHERE o.credit_id = c.id;
+      CREATE INDEX credits_order ON credits (order_id) WHERE order_id IS NOT NULL;
+
+      -- JSON array of the order's disputes: [{"id": "dp_…", "amount_minor": 1000, "won": false}].
+      -- A dispute debited before this version is kept as disputing the whole order (its minor amount
+      -- was not kept): that never gives back more than the order holds.
+      ALTER TABLE payment_orders ADD COLUMN disputes TEXT NOT NULL DEFAULT '[]';
+      UPDATE payment_orders o SET disputes = (
+          SELECT json_agg(json_build_object('id', d.source, 'amount_minor', o.amount_minor, 'won', false))::text
+            FROM debits d WHERE d.order_id = o.id AND d.kind = 'dispute')
+        WHERE EXISTS (SELECT 1 FROM debits d WHERE d.order_id = o.id AND d.kind = 'dispute');
+    `,
+  },
 ];
 
 /**

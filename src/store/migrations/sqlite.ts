@@ -461,6 +461,43 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   { version: 15, ...SQLITE_REFUSALS_MIGRATION },
+  {
+    version: 16,
+    description: 'card payments in any order: credits name their order, won disputes give back, each dispute is kept',
+    rebuildsTables: true,
+    sql: `
+      -- A won dispute's give-back is a credit of its own kind (dispute_won), so the credits table is
+      -- rebuilt with the wider CHECK; order_id ties a payment's credits to its order (backfilled from
+      -- the orders' credit_id) so an order's ledger sums are one query.
+      CREATE TABLE credits_new (
+        id         TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount     INTEGER NOT NULL CHECK (amount > 0),
+        kind       TEXT NOT NULL CHECK (kind IN ('topup', 'redemption', 'admin', 'dispute_won')),
+        actor      TEXT,
+        note       TEXT,
+        created_at INTEGER NOT NULL,
+        order_id   TEXT REFERENCES payment_orders (id)
+      ) STRICT;
+      INSERT INTO credits_new (rowid, id, account_id, amount, kind, actor, note, created_at, order_id)
+        SELECT c.rowid, c.id, c.account_id, c.amount, c.kind, c.actor, c.note, c.created_at,
+               (SELECT o.id FROM payment_orders o WHERE o.credit_id = c.id)
+          FROM credits c;
+      DROP TABLE credits;
+      ALTER TABLE credits_new RENAME TO credits;
+      CREATE INDEX credits_account_time ON credits (account_id, created_at);
+      CREATE INDEX credits_order ON credits (order_id) WHERE order_id IS NOT NULL;
+
+      -- JSON array of the order's disputes: [{"id": "dp_…", "amount_minor": 1000, "won": false}].
+      -- A dispute debited before this version is kept as disputing the whole order (its minor amount
+      -- was not kept): that never gives back more than the order holds.
+      ALTER TABLE payment_orders ADD COLUMN disputes TEXT NOT NULL DEFAULT '[]';
+      UPDATE payment_orders SET disputes = (
+          SELECT json_group_array(json_object('id', d.source, 'amount_minor', payment_orders.amount_minor, 'won', json('false')))
+            FROM debits d WHERE d.order_id = payment_orders.id AND d.kind = 'dispute')
+        WHERE EXISTS (SELECT 1 FROM debits d WHERE d.order_id = payment_orders.id AND d.kind = 'dispute');
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
