@@ -6,6 +6,7 @@
  * here; the plugin chain does the work.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { CONSOLE_PREFIX, consolePages } from './admin/console-pages';
@@ -13,17 +14,19 @@ import type { AdminDeps, ApiState } from './admin/context';
 import { API_PREFIX, managementApi } from './admin/index';
 import type { GatewayConfig } from './config/types';
 import { OPS_PATHS, opsRouter, type OpsDeps } from './metrics/routes';
-import { summarize, type Observed } from './metrics/summary';
 import { passThroughTracing, type Tracing } from './telemetry/tracing';
 import { ENDPOINTS, type Endpoint, type ErrorShape } from './protocols/types';
 import type { ActiveStreams } from './kernel/active-streams';
 import type { GatewayState } from './kernel/context';
 import type { GatewayError } from './kernel/errors';
 import { answerError, clientAddress, methodNotAllowed, openRequest, reportSendError, requestLineLogger, writeRequestLine } from './http/boundary';
+import { runModelRequest, type ModelRequestDeps } from './http/model-request';
+import { OpenSockets } from './http/websocket/open-sockets';
+import { answerAsHttp, responsesUpgrade, wantsWebSocket } from './http/websocket/responses-upgrade';
 import { EndpointContext } from './http/endpoint-context';
 import type { RuntimeRef } from './kernel/runtime';
 import { unknownPath } from './http/unknown-paths';
-import { refusalOf, type RefusalRecorder } from './http/refusal-recorder';
+import type { RefusalRecorder } from './http/refusal-recorder';
 
 /** State before an endpoint has been matched: only the request's ids are known. */
 interface BaseState {
@@ -90,6 +93,8 @@ export interface KernelDeps extends Omit<OpsDeps, 'runtime'> {
   readonly streams?: ActiveStreams;
   /** Where refused requests are recorded; absent, they are not. */
   readonly refusals?: RefusalRecorder;
+  /** Where the WebSockets of /v1/responses are tracked for shutdown. */
+  readonly sockets?: OpenSockets;
 }
 
 /**
@@ -138,14 +143,21 @@ export function createApp(
 
   const koa = app.callback();
   const serveEndpoint = endpointServer(runtime, logger, requestLines, ops, tracing);
+  // The model endpoints, nearly all of the traffic, skip Koa: its context, router and composer cost
+  // a share of a request's CPU for features those routes do not use (docs/benchmarks.md).
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    const endpoint = endpointAt(req.url ?? '');
+    if (endpoint === undefined) void koa(req, res);
+    else void serveEndpoint(req, res, endpoint);
+  };
+  const request: ModelRequestDeps = { logger, requestLines, tracing, streams: ops.streams, refusals: ops.refusals };
+  const openSocket = responsesUpgrade({ runtime, request, sockets: ops.sockets ?? new OpenSockets(), listener }, ENDPOINTS.responses);
   return {
     app,
-    // The model endpoints, nearly all of the traffic, skip Koa: its context, router and composer cost
-    // a share of a request's CPU for features those routes do not use (docs/benchmarks.md).
-    listener(req, res) {
-      const endpoint = endpointAt(req.url ?? '');
-      if (endpoint === undefined) void koa(req, res);
-      else void serveEndpoint(req, res, endpoint);
+    listener,
+    upgrade(req, socket, head) {
+      if (endpointAt(req.url ?? '') === ENDPOINTS.responses && wantsWebSocket(req)) void openSocket(req, socket, head);
+      else answerAsHttp(req, socket, listener);
     },
   };
 }
@@ -154,6 +166,8 @@ export function createApp(
 export interface GatewayHttp {
   readonly app: Koa<BaseState>;
   readonly listener: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The server's `upgrade` handler: WebSocket mode of /v1/responses; any other upgrade is answered as plain HTTP. */
+  readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
 
 const ENDPOINT_BY_PATH = new Map(Object.values(ENDPOINTS).map((endpoint) => [endpoint.path, endpoint]));
@@ -177,6 +191,7 @@ function endpointAt(url: string): Endpoint | undefined {
  * other routes.
  */
 function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logger, ops: KernelDeps, tracing: Tracing) {
+  const deps: ModelRequestDeps = { logger, requestLines, tracing, streams: ops.streams, refusals: ops.refusals };
   return async function serveEndpoint(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<void> {
     const startedAt = performance.now();
     const { requestId, clientRequestId } = openRequest(req, res);
@@ -186,26 +201,7 @@ function endpointServer(runtime: RuntimeRef, logger: Logger, requestLines: Logge
     const trace = post ? tracing.startRequest(req.headers, endpoint, startedAt) : undefined;
     const state: GatewayState = { requestId, clientRequestId, config, endpoint, trace };
     const ctx = new EndpointContext(req, res, state, config.server);
-    let error: GatewayError | null = null;
-    try {
-      if (!post) throw methodNotAllowed(req.method ?? '', endpoint);
-      await chain.run(ctx);
-      ops.streams?.track(ctx.body, res);
-    } catch (thrown) {
-      error = answerError(ctx, thrown, endpoint.errorShape, requestId, logger);
-      const refusal = post ? refusalOf(state, error, ctx.ip, (field) => ctx.get(field)) : null;
-      if (refusal !== null) ops.refusals?.record(refusal);
-    }
-    const observed: Observed = { startedAt, status: error?.status ?? ctx.status, errorCode: error?.code ?? null };
-    ctx.respond((err) => reportSendError(err, logger));
-    writeRequestLine('info', state, observed, logger, requestLines);
-    if (trace !== undefined && tracing.enabled) {
-      // The server span ends with the answer's last byte and carries the settled charge: summed up
-      // off the request's path, like the metrics and the log line (they share one summary).
-      void summarize(state, observed).then(
-        (summary) => trace.finish(state, summary),
-        (err: unknown) => logger.error({ err, requestId }, 'tracing: ending a request span failed'),
-      );
-    }
+    const work = post ? () => chain.run(ctx) : () => Promise.reject(methodNotAllowed(req.method ?? '', endpoint));
+    await runModelRequest(ctx, { at: startedAt, trace, refusable: post }, work, () => ctx.respond((err) => reportSendError(err, logger)), deps);
   };
 }

@@ -12,6 +12,7 @@ import { loadConfigFile } from './config/load';
 import type { GatewayConfig, ServerConfig } from './config/types';
 import { liveFunds } from './admin/funds';
 import { LoginLimiter } from './admin/login-limiter';
+import { OpenSockets } from './http/websocket/open-sockets';
 import { ActiveStreams } from './kernel/active-streams';
 import { RefusalRecorder } from './http/refusal-recorder';
 import { applyProxySettings, createApp } from './app';
@@ -168,16 +169,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   let draining = false;
   const streams = new ActiveStreams();
   const refusals = new RefusalRecorder(store.refusals, logger);
+  const sockets = new OpenSockets();
   const funds = liveFunds(reloader.runtime, store);
   const stripeConfig = () => reloader.runtime.current.config.payments.stripe;
   const payments = new Payments({ store, funds, logger, metrics: metrics.payments, config: stripeConfig });
   const reconcileJob = startReconcileJob(payments, store, stripeConfig, logger);
   const autoRecharge = new AutoRecharge(payments, store, funds, logger);
   autoRecharge.start(settled);
-  const { app, listener } = createApp(
+  const { app, listener, upgrade } = createApp(
     reloader.runtime,
     logger,
-    { metrics, streams, refusals, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
+    { metrics, streams, refusals, sockets, readiness: { store, runtime: () => reloader.runtime.current, stopping: () => draining } },
     {
       store,
       runtime: reloader.runtime,
@@ -201,6 +203,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     listener,
   );
+  server.on('upgrade', upgrade);
   const address = await listen(server, options.port ?? config.server.port, config.server.host);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const shownHost = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
@@ -217,6 +220,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     // Keep-alive sockets that go idle once their request finishes would hold close() open until the
     // grace period ends: close them as they go idle.
     server.closeIdleConnections();
+    // WebSockets are drained as streams are: idle ones close now, busy ones after their response.
+    sockets.drain();
     const sweeper = setInterval(() => server.closeIdleConnections(), 50);
     const finishedInTime = await Promise.race([closed.then(() => true), sleep(graceMs).then(() => false)]);
     if (!finishedInTime && streams.size > 0) {
@@ -230,6 +235,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     reconcileJob.stop();
     await autoRecharge.stop();
     server.closeAllConnections();
+    sockets.terminateAll();
     metrics.stop();
     await reloader.close();
     await refusals.close();

@@ -65,14 +65,19 @@ async function countLocally(ctx: GatewayContext): Promise<void> {
   ctx.body = { input_tokens: inputTokens };
 }
 
-export const translatePlugin: PluginDefinition<'translate'> = {
+/** What the plugin offers the rest of the gateway: the minted-response table (WebSocket turns are kept in it too). */
+export interface TranslateService {
+  readonly minted: MintedStore;
+}
+
+export const translatePlugin: PluginDefinition<'translate', TranslateService> = {
   name: 'translate',
   priority: 800,
   dependsOn: ['upstream'],
   async setup(_config, kit) {
     const minted = await openMinted(kit.config, kit.logger);
     return {
-      service: undefined,
+      service: { minted: minted.store },
       handle: async function translatePlugin(ctx: GatewayContext, next: Next) {
         const { endpoint } = ctx.state;
         if (endpoint.id === 'count_tokens' && need(ctx, 'request').model.family === 'openai') return countLocally(ctx);

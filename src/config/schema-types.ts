@@ -53,6 +53,18 @@ export interface GatewayData {
      */
     readonly keep_alive_timeout_ms: number;
     /**
+     * Whether GET /v1/responses accepts a WebSocket upgrade (OpenAI's WebSocket mode, which Codex and the
+     * Agents SDK use): each response.create frame is then one request with the same keys, limits, holds,
+     * routes and charge as a streamed POST. When false the upgrade gets 426, so clients fall back to HTTP at
+     * once.
+     */
+    readonly websocket: boolean;
+    /**
+     * How long a WebSocket with no response under way and no frame from the client stays open, in
+     * milliseconds; then it is closed (1000), and clients open a new one.
+     */
+    readonly websocket_idle_timeout_ms: number;
+    /**
      * Set true only when Tollgate sits behind one TLS-terminating reverse proxy that sets X-Forwarded-Proto
      * and X-Forwarded-For: console cookies are then marked Secure on https, and client addresses (login and
      * key-guessing limits) come from the proxy's header. Left false, those headers are ignored, since any

@@ -49,6 +49,12 @@ const ERRORS = {
   TOLLGATE_ERR_PATH_UNKNOWN: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_PATH_WRONG_BASE: { status: 404, type: 'invalid_request_error', code: 'unknown_url' },
   TOLLGATE_ERR_METHOD_NOT_ALLOWED: { status: 405, type: 'invalid_request_error', code: 'method_not_allowed' },
+  /** A WebSocket upgrade of /v1/responses where the operator turned WebSocket mode off: clients fall back to HTTP at once. */
+  TOLLGATE_ERR_WEBSOCKET_DISABLED: { status: 426, type: 'invalid_request_error', code: 'websocket_not_supported', retry: false },
+  /** A WebSocket frame that is no client event Tollgate knows (not JSON, binary, or of an unknown type). */
+  TOLLGATE_ERR_WEBSOCKET_EVENT_INVALID: { status: 400, type: 'invalid_request_error', code: 'invalid_event', retry: false },
+  /** A `response.create` while the socket's previous response is still under way: one at a time per socket. */
+  TOLLGATE_ERR_WEBSOCKET_RESPONSE_IN_FLIGHT: { status: 400, type: 'invalid_request_error', code: 'response_in_progress', retry: false },
   TOLLGATE_ERR_PROVIDER_UNCONFIGURED: { status: 503, type: 'service_unavailable_error', code: 'provider_not_configured', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_AUTH: { status: 502, type: 'server_error', code: 'upstream_auth_failed', anthropicType: 'api_error', retry: false },
   TOLLGATE_ERR_UPSTREAM_UNREACHABLE: { status: 502, type: 'server_error', code: 'upstream_unreachable', anthropicType: 'api_error' },

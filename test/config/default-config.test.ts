@@ -32,6 +32,8 @@ describe('the default gateway.yaml', () => {
       keep_alive_timeout_ms: 65000,
       trust_proxy: false,
       trusted_proxy_hops: 1,
+      websocket: true,
+      websocket_idle_timeout_ms: 300000,
       metrics_token: '',
       shutdown_grace_ms: 10000,
       shutdown_unready_ms: 500,

@@ -62,7 +62,7 @@ const INVALID: readonly InvalidCase[] = [
     name: 'an unknown field far from every known one (known list)',
     text: yaml('server:', '  colour: blue', 'providers: {}', 'models: {}'),
     expected: [
-      'gateway.yaml:2:3 server.colour: unknown field "colour" (known: headers_timeout_ms, heap_growing_percent, host, keep_alive_timeout_ms, max_body_bytes, max_json_depth, max_reply_bytes, metrics_token, port, public_url, request_timeout_ms, shutdown_grace_ms, shutdown_unready_ms, trust_proxy, trusted_proxy_hops, workers)',
+      'gateway.yaml:2:3 server.colour: unknown field "colour" (known: headers_timeout_ms, heap_growing_percent, host, keep_alive_timeout_ms, max_body_bytes, max_json_depth, max_reply_bytes, metrics_token, port, public_url, request_timeout_ms, shutdown_grace_ms, shutdown_unready_ms, trust_proxy, trusted_proxy_hops, websocket, websocket_idle_timeout_ms, workers)',
     ],
   },
   {
