@@ -30,7 +30,8 @@ COPY schemas/ ./schemas/
 COPY plugins/ ./plugins/
 COPY gateway.yaml ./
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund
-RUN npm cache clean --force && mkdir -p /app/data && chown node:node /app/data
+# 0700: the store and the outbox are for the gateway's user alone (it makes its files 0600 itself).
+RUN npm cache clean --force && mkdir -p /app/data && chown node:node /app/data && chmod 700 /app/data
 USER node
 # The embedded store (SQLite), its WAL files, the ledger outbox (data/outbox) and the pid file live here.
 VOLUME ["/app/data"]

@@ -25,6 +25,8 @@ import { AutoRecharge } from './payments/auto-recharge';
 import { Payments } from './payments/payments';
 import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
+import { SqliteStore } from './store/sqlite';
+import { storeFiles, warnIfReadableByOthers } from './private-files';
 import { tracesSettings } from './telemetry/settings';
 import type * as ExportingTracing from './telemetry/exporting-tracing';
 import { passThroughTracing, type Tracing } from './telemetry/tracing';
@@ -148,6 +150,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const ownsStore = options.store === undefined;
   const store = options.store ?? openStore(config.store);
   if (ownsStore) await store.migrate();
+  if (store instanceof SqliteStore) warnIfReadableByOthers(logger, storeFiles(store.filename));
 
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics(PACKAGE_VERSION);

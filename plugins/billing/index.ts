@@ -13,6 +13,7 @@ import { dearestHold, type HoldEstimate } from '../../src/billing/hold-amount';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { acquireOutbox, releaseOutbox, type Outbox } from '../../src/billing/outbox';
 import { outboxFolder } from '../../src/billing/outbox-folder';
+import { warnIfReadableByOthers } from '../../src/private-files';
 import { formatUnits } from '../../src/billing/money';
 import { openBook } from '../../src/billing/open-book';
 import { costOf, isFree, snapshotOf, type NanoPrice } from '../../src/billing/prices';
@@ -253,6 +254,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
     const alerts = new BudgetAlerts(kit.config.alerts, { store: kit.store, book, metrics: kit.metrics, logger: kit.logger });
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const outbox = config.outbox_max_bytes > 0 && kit.store.durable !== false ? acquireOutbox(outboxFolder(config.outbox_path), { syncMs: OUTBOX_SYNC_MS, logger: kit.logger }) : null;
+    if (outbox !== null) warnIfReadableByOthers(kit.logger, [outbox.dir]);
     const writer = new LedgerWriter(
       kit.store,
       {

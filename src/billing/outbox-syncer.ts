@@ -9,6 +9,7 @@
  * segment file rewritten from there); nothing counts as durable before its fdatasync returned.
  */
 import { closeSync, fdatasyncSync, fsyncSync, openSync, writevSync } from 'node:fs';
+import { PRIVATE_FILE_MODE } from '../private-files';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CLOSING, DURABLE, HEAD, IDLE, KICK, RING_BYTES, RING_MASK, segmentName, SWITCH, SWITCH_BYTES, SYNCS, WANT, type SyncerData, type SyncerMessage } from './outbox-ring';
@@ -70,7 +71,7 @@ function writeAll(fd: number, buffers: Buffer[], position: number): number {
 }
 
 function openSegment(id: number): number {
-  const fd = openSync(path.join(data.dir, segmentName(id)), 'w');
+  const fd = openSync(path.join(data.dir, segmentName(id)), 'w', PRIVATE_FILE_MODE);
   // The new file's name must survive a crash too, or its records would be lost with it.
   const dir = openSync(data.dir, 'r');
   try {

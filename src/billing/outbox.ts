@@ -24,7 +24,8 @@
  * restarts first drains what a dead one left. Within a process the outbox is shared by reference
  * count, so the plugin chains of a config reload use the same one.
  */
-import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -136,14 +137,14 @@ function pidAlive(pid: number): boolean {
 function lock(dir: string): void {
   const file = path.join(dir, LOCK_FILE);
   try {
-    writeFileSync(file, String(process.pid), { flag: 'wx' });
+    writeFileSync(file, String(process.pid), { flag: 'wx', mode: PRIVATE_FILE_MODE });
     return;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
   if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) throw new OutboxInUseError(dir, owner);
-  writeFileSync(file, String(process.pid));
+  writeFileSync(file, String(process.pid), { mode: PRIVATE_FILE_MODE });
 }
 
 export class Outbox {
@@ -175,7 +176,7 @@ export class Outbox {
     readonly dir: string,
     private readonly options: OutboxOptions,
   ) {
-    mkdirSync(dir, { recursive: true });
+    makePrivateDir(dir);
     lock(dir);
     const ids: number[] = [];
     for (const name of readdirSync(dir)) {

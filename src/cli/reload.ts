@@ -4,7 +4,8 @@
  * The file holds the pid on its first line and the server's config file on its second, so the
  * check reads exactly the file the server is about to read.
  */
-import { mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
 import path from 'node:path';
 import { ConfigError } from '../config/config-error';
 import { loadConfigFile } from '../config/load';
@@ -52,8 +53,8 @@ interface PidFileContent {
 
 /** Writes `file` for this process (creating its folder), naming the config file it serves. */
 export function writePidFile(file: string, configFile: string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, `${process.pid}\n${configFile}\n`);
+  makePrivateDir(path.dirname(file));
+  writeFileSync(file, `${process.pid}\n${configFile}\n`, { mode: PRIVATE_FILE_MODE });
 }
 
 /** Removes `file` if it still names this process: a newer server may have taken it over. Never throws. */

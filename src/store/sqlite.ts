@@ -12,7 +12,8 @@ import { SqliteRefusals } from './sqlite-refusals';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { makePrivateDir, tightenFiles } from '../private-files';
 import path from 'node:path';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import { SqliteAudit } from './sqlite-audit';
@@ -199,8 +200,11 @@ export class SqliteStore implements Store {
   /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
   constructor(readonly filename: string) {
     this.durable = filename !== SQLITE_MEMORY;
-    if (filename !== SQLITE_MEMORY) mkdirSync(path.dirname(path.resolve(filename)), { recursive: true });
+    if (filename !== SQLITE_MEMORY) makePrivateDir(path.dirname(path.resolve(filename)));
+    const isNew = filename !== SQLITE_MEMORY && !existsSync(filename);
     this.db = openSqlite(filename);
+    // A database this process made is tightened before SQLite makes its -wal and -shm files from its mode.
+    if (isNew) tightenFiles(filename, `${filename}-wal`, `${filename}-shm`);
     // WAL lets readers (the server) and a writer (the CLI) work at once. NORMAL is durable across a
     // process crash (kill -9) in WAL mode and only risks the last commits on power loss. FULL would
     // fsync at every ledger batch, and the synchronous binding would block the event loop for each fsync: the
