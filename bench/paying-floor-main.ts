@@ -80,7 +80,7 @@ async function main(upstreamUrl: string, file: string, without: ReadonlySet<stri
         model: string;
         max_tokens?: number;
       };
-      const held = (BigInt(Math.ceil(raw.length / 3)) * INPUT_PRICE + BigInt(body.max_tokens ?? 4096) * OUTPUT_PRICE) / 1_000_000n;
+      const held = (BigInt(raw.length) * INPUT_PRICE + BigInt(body.max_tokens ?? 4096) * OUTPUT_PRICE) / 1_000_000n;
       if (balance < held) {
         res.writeHead(402).end();
         return;

@@ -1,9 +1,8 @@
 /**
  * The most a request can cost, held before it is forwarded (admission control, not a cap: the charge
- * is what the upstream reports). Input: the body's bytes at one token per three bytes (above real
- * ratios for text, so no tokenizer runs on the hot path), plus what the request references: the
- * remembered size of replies and conversations Tollgate relayed, the model's whole context window for
- * anything of unknown size. All at the dearest input-side price, since a prompt may be all cache
+ * is what the upstream reports). Input: one token per byte of the body (`inputTokensOf`: a bound for
+ * text in any script), plus what the request references: the remembered size of replies and
+ * conversations Tollgate relayed, the model's whole context window for anything of unknown size. All at the dearest input-side price, since a prompt may be all cache
  * writes. Output: the request's limit (never above the model's maximum; the maximum when it sets none)
  * times the answers it asks for. Tools: each per-call-priced server tool at its allowed calls.
  */
@@ -15,7 +14,16 @@ import { GPT_IMAGE_OUTPUT_TOKENS } from '../config/derive';
 import { heldPerImage, imageTokensPerImage, pricedPerImage } from './image-billing';
 import { cardAt, tierRates, type ModelRates } from './service-levels';
 
-export const BYTES_PER_TOKEN = 3;
+/**
+ * A bound on the input tokens of any text, whatever its script: the byte-level BPE tokenizers (o200k,
+ * cl100k, Claude's) never make a token of less than one UTF-8 byte, and a JSON body's bytes are at
+ * least its decoded text's (an escape only shrinks when decoded). No cheaper ratio is a bound: plain
+ * ASCII such as "a1a1…" is one token per byte in o200k and cl100k, CJK Extension A 0.99, random
+ * symbols 0.67 (docs/billing.md has the measurements). It costs no scan of the body at all.
+ */
+function inputTokensOf(rawBytes: number): number {
+  return rawBytes;
+}
 
 export interface HoldEstimate {
   readonly amount: bigint;
@@ -42,7 +50,7 @@ export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPr
   const inputTokens =
     reach.unsizedInput || inputs.referencedTokens === null
       ? window
-      : Math.min(window, Math.ceil(inputs.rawBytes / BYTES_PER_TOKEN) + inputs.referencedTokens);
+      : Math.min(window, inputTokensOf(inputs.rawBytes) + inputs.referencedTokens);
   const outputTokens = Math.min(reach.outputLimit ?? model.max_output_tokens, model.max_output_tokens) * reach.choices;
   const toolCalls: Record<string, number> = {};
   let sum = BigInt(inputTokens) * dearestInputPrice(price) + BigInt(outputTokens) * price.tokens.outputTokens;
@@ -62,13 +70,13 @@ export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPr
 const IMAGE_TOOL = 'image_generation';
 
 /**
- * An Images request: its prompt (the body's bytes, as for text) at the dearest text-input price, and
+ * An Images request: its prompt (one token per byte of the body, as for text) at the dearest text-input price, and
  * `n` images at the largest output the size and quality can reach (`image-billing.ts`).
  */
 function imageHoldAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPrice): HoldEstimate {
   const { reach } = inputs;
   const images = reach.choices;
-  const inputTokens = Math.ceil(inputs.rawBytes / BYTES_PER_TOKEN);
+  const inputTokens = inputTokensOf(inputs.rawBytes);
   let sum = BigInt(inputTokens) * dearestInputPrice(price);
   let outputTokens = 0;
   if (pricedPerImage(price)) {

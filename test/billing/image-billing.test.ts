@@ -31,8 +31,8 @@ describe('image billing', () => {
 
   it('holds the prompt at the text input price and n images at the image output price', () => {
     const estimate = holdAmount({ rawBytes: 90, reach: reach(4, '1536x1024', 'high'), referencedTokens: 0, defaultToolUses: 10 }, MODEL, nanoPrice(CARD));
-    // 30 prompt tokens x 5,000 + 4 x 6,208 x 40,000 nano-units.
-    expect(estimate).to.deep.include({ amount: 30n * 5000n + 4n * 6208n * 40_000n, inputTokens: 30, outputTokens: 4 * 6208, images: 4 });
+    // 90 prompt tokens (one per byte) x 5,000 + 4 x 6,208 x 40,000 nano-units.
+    expect(estimate).to.deep.include({ amount: 90n * 5000n + 4n * 6208n * 40_000n, inputTokens: 90, outputTokens: 4 * 6208, images: 4 });
   });
 
   it('holds a per-image model at its dearest reachable price, and refuses a size it has no price for', () => {

@@ -142,7 +142,7 @@ describe('billing/hold-amount: the hold at the dearest level', () => {
 
   it('holds the dearest tier the reply may report', () => {
     const body = { model: 'claude', max_tokens: 100, messages: [{ role: 'user', content: 'Hi' }] };
-    const input = BigInt(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 3));
+    const input = BigInt(Buffer.byteLength(JSON.stringify(body)));
     // Dearest input-side price per tier: the 1-hour cache write, 2 × input on an Anthropic model.
     expect(hold(body, [null])).to.equal(input * 2000n + 100n * 5000n);
     expect(hold(body, [null, 'priority'])).to.equal(input * 6000n + 100n * 15_000n);

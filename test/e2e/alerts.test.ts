@@ -17,9 +17,10 @@ import { ApiClient } from '../admin/api-client';
 import { addAccount, consoleYaml, PASSWORD, passwordHash, waitFor } from '../admin/fixtures';
 
 const SECRET = 'whsec-test-alerts';
-/** 20 input tokens at 1,000 nano-units and 10 output tokens at 5,000: what each answer below costs. */
-const COST = 70_000n;
-const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+/** 80 input tokens at 1,000 nano-units and 50 output tokens at 5,000: what each answer below costs. */
+const COST = 330_000n;
+/** Held at 352,500: its 82 bytes as input tokens at the dearest input price (1,250), 50 output tokens at 5,000. */
+const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
 
 type Verify = (secret: string, header: string, rawBody: string, toleranceSeconds?: number) => boolean;
 
@@ -58,7 +59,7 @@ alerts:
   });
 
   async function request(key: string): Promise<number> {
-    fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 20, outputTokens: 10 }));
+    fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 80, outputTokens: 50 }));
     const res = await fetch(`${tg.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: BODY });
     await res.arrayBuffer();
     return res.status;
@@ -67,8 +68,8 @@ alerts:
   it('fires the 80% alert once however many requests cross it, signed so the documented snippet verifies it', async () => {
     const account = await addAccount(tg.store, 'ann');
     await tg.store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
-    // 80% of the budget is 12 answers' cost; 14 answers fit.
-    const { key, record } = await issueApiKey(tg.store, { accountId: account.id, name: 'ci', budget: { amount: 1_000_000n, period: 'day', timezone: 'Europe/Berlin' } });
+    // 80% of the budget is 12 answers' cost; 14 answers fit (13 answers and one hold).
+    const { key, record } = await issueApiKey(tg.store, { accountId: account.id, name: 'ci', budget: { amount: 4_800_000n, period: 'day', timezone: 'Europe/Berlin' } });
     const before = receiver.deliveries.length;
     const statuses: number[] = [];
     for (let i = 0; i < 14; i++) statuses.push(await request(key));
@@ -88,7 +89,7 @@ alerts:
       account_id: account.id,
       key_id: record.id,
       threshold_percent: 80,
-      budget: { scope: 'key', amount: '0.001', period: 'day', timezone: 'Europe/Berlin' },
+      budget: { scope: 'key', amount: '0.0048', period: 'day', timezone: 'Europe/Berlin' },
     });
     expect(BigInt(Math.round(Number(event.spent) * 1e9))).to.equal(12n * COST);
     expect(delivery.headers['x-tollgate-event-id']).to.equal(alerts[0].id);
@@ -108,7 +109,7 @@ alerts:
     const listed = await client.get('/api/budgets');
     expect(listed.status, listed.text).to.equal(200);
     expect(listed.body.budgets).to.have.length(1);
-    expect(listed.body.budgets[0]).to.deep.include({ scope: 'key', id: record.id, name: 'ci', amount: '0.001', spent: '0.00098', role_default: false });
+    expect(listed.body.budgets[0]).to.deep.include({ scope: 'key', id: record.id, name: 'ci', amount: '0.0048', spent: '0.00462', role_default: false });
     expect(listed.body.alerts.map((alert: { id: string }) => alert.id)).to.deep.equal([alerts[0].id]);
     await waitFor(() => tg.store.listAlerts({ accountId: account.id }), (found) => found[0].deliveredAt !== null, 'delivery recorded');
   });
@@ -116,8 +117,8 @@ alerts:
   it('retries a delivery the receiver answers with 500, with the same event id and body', async () => {
     const account = await addAccount(tg.store, 'bob');
     await tg.store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
-    // Two answers fit (each holds 85,000 at most); the second takes the spend to 87.5%.
-    const { key } = await issueApiKey(tg.store, { accountId: account.id, name: null, budget: { amount: 160_000n, period: 'week', timezone: 'UTC' } });
+    // Two answers fit (each holds 352,500); the second takes the spend to 82.5%.
+    const { key } = await issueApiKey(tg.store, { accountId: account.id, name: null, budget: { amount: 800_000n, period: 'week', timezone: 'UTC' } });
     const before = receiver.deliveries.length;
     receiver.answer(500);
     expect(await request(key)).to.equal(200);
@@ -134,8 +135,8 @@ alerts:
   it('delays no request while the receiver hangs', async () => {
     const account = await addAccount(tg.store, 'cy');
     await tg.store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
-    // One answer (held at 85,000) spends 70,000 of 85,000: past 80%.
-    const { key } = await issueApiKey(tg.store, { accountId: account.id, name: null, budget: { amount: 85_000n, period: 'month', timezone: 'UTC' } });
+    // One answer (held at 352,500) spends 330,000 of 400,000: past 80%.
+    const { key } = await issueApiKey(tg.store, { accountId: account.id, name: null, budget: { amount: 400_000n, period: 'month', timezone: 'UTC' } });
     const before = receiver.deliveries.length;
     receiver.answer('hang');
     expect(await request(key)).to.equal(200);
@@ -150,9 +151,10 @@ alerts:
 
   it('fires a low balance once, and again only after the next credit', async () => {
     const account = await addAccount(tg.store, 'dot');
-    await tg.store.credit({ accountId: account.id, amount: 600_000n, kind: 'admin', actor: 'test', note: null });
+    await tg.store.credit({ accountId: account.id, amount: 1_700_000n, kind: 'admin', actor: 'test', note: null });
     const { key } = await issueApiKey(tg.store, { accountId: account.id, name: null });
-    // 600,000 − 70,000 × 2 = 460,000: below the 500,000 threshold after the second answer.
+    // 1,700,000 − 330,000 × 4 = 380,000: below the 500,000 threshold after the fourth answer, and still
+    // more than one hold (352,500), so the answer after the next credit fits.
     for (let i = 0; i < 4; i++) expect(await request(key)).to.equal(200);
     const first = await waitFor(() => tg.store.listAlerts({ accountId: account.id }), (found) => found.length >= 1, 'the low-balance alert');
     expect(first).to.have.length(1);

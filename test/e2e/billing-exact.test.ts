@@ -49,9 +49,9 @@ plugins:
 `;
 }
 
-/** The hold of a request whose input is only its body: ⌈bytes ÷ 3⌉ input tokens at the dearest price, plus output. */
+/** The hold of a request whose input is only its body: one input token per byte at the dearest price, plus output. */
 function bodyHold(body: string, outputTokens: bigint, extraInputTokens = 0n): bigint {
-  const input = BigInt(Math.ceil(Buffer.byteLength(body) / 3)) + extraInputTokens;
+  const input = BigInt(Buffer.byteLength(body)) + extraInputTokens;
   return (input * HOLD_INPUT_NANO * 1_000_000n + outputTokens * OUTPUT_NANO * 1_000_000n + 500_000n) / 1_000_000n;
 }
 

@@ -362,9 +362,9 @@ function premiumService(backendOf: () => Backend): void {
   });
 
   describe('the hold', () => {
-    /** The hold of a gpt-tiers chat request: ⌈bytes ÷ 3⌉ input at the dearest input price, 100 output. */
+    /** The hold of a gpt-tiers chat request: one input token per byte at the dearest input price, 100 output. */
     function chatHold(body: Record<string, unknown>, dearestInput: bigint, output: bigint): bigint {
-      return BigInt(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 3)) * dearestInput + 100n * output;
+      return BigInt(Buffer.byteLength(JSON.stringify(body))) * dearestInput + 100n * output;
     }
 
     it('covers the dearest tier the request can reach: a balance that covers the standard hold but not the priority one gets 402 before the provider is called', async () => {
@@ -395,7 +395,7 @@ function premiumService(backendOf: () => Backend): void {
       const body = messages('claude-tiers');
       const charge = await chargeFor(await post('/v1/messages', body));
       // Priority's 1-hour cache write defaults to 2 × its input on an Anthropic model: 4 per 1M.
-      expect(charge.held).to.equal(BigInt(Math.ceil(Buffer.byteLength(JSON.stringify(body)) / 3)) * 4000n + 100n * 10_000n);
+      expect(charge.held).to.equal(BigInt(Buffer.byteLength(JSON.stringify(body))) * 4000n + 100n * 10_000n);
       expect(charge.cost).to.equal(expectedCost('standard', 10, 10));
     });
   });

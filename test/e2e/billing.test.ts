@@ -132,9 +132,9 @@ describe('e2e: billing', () => {
       body: raw,
     });
     expect(response.status).to.equal(200);
-    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (1-hour cache writes,
+    // The hold: one input token per body byte at the dearest input-side price (1-hour cache writes,
     // 2 × input = 2,000) plus 10 output tokens at 5,000.
-    const hold = BigInt(Math.ceil(Buffer.byteLength(raw) / 3)) * 2000n + 10n * 5000n;
+    const hold = BigInt(Buffer.byteLength(raw)) * 2000n + 10n * 5000n;
     const charge = await chargeFor(response.headers.get('x-request-id')!);
     const cost = 10n * 1000n + 1_000_000n * 5000n;
     expect(charge).to.deep.include({ outputTokens: 1_000_000, cost, held: hold, overage: cost - hold, unbilled: 0n });
@@ -176,9 +176,9 @@ describe('e2e: billing', () => {
 
   it('admits exactly as many of 50 concurrent requests as the balance can hold, and never goes negative', async () => {
     const body = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, messages: [{ role: 'user', content: 'Count to three.' }] });
-    // The hold: ceil(bytes / 3) input tokens at the dearest input-side price (cache writes, 1,250)
+    // The hold: one input token per body byte at the dearest input-side price (cache writes, 1,250)
     // plus 1,000 output tokens at 5,000.
-    const hold = BigInt(Math.ceil(Buffer.byteLength(body) / 3)) * 1250n + 1000n * 5000n;
+    const hold = BigInt(Buffer.byteLength(body)) * 1250n + 1000n * 5000n;
     const account = await tg.store.createAccount({ name: 'tight', role: 'user' });
     await tg.store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
     const key = await tg.createKey({ accountId: account.id });

@@ -16,8 +16,8 @@ import { startAlertReceiver, type AlertReceiver } from '../helpers/alert-receive
 import { PLAIN_CHARGE } from '../helpers/charges';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'Count to three.' }] });
-/** What billing holds for BODY: its bytes / 3 as input tokens at 1,000 nano-units, 1,000 output tokens at 5,000. */
-const HOLD = BigInt(Math.ceil(Buffer.byteLength(BODY) / 3)) * 1000n + 1000n * 5000n;
+/** What billing holds for BODY: one input token per byte at 1,000 nano-units, 1,000 output tokens at 5,000. */
+const HOLD = BigInt(Buffer.byteLength(BODY)) * 1000n + 1000n * 5000n;
 
 function sharedYaml(upstreamUrl: string, storeUrl: string, redisPrefix: string, webhookUrl: string): string {
   return `
@@ -110,13 +110,14 @@ describe('e2e: budgets on two instances sharing PostgreSQL and Redis', function 
   it('fires the 80% alert once while requests on both instances cross it', async () => {
     const account = await store.createAccount({ name: 'shared-alerts', role: 'user' });
     await store.credit({ accountId: account.id, amount: 1_000_000_000n, kind: 'admin', actor: 'test', note: null });
-    // Each answer costs 70,000 (20 input tokens at 1,000, 10 output at 5,000) and holds at most 78,000: 80% is 12 answers, 14 fit.
-    const { key } = await issueApiKey(store, { accountId: account.id, name: null, budget: { amount: 1_000_000n, period: 'month', timezone: 'Asia/Tokyo' } });
-    const small = JSON.stringify({ model: 'gpt-priced', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
+    // Each answer costs 270,000 (20 input tokens at 1,000, 50 output at 5,000) and holds 332,000 (its 82
+    // bytes as input, 50 output): 80% of 4,000,000 is 12 answers, and 14 fit (12 answers and two holds).
+    const { key } = await issueApiKey(store, { accountId: account.id, name: null, budget: { amount: 4_000_000n, period: 'month', timezone: 'Asia/Tokyo' } });
+    const small = JSON.stringify({ model: 'gpt-priced', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
     const before = receiver.deliveries.length;
     for (let round = 0; round < 7; round++) {
       // Two at once, one on each instance.
-      for (let i = 0; i < 2; i++) fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 20, outputTokens: 10 }));
+      for (let i = 0; i < 2; i++) fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 20, outputTokens: 50 }));
       const statuses = await Promise.all(
         gateways.map((gateway) =>
           fetch(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: small }).then(async (res) => {

@@ -14,8 +14,8 @@ import { ApiClient, expectError } from '../admin/api-client';
 import { addAccount, consoleYaml, PASSWORD, passwordHash } from '../admin/fixtures';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'Count to three.' }] });
-/** What billing holds for BODY: its bytes / 3 as input tokens at the dearest input price (cache writes, 1,250 nano-units), 1,000 output tokens at 5,000. */
-const HOLD = BigInt(Math.ceil(Buffer.byteLength(BODY) / 3)) * 1250n + 1000n * 5000n;
+/** What billing holds for BODY: one input token per byte at the dearest input price (cache writes, 1,250 nano-units), 1,000 output tokens at 5,000. */
+const HOLD = BigInt(Buffer.byteLength(BODY)) * 1250n + 1000n * 5000n;
 const units = (nano: bigint): string => (Number(nano) / 1e9).toFixed(9);
 
 function post(url: string, key: string, body = BODY): Promise<Response> {

@@ -191,9 +191,9 @@ function images(backendOf: () => Backend): void {
   });
 
   describe('the hold', () => {
-    /** What a body holds: ⌈bytes ÷ 3⌉ prompt tokens at the text input price, n images at the largest output the size and quality reach. */
+    /** What a body holds: one prompt token per byte at the text input price, n images at the largest output the size and quality reach. */
     function holdOf(body: string, perImageTokens: bigint, n: bigint): bigint {
-      return BigInt(Math.ceil(Buffer.byteLength(body) / 3)) * TEXT_INPUT_NANO + n * perImageTokens * IMAGE_OUTPUT_NANO;
+      return BigInt(Buffer.byteLength(body)) * TEXT_INPUT_NANO + n * perImageTokens * IMAGE_OUTPUT_NANO;
     }
 
     async function post(body: string): Promise<Response> {

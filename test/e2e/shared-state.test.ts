@@ -49,7 +49,7 @@ describe('e2e: two instances sharing PostgreSQL and Redis', function () {
 
   it('admits exactly the three requests the balance can hold, across both instances', async () => {
     const body = JSON.stringify({ model: 'gpt-priced', max_tokens: 1000, messages: [{ role: 'user', content: 'Count to three.' }] });
-    const hold = BigInt(Math.ceil(Buffer.byteLength(body) / 3)) * 1000n + 1000n * 5000n;
+    const hold = BigInt(Buffer.byteLength(body)) * 1000n + 1000n * 5000n;
     const account = await store.createAccount({ name: 'shared', role: 'user' });
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: hold * 3n + hold / 2n, kind: 'admin', actor: 'test', note: 'three holds' });
