@@ -80,13 +80,13 @@ const stripe = new Stripe('sk_test_sim');
 /** One Stripe event about `orderId`, as its webhook would deliver it: the raw body and its signature. */
 export function webhook(op: Extract<Op, { kind: 'stripe' }>, orderId: string, orderMinor: number): { raw: Buffer; signature: string } {
   const metadata = { tollgate_order: orderId };
-  const dispute = { id: `dp_${orderId}`, object: 'dispute', amount: op.minor, charge: `ch_${orderId}`, payment_intent: null, reason: 'fraudulent', metadata };
+  const dispute = { id: `dp_${orderId}`, object: 'dispute', amount: op.minor, currency: 'usd', charge: `ch_${orderId}`, payment_intent: null, reason: 'fraudulent', metadata };
   const [type, object] = {
     paid: [
       'checkout.session.completed',
       { id: `cs_${orderId}`, object: 'checkout.session', client_reference_id: orderId, metadata, amount_total: orderMinor, currency: 'usd', payment_status: 'paid', status: 'complete', payment_intent: null },
     ],
-    refund: ['charge.refunded', { id: `ch_${orderId}`, object: 'charge', amount: orderMinor, amount_refunded: op.minor, refunded: op.minor === orderMinor, metadata, payment_intent: null }],
+    refund: ['charge.refunded', { id: `ch_${orderId}`, object: 'charge', amount: orderMinor, amount_refunded: op.minor, currency: 'usd', refunded: op.minor === orderMinor, metadata, payment_intent: null }],
     dispute: ['charge.dispute.created', { ...dispute, status: 'needs_response' }],
     dispute_won: ['charge.dispute.closed', { ...dispute, status: 'won' }],
   }[op.event] as [string, object];
