@@ -16,6 +16,7 @@ import {
   type RefusalSummaryRow,
   type RefusalSummarySqlRow,
 } from './refusals';
+import { inTransaction } from './postgres-tx';
 
 const same = (date: Date) => date;
 const UPSERT = refusalUpsert(REFUSAL_COLUMNS.split(', ').map((_, index) => `$${index + 1}`));
@@ -25,17 +26,11 @@ export class PostgresRefusals implements RefusalStore {
 
   async record(rows: readonly RefusalRecord[]): Promise<void> {
     if (rows.length === 0) return;
-    const client = await this.pool.connect();
-    try {
-      await client.query('BEGIN');
+    // inTransaction listens for the checked-out client's errors: a backend terminated under it must
+    // fail this batch (the recorder retries), never crash the process.
+    await inTransaction(this.pool, async (client) => {
       for (const row of rows) await client.query(UPSERT, refusalValues(row, same));
-      await client.query('COMMIT');
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async list(filter: RefusalFilter & { readonly limit: number; readonly before?: RefusalCursor }): Promise<RefusalRecord[]> {
