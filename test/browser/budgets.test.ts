@@ -33,7 +33,7 @@ describe('browser: budgets and alerts', function () {
     const { key, id } = await tg.createKey({ accountId: bea.id, name: 'ci' });
     keyId = id;
     // A budget the one answer below takes past 80% (the alert fires) and a hold can still fit.
-    await tg.store.setKeyLimits(id, { budget: { amount: 1_000_000n, period: 'day', timezone: 'UTC' } });
+    await tg.store.setKeyLimits(id, { budget: { amount: 1_050_000n, period: 'day', timezone: 'UTC' } });
     fake.enqueue(chatCompletion({ inputTokens: 100, outputTokens: 150, model: 'gpt-priced' }));
     const res = await fetch(`${tg.url}/v1/chat/completions`, {
       method: 'POST',
@@ -43,7 +43,7 @@ describe('browser: budgets and alerts', function () {
     expect(res.status, await res.clone().text()).to.equal(200);
     await res.arrayBuffer();
     const [charge] = await waitFor(() => tg.store.listCharges({ keyId: id }), (charges) => charges.length === 1);
-    const fired = charge.cost >= 1_000_000n ? 2 : 1;
+    const fired = charge.cost >= 1_050_000n ? 2 : 1;
     await waitFor(() => tg.store.listAlerts({ accountId: bea.id }), (alerts) => alerts.length === fired);
   });
 
@@ -77,7 +77,7 @@ describe('browser: budgets and alerts', function () {
     const [charge] = await tg.store.listCharges({ keyId });
     const keyBar = page.getByTestId(`budget-key-${keyId}`);
     await keyBar.waitFor();
-    const percent = Number((charge.cost * 1000n) / 1_000_000n) / 10;
+    const percent = Number((charge.cost * 1000n) / 1_050_000n) / 10;
     expect(percent).to.be.at.least(80);
     expect(await keyBar.getByRole('progressbar').getAttribute('aria-valuenow')).to.equal(String(Math.min(100, Math.round(percent))));
     expect(await keyBar.textContent()).to.include('Key ci: daily budget of').and.include('(UTC)').and.include(`(${percent.toFixed(1)}%)`).and.include('resets');

@@ -618,9 +618,10 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(byKey.map((row) => [row.group, row.cost])).to.deep.equal([[second.id, 700n], [a.key.id, 300n]]);
         const byProvider = await store.usageSummary({ accountId: a.account.id, groupBy: 'provider', ...range });
         expect(byProvider.map((row) => [row.group, row.requests, row.errors])).to.deep.equal([['mock', 2, 0], [null, 1, 0], ['p2', 1, 1]]);
-        // Sessions: only charges that carry one, newest first, with their models.
+        // Sessions, newest first, with their models; the charges outside any session are one row (null), so the rows add up.
         const sessions = await store.usageSummary({ accountId: a.account.id, groupBy: 'session', ...range });
-        expect(sessions.map((row) => [row.group, row.requests, row.cost, row.models])).to.deep.equal([['y', 1, 300n, ['m1']], ['x', 2, 300n, ['m1', 'm2']]]);
+        expect(sessions.map((row) => [row.group, row.requests, row.cost, row.models])).to.deep.equal([[null, 1, 400n, ['m2']], ['y', 1, 300n, ['m1']], ['x', 2, 300n, ['m1', 'm2']]]);
+        expect(total(sessions), 'session').to.equal(1_000n);
         const everyone = await store.usageSummary({ accountId: null, groupBy: 'session', sessionId: 'x', ...range });
         expect(everyone.map((row) => [row.group, row.requests, row.cost])).to.deep.equal([['x', 3, 800n]]);
         // Paged.
