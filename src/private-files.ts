@@ -8,7 +8,7 @@ import { chmodSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from 'pino';
 
-export const PRIVATE_DIR_MODE = 0o700;
+const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
 /** Makes `dir` (and its missing parents) readable by this user alone. */

@@ -17,7 +17,7 @@ import type { BookScript } from './redis-scripts';
 /** How often an instance looks whether Redis's epoch moved (a flush leaves its connection up). */
 export const EPOCH_CHECK_MS = 1000;
 /** How long a new epoch keeps seeds waiting: past every live instance's next look, with margin. */
-export const REASSERT_WINDOW_MS = 2500;
+const REASSERT_WINDOW_MS = 2500;
 
 /** This instance's share of what Redis keeps for seeds, kept in memory as the truth to re-assert. */
 export class InstanceFigures {
