@@ -27,6 +27,7 @@ import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
 import { SqliteStore } from './store/sqlite';
 import { storeFiles, warnIfReadableByOthers } from './private-files';
+import { openMetricsWarning } from './metrics/open-metrics-warning';
 import { tracesSettings } from './telemetry/settings';
 import type * as ExportingTracing from './telemetry/exporting-tracing';
 import { passThroughTracing, type Tracing } from './telemetry/tracing';
@@ -210,6 +211,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const address = await listen(server, options.port ?? config.server.port, config.server.host);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const shownHost = host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host;
+  const metricsWarning = openMetricsWarning({
+    address: address.address,
+    metricsEnabled: config.plugins.metrics.enabled,
+    metricsToken: config.server.metrics_token,
+  });
+  if (metricsWarning !== null) logger.warn(metricsWarning);
 
   async function stop(options: StopOptions = {}): Promise<void> {
     const { server: settings } = reloader.runtime.current.config;
