@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { startTollgate } from './gateway.mjs';
 import { startMockUpstream } from './mock/server.mjs';
 
-const CASE_FILES = ['sdk-openai', 'sdk-anthropic', 'ai-sdk', 'langchain', 'agents', 'claude-code', 'codex'];
+const CASE_FILES = ['sdk-openai', 'sdk-anthropic', 'ai-sdk', 'langchain', 'agents', 'claude-code', 'codex', 'codex-websocket', 'websocket-sdks'];
 const filter = process.argv[2] ?? '';
 const started = Date.now();
 
@@ -29,10 +29,12 @@ for (const file of CASE_FILES) {
     if (filter !== '' && !name.includes(filter)) continue;
     const caseStarted = Date.now();
     const logStart = upstream.log.length;
+    const transportStart = tollgate.transport.length;
     let outcome;
     try {
-      await testCase.run({ ...env, model: testCase.model, upstreamSince: () => upstream.log.slice(logStart) });
-      outcome = { passed: true };
+      // A case may return a note (figures it measured): printed and kept in last-run.json.
+      const note = await testCase.run({ ...env, model: testCase.model, upstreamSince: () => upstream.log.slice(logStart), transportSince: () => tollgate.transport.slice(transportStart) });
+      outcome = typeof note === 'string' ? { passed: true, note } : { passed: true };
     } catch (err) {
       outcome = { passed: false, error: String(err?.stack ?? err).split('\n').slice(0, 6).join('\n') };
     }
@@ -48,6 +50,7 @@ for (const file of CASE_FILES) {
     };
     results.push(result);
     console.log(`${result.passed ? 'ok  ' : 'FAIL'} ${name} (${testCase.model}) ${result.ms} ms${result.passed ? '' : `\n     ${result.error.replace(/\n/g, '\n     ')}`}`);
+    if (result.note !== undefined) console.log(`     ${result.note}`);
   }
 }
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 export const BIN = fileURLToPath(new URL('../node_modules/.bin/', import.meta.url));
 
-/** Runs `command` with `args` (or `args(home)`) in a fresh HOME; resolves with its exit code and output. */
+/** Runs `command` with `args` (or `args(home)`) in a fresh HOME; resolves with its exit code, output and wall time (`ms`). */
 export async function runCli(command, args, options = {}) {
   const [run] = await runCliSession(command, [args], options);
   return run;
@@ -15,14 +15,18 @@ export async function runCli(command, args, options = {}) {
 
 /**
  * Runs `command` once per entry of `argsList`, one after the other in the same fresh HOME (a session
- * the next run resumes); resolves with each run's exit code and output.
+ * the next run resumes); resolves with each run's exit code and output. `afterRun(run, index)` is
+ * awaited after each run, before the next starts (to read what that run alone did).
  */
-export async function runCliSession(command, argsList, { env = {}, setup, timeoutMs = 90_000 } = {}) {
+export async function runCliSession(command, argsList, { env = {}, setup, afterRun, timeoutMs = 90_000 } = {}) {
   const home = mkdtempSync(join(tmpdir(), 'tollgate-client-'));
   try {
     if (setup !== undefined) await setup(home);
     const runs = [];
-    for (const args of argsList) runs.push(await runIn(home, command, typeof args === 'function' ? args(home) : args, env, timeoutMs));
+    for (const args of argsList) {
+      runs.push(await runIn(home, command, typeof args === 'function' ? args(home) : args, env, timeoutMs));
+      if (afterRun !== undefined) await afterRun(runs.at(-1), runs.length - 1);
+    }
     return runs;
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -30,6 +34,7 @@ export async function runCliSession(command, argsList, { env = {}, setup, timeou
 }
 
 async function runIn(home, command, args, env, timeoutMs) {
+  const started = performance.now();
   const child = spawn(join(BIN, command), args, {
     cwd: home,
     env: {
@@ -49,5 +54,5 @@ async function runIn(home, command, args, env, timeoutMs) {
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   const code = await new Promise((resolve) => child.on('close', resolve));
   clearTimeout(timer);
-  return { code, stdout, stderr, home };
+  return { code, stdout, stderr, home, ms: performance.now() - started };
 }

@@ -15,7 +15,7 @@ import { runCliSession } from './cli.mjs';
 const CLIENT = 'Codex CLI 0.169';
 const SECRET = 'tollgate-codex-file-content';
 
-const EXEC_FLAGS = ['--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--json'];
+export const EXEC_FLAGS = ['--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', '--json'];
 
 /** `codex exec` with nothing in config.toml but the model and the provider. */
 async function codex(env, model, prompt) {
@@ -47,7 +47,7 @@ function codexSession(env, model, prompts) {
   });
 }
 
-function lastMessage(stdout) {
+export function lastMessage(stdout) {
   const events = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line));
   const messages = events.filter((event) => event.type === 'item.completed' && event.item?.type === 'agent_message');
   return { events, text: messages.at(-1)?.item.text ?? '' };
@@ -82,7 +82,7 @@ async function shellRoundTrip(env, model, family) {
 }
 
 /** `GET /api…` with the suite account's management token. */
-async function api(env, path) {
+export async function api(env, path) {
   const res = await fetch(`${env.url}/api${path}`, { headers: { authorization: `Bearer ${env.managementToken}` } });
   const text = await res.text();
   check(res.status === 200, `GET /api${path} answered ${res.status}: ${text.slice(0, 400)}`);
