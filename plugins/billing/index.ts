@@ -158,6 +158,8 @@ interface Bill {
   readonly rates: ModelRates;
   /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
+  /** What the hold estimated (an unfinished image generation is charged at least that); null for a free model. */
+  readonly hold: HoldEstimate | null;
   /** The budgets the hold was checked against; the charge counts in each. */
   readonly budgets: readonly BudgetCheck[];
   readonly startedAt: number;
@@ -174,7 +176,7 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
   let { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
   let imageKey: string | null = null;
   if (bill.reach.image !== undefined) {
-    ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body));
+    ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body, bill.hold));
   }
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);
@@ -389,7 +391,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
 
         const rates = ratesFor(ctx.state.config, request.model.id);
         const reach = withTranslatedSearches(request.reach, endpoint, request.body, request.model, ctx.state.config);
-        let held: bigint | null = null;
+        let hold: HoldEstimate | null = null;
         let budgets: readonly BudgetCheck[] = NO_BUDGETS;
         if (!isFree(rates.standard.card)) {
           // Refused before anything is held or forwarded: premium service the model has no price for.
@@ -436,12 +438,12 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
             if (result.reason === 'budget') alerts.afterBudgetRefusal(auth.account.id, result.budget);
             throw refusal(result, estimate);
           }
-          held = estimate.amount;
+          hold = estimate;
         }
 
         const { clientRequestId } = ctx.state;
         const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
-        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held, budgets, startedAt: performance.now(), trail };
+        const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held: hold?.amount ?? null, hold, budgets, startedAt: performance.now(), trail };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };
         const settleOnce = (outcome: ExchangeOutcome | null, status: number) => settle(bill, outcome, status).then((charge) => (charged(charge), charge));

@@ -11,7 +11,7 @@ import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice }
 import type { RequestReach } from '../protocols/request-reach';
 import { divideHalfUp } from './money';
 import { GPT_IMAGE_OUTPUT_TOKENS } from '../config/derive';
-import { heldPerImage, imageTokensPerImage, pricedPerImage } from './image-billing';
+import { heldPerImage, imageTokensPerImage, partialImageTokens, pricedPerImage } from './image-billing';
 import { cardAt, tierRates, type ModelRates } from './service-levels';
 
 /**
@@ -71,7 +71,8 @@ const IMAGE_TOOL = 'image_generation';
 
 /**
  * An Images request: its prompt (one token per byte of the body, as for text) at the dearest text-input price, and
- * `n` images at the largest output the size and quality can reach (`image-billing.ts`).
+ * `n` images at the largest output the size and quality can reach, with the partial images a stream asks
+ * for (`image-billing.ts`).
  */
 function imageHoldAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPrice): HoldEstimate {
   const { reach } = inputs;
@@ -82,7 +83,8 @@ function imageHoldAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPric
   if (pricedPerImage(price)) {
     sum += BigInt(images) * heldPerImage(price, reach.image, model.id) * TOKENS_PER_PRICE_UNIT;
   } else {
-    outputTokens = images * imageTokensPerImage(model.image_output_tokens, reach.image);
+    // Each image streams its partial images first, each billed as image output of its own.
+    outputTokens = images * (imageTokensPerImage(model.image_output_tokens, reach.image) + partialImageTokens(reach.image));
     sum += BigInt(outputTokens) * price.tokens.imageOutputTokens;
   }
   return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls: {}, images };

@@ -8,6 +8,11 @@
  *   part open, at the first key listed that it reaches (gateway.yaml lists the provider's default first).
  * - A token-priced model whose reply reported no usage is charged each image at the largest table
  *   entry the request reaches (what was held for it), and the charge says `estimated`.
+ * - Each partial image a stream delivers is billed by OpenAI as `PARTIAL_IMAGE_OUTPUT_TOKENS` image
+ *   output tokens; a finished image's usage already counts its own partials.
+ * - A streamed generation the upstream ran (an image event came) but did not finish (fewer images
+ *   completed than asked: the client left, or the upstream ended or broke) is charged at least what its
+ *   hold estimated, the partial images delivered on top of what completed, and the charge says `partial`.
  */
 import type { ModelConfig } from '../config/types';
 import { GatewayError } from '../kernel/errors';
@@ -19,6 +24,14 @@ import type { BilledTokens } from './settlement';
 import { countTokensAsync } from './tokenizer';
 
 const ANY: ImageAsk = { size: null, quality: null };
+
+/** The image output tokens OpenAI bills for each partial image it streams (its image generation guide). */
+export const PARTIAL_IMAGE_OUTPUT_TOKENS = 100;
+
+/** The image output tokens of the partial images an ask streams before each image. */
+export function partialImageTokens(ask: ImageAsk | undefined): number {
+  return (ask?.partials ?? 0) * PARTIAL_IMAGE_OUTPUT_TOKENS;
+}
 
 /** The keys of `table` an ask reaches, in their listed order. */
 function reachable(keys: readonly string[], ask: ImageAsk): string[] {
@@ -63,6 +76,19 @@ function chargedImageKey(price: NanoPrice, ask: ImageAsk | undefined): string | 
   return reachable(Object.keys(price.perImage), ask ?? ANY)[0] ?? null;
 }
 
+/** The per-image key the hold priced an image of `ask` at: the dearest it reaches (first listed of equals). */
+function heldImageKey(price: NanoPrice, ask: ImageAsk | undefined): string | null {
+  const keys = reachable(Object.keys(price.perImage), ask ?? ANY);
+  return keys.reduce<string | null>((dearest, key) => (dearest === null || price.perImage[key] > price.perImage[dearest] ? key : dearest), null);
+}
+
+/** What an image request's hold estimated: its prompt's tokens, its images and their image output tokens. */
+export interface ImageHold {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly images?: number;
+}
+
 /** A charge's counts with what its images add: the per-image key, or the estimated tokens of a reply without usage. */
 export interface ImageBilled {
   readonly billed: BilledTokens;
@@ -81,7 +107,9 @@ export async function imageCharge(
   model: Pick<ModelConfig, 'image_output_tokens'>,
   ask: ImageAsk | undefined,
   body: Readonly<Record<string, unknown>>,
+  hold: ImageHold | null,
 ): Promise<ImageBilled> {
+  if (unfinished(billed, body, hold?.images ?? 1)) return unfinishedCharge(billed, price, ask, hold);
   if (pricedPerImage(price)) return { billed, imageKey: chargedImageKey(price, ask) };
   const { tokens } = billed;
   const images = tokens.images ?? 0;
@@ -95,6 +123,43 @@ export async function imageCharge(
         ...tokens,
         inputTokens: await countTokensAsync(requestText(body)),
         imageOutputTokens: images * imageTokensPerImage(model.image_output_tokens, ask),
+      },
+    },
+  };
+}
+
+/**
+ * Whether a streamed generation was run and not finished: an image event (a partial or a completed
+ * image) came, and fewer images completed than the request asked for. A whole reply is finished as it
+ * is: the images it returned are the ones made.
+ */
+function unfinished(billed: BilledTokens, body: Readonly<Record<string, unknown>>, asked: number): boolean {
+  const { images = 0, partialImages = 0 } = billed.tokens;
+  return body.stream === true && images + partialImages > 0 && images < asked;
+}
+
+/**
+ * An unfinished generation's charge, marked `partial`: what it delivered (the completed images' usage,
+ * and each partial image no completed image accounts for at `PARTIAL_IMAGE_OUTPUT_TOKENS`), and never
+ * less than its hold estimated: the prompt at the hold's count, and every image asked for at the
+ * largest output the request reaches (a per-image model: at the dearest price it reaches).
+ */
+function unfinishedCharge(billed: BilledTokens, price: NanoPrice, ask: ImageAsk | undefined, hold: ImageHold | null): ImageBilled {
+  const { tokens } = billed;
+  const images = tokens.images ?? 0;
+  const unaccounted = Math.max(0, (tokens.partialImages ?? 0) - images * (ask?.partials ?? 0));
+  const delivered = tokens.imageOutputTokens + unaccounted * PARTIAL_IMAGE_OUTPUT_TOKENS;
+  const perImage = pricedPerImage(price);
+  return {
+    imageKey: perImage ? heldImageKey(price, ask) : null,
+    billed: {
+      source: 'partial',
+      tokens: {
+        ...tokens,
+        inputTokens: Math.max(tokens.inputTokens, hold?.inputTokens ?? 0),
+        imageOutputTokens: perImage ? tokens.imageOutputTokens : Math.max(delivered, hold?.outputTokens ?? 0),
+        // A per-image model is charged by the image: each one asked for, as held.
+        images: perImage ? Math.max(images, hold?.images ?? 1) : images,
       },
     },
   };

@@ -66,6 +66,8 @@ function counts(usage: UsageCounts): UsageCounts {
     toolCalls: usage.toolCalls,
     // The images an Images reply delivered (undefined elsewhere): what per-image prices charge.
     images: usage.images,
+    // The partial images a streamed one delivered: what an unfinished image generation is charged for.
+    partialImages: usage.partialImages,
   };
   return usage.servedTier === undefined ? tokens : { ...tokens, servedTier: usage.servedTier };
 }

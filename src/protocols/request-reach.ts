@@ -28,6 +28,8 @@ export interface RequestReach {
 export interface ImageAsk {
   readonly size: string | null;
   readonly quality: string | null;
+  /** Partial images streamed before each finished one (`stream: true` with `partial_images`); 0 or absent: none. */
+  readonly partials?: number;
 }
 
 /** OpenAI's largest `n`; a larger one is the upstream's to refuse, and never held beyond this. */
@@ -80,9 +82,16 @@ export function requestReach(endpoint: EndpointId, body: Json, raw: Buffer): Req
         conversationIds: [],
         unsizedInput: false,
         toolCalls: {},
-        image: { size: named(body.size), quality: named(body.quality) },
+        image: { size: named(body.size), quality: named(body.quality), partials: body.stream === true ? partialsOf(body.partial_images) : 0 },
       };
   }
+}
+
+/** OpenAI's most partial images per image; more is the upstream's to refuse, and never held beyond this. */
+const MAX_PARTIAL_IMAGES = 3;
+
+function partialsOf(value: unknown): number {
+  return Math.min(limit(value) ?? 0, MAX_PARTIAL_IMAGES);
 }
 
 /** A size or quality the request names; `auto` leaves the choice to the provider, as leaving it out does. */

@@ -118,6 +118,8 @@ export interface UsageCounts extends TokenCounts {
   readonly servedTier?: string;
   /** Images the reply delivered (Images API `data`, or `image_generation.completed` events); absent elsewhere. */
   readonly images?: number;
+  /** Partial images a streamed Images reply delivered (`image_generation.partial_image` events); absent elsewhere. */
+  readonly partialImages?: number;
 }
 
 export interface Usage extends UsageCounts {

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { holdAmount } from '../../src/billing/hold-amount';
-import { imageTokensPerImage } from '../../src/billing/image-billing';
+import { imageCharge, imageTokensPerImage } from '../../src/billing/image-billing';
 import { costOf, isFree, nanoPrice } from '../../src/billing/prices';
 import { GPT_IMAGE_OUTPUT_TOKENS } from '../../src/config/derive';
 import type { ModelConfig, RateCard } from '../../src/config/types';
@@ -14,6 +14,8 @@ import { NO_TOKENS } from '../../src/protocols/types';
 
 const CARD: RateCard = { input: 5, cache_write: 5, cache_write_1h: 5, cache_hit: 1.25, output: 0, image_input: 10, image_output: 40, tool_calls: {} };
 const MODEL = { id: 'img', kind: 'image', image_output_tokens: GPT_IMAGE_OUTPUT_TOKENS, max_output_tokens: 4096 } as ModelConfig;
+
+const STREAMED = { model: 'img', prompt: 'a tower', stream: true };
 
 function reach(n: number, size: string | null, quality: string | null): RequestReach {
   return { outputLimit: null, choices: n, responseIds: [], conversationIds: [], unsizedInput: false, toolCalls: {}, image: { size, quality } };
@@ -50,5 +52,27 @@ describe('image billing', () => {
     const usage = { ...NO_TOKENS, inputTokens: 3, images: 3, imageKey: '1024x1024/standard' };
     expect(costOf(usage, price)).to.equal(3n * 5000n + 3n * 40_000_000n);
     expect(costOf({ ...usage, imageKey: null }, price)).to.equal(3n * 5000n);
+  });
+
+  it('charges an unfinished stream each partial image at 100 image output tokens when they pass its hold', async () => {
+    // Held: one low 1024x1024 image (272) with no partial images asked; the upstream streamed five anyway.
+    const hold = { inputTokens: 40, outputTokens: 272, images: 1 };
+    const tokens = { ...NO_TOKENS, toolCalls: {}, images: 0, partialImages: 5 };
+    const { billed } = await imageCharge({ tokens, source: 'upstream' }, nanoPrice(CARD), MODEL, { size: '1024x1024', quality: 'low', partials: 0 }, STREAMED, hold);
+    expect(billed.source).to.equal('partial');
+    expect(billed.tokens).to.deep.include({ inputTokens: 40, imageOutputTokens: 500 });
+  });
+
+  it('charges an unfinished stream of two images the completed one as reported, and at least its hold', async () => {
+    // Two 1024x1024 medium images with two partials each: held 2 x (1,056 + 200); the first completed (its
+    // usage counts its partials), the second streamed its two partials and was cut.
+    const hold = { inputTokens: 40, outputTokens: 2 * 1256, images: 2 };
+    const tokens = { ...NO_TOKENS, toolCalls: {}, inputTokens: 12, imageOutputTokens: 1256, images: 1, partialImages: 4 };
+    const ask = { size: '1024x1024', quality: 'medium', partials: 2 };
+    const { billed } = await imageCharge({ tokens, source: 'partial' }, nanoPrice(CARD), MODEL, ask, STREAMED, hold);
+    expect(billed).to.deep.equal({ source: 'partial', tokens: { ...tokens, inputTokens: 40, imageOutputTokens: 2 * 1256 } });
+    // Finished, the reply's usage is the bill as it stands.
+    const finished = { ...tokens, images: 2, imageOutputTokens: 2 * 1256 };
+    expect((await imageCharge({ tokens: finished, source: 'upstream' }, nanoPrice(CARD), MODEL, ask, STREAMED, hold)).billed).to.deep.equal({ source: 'upstream', tokens: finished });
   });
 });

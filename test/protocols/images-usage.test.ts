@@ -31,10 +31,12 @@ describe('images usage', () => {
   it('adds up the completed events of a stream, reading usage beside the image without parsing it', () => {
     const completed = (out: number) => JSON.stringify({ type: 'image_generation.completed', b64_json: 'QUJD'.repeat(1000), usage: { ...USAGE, output_tokens: out } });
     let sofar = imagesUsageFromEvent('image_generation.partial_image', JSON.stringify({ type: 'image_generation.partial_image', b64_json: 'QUJD' }), null);
-    expect(sofar).to.equal(null);
+    // A partial image is counted (the provider bills it), with no tokens and no finished image yet.
+    expect(sofar).to.deep.include({ partialImages: 1, images: 0, imageOutputTokens: 0 });
     sofar = imagesUsageFromEvent('image_generation.completed', completed(272), sofar);
     sofar = imagesUsageFromEvent(null, completed(1056), sofar);
-    expect(sofar).to.deep.include({ inputTokens: 80, imageInputTokens: 20, imageOutputTokens: 1328, images: 2 });
+    expect(sofar).to.deep.include({ inputTokens: 80, imageInputTokens: 20, imageOutputTokens: 1328, images: 2, partialImages: 1 });
+    expect(imagesUsageFromEvent(null, JSON.stringify({ type: 'image_generation.partial_image', b64_json: 'QUJD' }), sofar)).to.deep.include({ partialImages: 2, images: 2 });
     expect(imagesUsageFromEvent('image_generation.completed', '{"type":"image_generation.completed","usage":{"output_tokens":', null)).to.equal(null);
   });
 

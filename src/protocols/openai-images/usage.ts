@@ -12,6 +12,8 @@ import { NO_TOKENS, type UsageCounts } from '../types';
 
 /** The stream event that carries one finished image and its usage. */
 const COMPLETED_EVENT = 'image_generation.completed';
+/** The stream event that carries one partial image: billed by the provider as image output of its own. */
+const PARTIAL_EVENT = 'image_generation.partial_image';
 
 /**
  * The text and image tokens of an image-generation usage object, as neutral counts. Input without its
@@ -46,13 +48,20 @@ export function imagesUsage(body: Json): UsageCounts | null {
   return readUsage(() => countsOf(field(body, 'usage'), images)) ?? countsOf({}, images);
 }
 
+/** Whether a stream event is of `type`: by its SSE name, or by the type its data names when it has none. */
+function isEvent(type: string, event: string | null, data: string): boolean {
+  return event === type || (event === null && data.includes(`"${type}"`));
+}
+
 /**
  * Folds one stream event into the usage so far: each `image_generation.completed` event is one image,
- * its usage added; every other event leaves the counts as they were. Null when a completed event's
- * usage cannot be read.
+ * its usage added; each `image_generation.partial_image` one partial image (the provider bills it, and a
+ * stream cut before its image completed is charged for it); every other event leaves the counts as they
+ * were. Null when a completed event's usage cannot be read.
  */
 export function imagesUsageFromEvent(event: string | null, data: string, sofar: UsageCounts | null): UsageCounts | null {
-  if (event !== COMPLETED_EVENT && !(event === null && data.includes(`"${COMPLETED_EVENT}"`))) return sofar;
+  if (isEvent(PARTIAL_EVENT, event, data)) return { ...(sofar ?? countsOf({}, 0)), partialImages: (sofar?.partialImages ?? 0) + 1 };
+  if (!isEvent(COMPLETED_EVENT, event, data)) return sofar;
   const usage = usageObjectIn(data);
   if (usage === undefined) return null;
   const counts = readUsage(() => countsOf(usage ?? {}, 1));
@@ -68,6 +77,7 @@ function addCounts(a: UsageCounts, b: UsageCounts): UsageCounts {
     outputTokens: a.outputTokens + b.outputTokens,
     imageOutputTokens: a.imageOutputTokens + b.imageOutputTokens,
     images: (a.images ?? 0) + (b.images ?? 0),
+    partialImages: (a.partialImages ?? 0) + (b.partialImages ?? 0),
     toolCalls: {},
   };
 }
