@@ -19,7 +19,7 @@ import { requestText } from '../../src/protocols/request-text';
 import type { RouteTranslator } from '../../src/upstream/attempt';
 import { routeTranslator } from '../../src/upstream/route-translator';
 import { attemptOrder } from '../../src/routing/plan';
-import { closeRedis, connectRedis } from '../../src/shared-state/redis';
+import { closeRedis, connectRedis, redisConfigured } from '../../src/shared-state/redis';
 import { LocalMintedStore, type MintedStore } from '../../src/translators/responses-to-messages/minted';
 import { RedisMintedStore } from '../../src/translators/responses-to-messages/minted-redis';
 import { readReferences, type ResponseReferences } from '../../src/translators/responses-to-messages/references';
@@ -28,7 +28,7 @@ import { speaksNatively } from '../../src/wire';
 /** The minted-response table: in process, or shared through Redis when the gateway has one. */
 async function openMinted(gateway: GatewayConfig, logger: Logger): Promise<{ store: MintedStore; close(): Promise<void> }> {
   const local = new LocalMintedStore();
-  if (gateway.redis.url === '') return { store: local, close: async () => undefined };
+  if (!redisConfigured(gateway.redis)) return { store: local, close: async () => undefined };
   const redis = await connectRedis(gateway.redis, { connectionName: 'tollgate-minted' });
   return { store: new RedisMintedStore(redis, `${gateway.redis.key_prefix}minted:`, local, logger), close: () => closeRedis(redis) };
 }

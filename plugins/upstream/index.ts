@@ -13,7 +13,7 @@ import type { PluginDefinition } from '../kit';
 import type { GatewayMetrics } from '../../src/metrics/metrics';
 import { LocalAffinityStore, RedisAffinityStore, type AffinityStore } from '../../src/routing/affinity';
 import type { Target } from '../../src/routing/resolve';
-import { closeRedis, connectRedis } from '../../src/shared-state/redis';
+import { closeRedis, connectRedis, redisConfigured } from '../../src/shared-state/redis';
 import type { RouteTranslator } from '../../src/upstream/attempt';
 import { ProviderBreakers, type BreakerState, type ProviderHealth } from '../../src/upstream/breakers';
 import { createUpstreamClients, isConfigured } from '../../src/upstream/clients';
@@ -57,7 +57,7 @@ function countingDroppedHeaders(route: RouteTranslator, metrics: GatewayMetrics)
 /** The session table: in process, or shared through Redis when the gateway has one. */
 async function openAffinity(config: AffinityConfig, gateway: GatewayConfig, logger: Logger): Promise<{ store: AffinityStore; close(): Promise<void> }> {
   const local = new LocalAffinityStore(config.max_entries, config.ttl_ms);
-  if (!config.enabled || gateway.redis.url === '') return { store: local, close: async () => undefined };
+  if (!config.enabled || !redisConfigured(gateway.redis)) return { store: local, close: async () => undefined };
   const redis = await connectRedis(gateway.redis, { connectionName: 'tollgate-affinity' });
   const store = new RedisAffinityStore(redis, `${gateway.redis.key_prefix}affinity:`, config.ttl_ms, local, logger);
   return { store, close: () => closeRedis(redis) };

@@ -1,7 +1,8 @@
 /**
- * Chooses the balance book: Redis when `redis.url` is set (many instances, one truth); the store's
- * own tables when the store is shared (PostgreSQL without Redis, or one SQLite file under several
- * workers: `server.workers`); process memory in front of an embedded store that one process serves.
+ * Chooses the balance book: Redis when the config names one (`redis.url` or `redis.sentinels`: many
+ * instances, one truth); the store's own tables when the store is shared (PostgreSQL without Redis, or
+ * one SQLite file under several workers: `server.workers`); process memory in front of an embedded
+ * store that one process serves.
  */
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/types';
@@ -10,10 +11,11 @@ import { inClusterWorker } from '../cluster/role';
 import type { BalanceBook } from './book';
 import { LocalBook } from './local-book';
 import { openRedisBook } from './redis-book';
+import { redisConfigured } from '../shared-state/redis';
 import { StoreBook } from './store-book';
 
 export async function openBook(config: GatewayConfig, store: Store, logger?: Logger): Promise<BalanceBook> {
-  if (config.redis.url === '') {
+  if (!redisConfigured(config.redis)) {
     // Workers of one server share an embedded store too: each holds through its rows, never its own memory.
     return store.shared || inClusterWorker() ? new StoreBook(store) : new LocalBook(store);
   }

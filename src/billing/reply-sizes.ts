@@ -8,7 +8,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/types';
-import { closeRedis, connectRedis } from '../shared-state/redis';
+import { closeRedis, connectRedis, redisConfigured } from '../shared-state/redis';
 
 export interface ReplySizes {
   /** The remembered tokens of each id, summed; null when any id is unknown. */
@@ -70,7 +70,7 @@ class RedisReplySizes implements ReplySizes {
 
 /** Redis when the gateway shares state through it (a reply relayed by one instance is referenced on another); else memory. */
 export async function openReplySizes(config: GatewayConfig, logger: Logger): Promise<ReplySizes & { close?(): Promise<void> }> {
-  if (config.redis.url === '') return new LocalReplySizes();
+  if (!redisConfigured(config.redis)) return new LocalReplySizes();
   const redis = await connectRedis(config.redis, {
     connectionName: 'tollgate-reply-sizes',
     onError: (error) => logger.warn({ err: error }, 'billing: reply sizes in Redis'),

@@ -26,7 +26,7 @@ const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor 
  * id the file defines, so a route to a provider with a schema error is not also called unknown.
  */
 export function crossCheck(
-  config: Pick<GatewayConfig, 'providers' | 'models'> & Partial<Pick<GatewayConfig, 'payments'>>,
+  config: Pick<GatewayConfig, 'providers' | 'models'> & Partial<Pick<GatewayConfig, 'payments' | 'redis'>>,
   locator: YamlLocator,
   knownProviders: readonly string[] = Object.keys(config.providers).sort(),
 ): ConfigIssue[] {
@@ -35,7 +35,37 @@ export function crossCheck(
     ...Object.values(config.models).flatMap((model) => [...checkModel(model, knownProviders, locator), ...checkKind(model, config.providers, locator)]),
     ...checkAliases(config, locator),
     ...checkPayments(config.payments, locator),
+    ...checkRedis(config.redis, locator),
   ];
+}
+
+/** What a Sentinel needs to find the primary; a single server's url says all of it. */
+const SENTINEL_ONLY = {
+  name: 'redis.name is the master name the Sentinels monitor: it needs redis.sentinels',
+  password: 'redis.password is for the servers behind redis.sentinels; with redis.url the password goes in the url (redis://:password@host:port)',
+  sentinel_password: 'redis.sentinel_password is the Sentinels\' own password: it needs redis.sentinels',
+} as const;
+
+/** One Redis or one Sentinel deployment, never both; Sentinels need the master name they watch. */
+function checkRedis(redis: GatewayConfig['redis'] | undefined, locator: YamlLocator): ConfigIssue[] {
+  if (redis === undefined) return [];
+  const issues: ConfigIssue[] = [];
+  const sentinels = redis.sentinels ?? [];
+  if (sentinels.length === 0) {
+    for (const [field, message] of Object.entries(SENTINEL_ONLY)) {
+      if (locator.has(['redis', field])) issues.push(locator.issue(['redis', field], message));
+    }
+    return issues;
+  }
+  if (redis.url !== '') {
+    issues.push(locator.issue(['redis', 'sentinels'], 'redis.url and redis.sentinels are exclusive: give one server\'s url, or the Sentinels that know the primary, not both'));
+  }
+  if ((redis.name ?? '') === '') issues.push(locator.issue(['redis', 'sentinels'], 'redis.sentinels needs redis.name: the master name the Sentinels monitor'));
+  sentinels.forEach((sentinel, index) => {
+    const port = Number(sentinel.slice(sentinel.lastIndexOf(':') + 1));
+    if (port < 1 || port > 65535) issues.push(locator.issue(['redis', 'sentinels', index], `port ${port} of "${sentinel}" is outside 1..65535`));
+  });
+  return issues;
 }
 
 /** Card amounts must make sense together, and the rate must be exact in nano-units. */

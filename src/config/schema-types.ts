@@ -160,11 +160,29 @@ export interface GatewayData {
   };
   /**
    * Optional shared state for many instances: balances and holds (and rate-limit counters) live in Redis
-   * behind atomic Lua scripts. Leave url empty for a single instance.
+   * behind atomic Lua scripts. One server (url) or a Sentinel deployment (sentinels and name); neither for a
+   * single instance.
    */
   readonly redis: {
     /** redis://[:password@]host:port[/db]; empty to keep this state in the store and in process. */
     readonly url: string;
+    /**
+     * Redis Sentinel instead of url: the Sentinels (host:port) that know which server is the primary of
+     * redis.name; the client follows a failover to the promoted replica.
+     */
+    readonly sentinels?: readonly string[];
+    /** With sentinels: the master name the Sentinels monitor (the name in their `sentinel monitor` line). */
+    readonly name?: string;
+    /**
+     * With sentinels: the password of the Redis servers (primary and replicas), as ${REDIS_PASSWORD}. With
+     * url, the password goes in the url.
+     */
+    readonly password?: string;
+    /**
+     * With sentinels: the password of the Sentinels themselves (their requirepass), as
+     * ${REDIS_SENTINEL_PASSWORD}; empty or absent when they take none.
+     */
+    readonly sentinel_password?: string;
     /** Prefix of every key Tollgate writes, so several gateways (or tests) can share one Redis. */
     readonly key_prefix: string;
     /**
@@ -758,8 +776,8 @@ export interface MetricsPluginConfig {
 /**
  * Limits requests per minute, tokens per minute and requests in flight, per key and per account; 429 past a
  * limit. Windows are fixed, one minute long, opened by a key's (or account's) first request. Counters live in
- * process, or in Redis when redis.url is set (exact across instances; local limits while Redis is
- * unreachable).
+ * process, or in Redis when the gateway has one (redis.url or redis.sentinels) (exact across instances; local
+ * limits while Redis is unreachable).
  */
 export interface RateLimitPluginConfig {
   /**
@@ -858,7 +876,8 @@ export interface UpstreamPluginConfig {
   /**
    * Session affinity: within a priority level, requests of one conversation go to the route that last
    * answered it, so the provider's prompt cache keeps hitting. Failover still moves a session whose route
-   * fails; the route that answers becomes its new one. Shared through Redis when redis.url is set.
+   * fails; the route that answers becomes its new one. Shared through Redis when the gateway has one
+   * (redis.url or redis.sentinels).
    */
   readonly affinity: {
     /** Whether requests of one session keep to one route. */

@@ -6,7 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { RedisConfig } from '../config/types';
-import { closeRedis, connectRedis } from '../shared-state/redis';
+import { closeRedis, connectRedis, redisConfigured } from '../shared-state/redis';
 import type { Admission, Decision, LimitRequest, Limiter } from './limiter';
 import { clusterSize, inClusterWorker } from '../cluster/role';
 import { primaryChannel } from '../cluster/primary-channel';
@@ -78,15 +78,16 @@ export class FallbackLimiter implements Limiter {
 }
 
 /**
- * The limiter for a config: in process without `redis.url` (in the primary, for the workers of a
- * server with `server.workers` > 1), Redis with a local fallback otherwise.
+ * The limiter for a config: in process without a Redis (neither `redis.url` nor `redis.sentinels`; in
+ * the primary, for the workers of a server with `server.workers` > 1), Redis with a local fallback
+ * otherwise.
  */
 export async function openLimiter(
   redis: RedisConfig,
   options: { leaseMs: number; fallbackInstances: number },
   logger: Logger,
 ): Promise<LocalLimiter | FallbackLimiter | ClusterLimiter> {
-  if (redis.url === '') {
+  if (!redisConfigured(redis)) {
     // Workers of one server share the primary's counters; a lone process keeps its own.
     return inClusterWorker() ? new ClusterLimiter(primaryChannel(), clusterSize(), logger) : new LocalLimiter();
   }

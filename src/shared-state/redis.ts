@@ -17,24 +17,70 @@ export interface RedisClientOptions {
   readonly connectTimeoutMs?: number;
 }
 
+/** Where Tollgate's Redis is: one server by its URL, or the Sentinels that know a named master's primary. */
+type RedisAddress =
+  | { readonly kind: 'server'; readonly url: string }
+  | {
+      readonly kind: 'sentinel';
+      readonly sentinels: readonly { readonly host: string; readonly port: number }[];
+      readonly name: string;
+      readonly password: string | undefined;
+      readonly sentinelPassword: string | undefined;
+    };
+
 const DEFAULT_CONNECT_TIMEOUT_MS = 2000;
 /** Reconnect delays grow by this much per attempt, up to the cap, plus jitter so instances spread out. */
 const RECONNECT_STEP_MS = 100;
 const RECONNECT_CAP_MS = 2000;
+
+/** Whether the config names a Redis at all (a server's url or Sentinels); without one, state stays in process. */
+export function redisConfigured(config: RedisConfig): boolean {
+  return redisAddress(config) !== null;
+}
+
+/** The config's Redis; the schema and `redisConfigIssues` have already checked the fields' shape and mix. */
+function redisAddress(config: RedisConfig): RedisAddress | null {
+  if (config.sentinels !== undefined && config.sentinels.length > 0) {
+    return {
+      kind: 'sentinel',
+      sentinels: config.sentinels.map(hostAndPort),
+      name: config.name ?? '',
+      // An empty password is none: `${REDIS_PASSWORD}` of an unset-but-declared variable.
+      password: config.password === '' ? undefined : config.password,
+      sentinelPassword: config.sentinel_password === '' ? undefined : config.sentinel_password,
+    };
+  }
+  return config.url === '' ? null : { kind: 'server', url: config.url };
+}
+
+/** 'host:port' or '[v6 address]:port', as the schema admits them. */
+function hostAndPort(address: string): { host: string; port: number } {
+  const colon = address.lastIndexOf(':');
+  const host = address.slice(0, colon);
+  return { host: host.startsWith('[') ? host.slice(1, -1) : host, port: Number(address.slice(colon + 1)) };
+}
 
 /**
  * A client that fails fast: commands sent while disconnected reject at once (no offline queue), commands
  * sent on a connection that stops answering reject after `command_timeout_ms`, and it keeps
  * reconnecting in the background. Resolves once the first connection attempt has ended, whether or
  * not it succeeded, so a gateway starts (and reports itself unready) while Redis is down.
+ *
+ * With Sentinels, each connection attempt asks them for the current primary, so a reconnect after a
+ * failover reaches the promoted replica; the failover detector drops the connection as soon as a
+ * Sentinel announces a new primary, and a server that answers READONLY (a primary demoted under a
+ * live connection) is left for a fresh look too.
  */
 export async function connectRedis(config: RedisConfig, options: RedisClientOptions = {}): Promise<Redis> {
+  const address = redisAddress(config);
+  if (address === null) throw new Error('redis: neither redis.url nor redis.sentinels is set');
   // Loaded here, by the first connection: a gateway without Redis never spends ioredis's memory.
   const { Redis: RedisClient } = require('ioredis') as typeof IORedis;
-  const redis = new RedisClient(config.url, {
+  const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const common: IORedis.RedisOptions = {
     lazyConnect: true,
     connectionName: options.connectionName,
-    connectTimeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    connectTimeout,
     commandTimeout: config.command_timeout_ms,
     // How long a closing socket that never confirms its close may keep the process alive.
     disconnectTimeout: config.command_timeout_ms,
@@ -43,12 +89,41 @@ export async function connectRedis(config: RedisConfig, options: RedisClientOpti
     // A command whose connection dropped is not sent again later: its caller has already been told
     // it failed (the command timeout), and a late resend would apply it behind the caller's back.
     autoResendUnfulfilledCommands: false,
-    retryStrategy: (attempt) => Math.min(attempt * RECONNECT_STEP_MS, RECONNECT_CAP_MS) + Math.floor(Math.random() * RECONNECT_STEP_MS),
-  });
+    retryStrategy: reconnectDelay,
+    // true: reconnect without resending the command that met it (its caller is told it failed).
+    reconnectOnError: (error) => error.message.startsWith('READONLY'),
+  };
+  const redis =
+    address.kind === 'server'
+      ? new RedisClient(address.url, common)
+      : new RedisClient({
+          ...common,
+          sentinels: address.sentinels.map((sentinel) => ({ ...sentinel })),
+          name: address.name,
+          password: address.password,
+          sentinelPassword: address.sentinelPassword,
+          sentinelCommandTimeout: connectTimeout,
+          // Each round over the Sentinels that finds no primary waits this long before the next.
+          // (Without it the client gives up for good: ioredis ends a connection whose connector fails.)
+          sentinelRetryStrategy: reconnectDelay,
+          failoverDetector: true,
+        });
   // Without a listener an 'error' event would crash the process.
   redis.on('error', (error: Error) => options.onError?.(error));
-  await redis.connect().catch(() => undefined);
+  // The first attempt has ended when it connects or fails; with Sentinels a failed round keeps
+  // connect() pending (the next round is already scheduled) but says so with an 'error'.
+  await new Promise<void>((resolve) => {
+    redis.once('error', () => resolve());
+    redis.connect().then(
+      () => resolve(),
+      () => resolve(),
+    );
+  });
   return redis;
+}
+
+function reconnectDelay(attempt: number): number {
+  return Math.min(attempt * RECONNECT_STEP_MS, RECONNECT_CAP_MS) + Math.floor(Math.random() * RECONNECT_STEP_MS);
 }
 
 /** Closes politely when Redis answers, at once when it does not. */
