@@ -4,7 +4,8 @@
  *
  * A request body with `"stream": true` gets a stream of `tokens` content deltas, `deltaMs` apart (0:
  * all written at once): Chat Completions chunks ending in `data: [DONE]`, with a usage chunk when
- * `stream_options.include_usage` is set, or the Anthropic Messages event sequence on `/messages`. The
+ * `stream_options.include_usage` is set, the Anthropic Messages event sequence on `/messages`, or the
+ * Responses event sequence on `/responses` (its final response carrying the whole message). The
  * role chunk (or message_start) and the first delta are written together, so time to first token is
  * the path's own. Anything else gets the plain canned reply.
  */
@@ -88,6 +89,31 @@ function messagesStream(tokens: number): StreamParts {
   };
 }
 
+function responsesStream(tokens: number): StreamParts {
+  const item = { id: 'msg_bench', type: 'message', status: 'in_progress', role: 'assistant', content: [] };
+  const response = { id: 'resp_bench', object: 'response', created_at: 1767225600, model: 'bench-model', status: 'in_progress', output: [] };
+  const text = ' tok'.repeat(tokens);
+  const part = { type: 'output_text', text, annotations: [] };
+  const done = { ...item, status: 'completed', content: [part] };
+  const usage = { input_tokens: 12, input_tokens_details: { cached_tokens: 0 }, output_tokens: tokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 12 + tokens };
+  const delta = event('response.output_text.delta', { item_id: 'msg_bench', output_index: 0, content_index: 0, delta: ' tok' });
+  return {
+    head: Buffer.from(
+      event('response.created', { response }) +
+        event('response.output_item.added', { output_index: 0, item }) +
+        event('response.content_part.added', { item_id: 'msg_bench', output_index: 0, content_index: 0, part: { ...part, text: '' } }) +
+        delta,
+    ),
+    delta: Buffer.from(delta),
+    tail: Buffer.from(
+      event('response.output_text.done', { item_id: 'msg_bench', output_index: 0, content_index: 0, text }) +
+        event('response.content_part.done', { item_id: 'msg_bench', output_index: 0, content_index: 0, part }) +
+        event('response.output_item.done', { output_index: 0, item: done }) +
+        event('response.completed', { response: { ...response, status: 'completed', output: [done], usage } }),
+    ),
+  };
+}
+
 const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
 
 function sendStream(res: ServerResponse, parts: StreamParts, shape: StreamShape): void {
@@ -123,13 +149,15 @@ export async function startBenchUpstream(shape: StreamShape = streamShapeFromEnv
     chat: chatStream(shape.tokens, false),
     chatWithUsage: chatStream(shape.tokens, true),
     messages: messagesStream(shape.tokens),
+    responses: responsesStream(shape.tokens),
   };
   const reply = (req: IncomingMessage, res: ServerResponse, raw: Buffer) => {
     const isMessages = req.url?.endsWith('/messages') === true;
+    const isResponses = req.url?.endsWith('/responses') === true;
     // Only a body that mentions "stream" is parsed, so plain requests cost no JSON work here.
     const body = raw.includes('"stream"') ? (JSON.parse(raw.toString()) as { stream?: unknown; stream_options?: { include_usage?: unknown } }) : null;
     if (body?.stream === true) {
-      const parts = isMessages ? streams.messages : body.stream_options?.include_usage === true ? streams.chatWithUsage : streams.chat;
+      const parts = isMessages ? streams.messages : isResponses ? streams.responses : body.stream_options?.include_usage === true ? streams.chatWithUsage : streams.chat;
       sendStream(res, parts, shape);
       return;
     }

@@ -6,8 +6,10 @@
  * --billed); and Tollgate with workers, started through `bin/tollgate.js serve` with `server.workers`
  * (bench/cluster-gateway.ts; "not available" when this Tollgate has no such option). Upstream, proxies
  * and load generator each run in their own processes. The paths take turns in short rounds, so
- * machine noise hits all alike. Prints a table per scenario, the issue's targets as PASS/MISS lines and
- * a README table, writes them to bench/results.md, and exits 0 either way: figures, never assertions.
+ * machine noise hits all alike. Then the WebSocket scenario on the one-process Tollgate (a 20-turn
+ * agent loop over one socket against 20 streamed POSTs, bench/websocket-loop.ts). Prints a table per
+ * scenario, the issue's targets as PASS/MISS lines and a README table, writes them to
+ * bench/results.md, and exits 0 either way: figures, never assertions.
  *
  *   BENCH_DURATION   seconds per scenario, all paths together (24)
  *   BENCH_ROUND      seconds per round of one path (1)
@@ -19,6 +21,7 @@
  *   BENCH_LOG        where the one-process gateway writes its request log (a file in the temporary
  *                    directory by default, as the cluster's stdout); `silent`: no request log on either
  *   BENCH_PROFILE    a directory: write a CPU profile of the one-process gateway there
+ *   BENCH_WS_LOOPS   20-turn loops per transport and model of the WebSocket scenario (10); 0 leaves it out
  */
 import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -31,12 +34,14 @@ import { plainRound, streamPool, streamRound, Tally, type Target } from './load'
 import { rssMiB, startServerProcess, totalCpuMillis, totalRssMiB } from './processes';
 import { directTargets, floorTargets, HEADER, rows, RULE, summaryTable, type Measured, type PathResult } from './run-report';
 import { BARE, DIRECT, scenarios, targetOf, TOLLGATE, workersPathName, type Scenario, type ServedPath } from './run-scenarios';
+import { loopTable, measureTurnLoops, WEBSOCKET_SCENARIO } from './websocket-loop';
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 24);
 const ROUND = Number(process.env.BENCH_ROUND ?? 1);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 2);
 const SHAPE = streamShapeFromEnv();
+const WS_LOOPS = Number(process.env.BENCH_WS_LOOPS ?? 10);
 
 /** Runs one round of one path; streams reuse the scenario's pool for that path. */
 function round(scenario: Scenario, target: Target, pool: Pool | null, into: Tally): Promise<void> {
@@ -177,6 +182,12 @@ async function main(): Promise<void> {
     results.push(m);
     console.log(`### ${scenario.name}\n${HEADER}\n${RULE}\n${rows(m, false).join('\n')}\n`);
   }
+  // The WebSocket scenario: the one-process Tollgate only (the socket is a client leg; the upstream legs are the streams above).
+  const socketRows =
+    WS_LOOPS > 0 && WEBSOCKET_SCENARIO.includes(process.env.BENCH_ONLY ?? '')
+      ? loopTable(await measureTurnLoops({ url: gateway.info.url, key: gateway.info.key, pid: gateway.child.pid! }, ['gpt-bench', 'claude-bench'], WS_LOOPS))
+      : [];
+  if (socketRows.length > 0) console.log(`### ${WEBSOCKET_SCENARIO} (Tollgate, one process)\n${socketRows.join('\n')}\n`);
   const floor = floorTargets(results, workersName);
   const earlier = directTargets(results);
   const summary = summaryTable(results, paths);
@@ -184,8 +195,8 @@ async function main(): Promise<void> {
   console.log(`Earlier targets (issue 8, against direct):\n${earlier.join('\n')}\n`);
   console.log(`README table:\n${summary.join('\n')}\n`);
   console.log(`Took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
-  if (results.length < scenarios().length) {
-    console.log('bench/results.md needs every scenario: unset BENCH_ONLY.');
+  if (results.length < scenarios().length || socketRows.length === 0) {
+    console.log('bench/results.md needs every scenario: unset BENCH_ONLY, and BENCH_WS_LOOPS above 0.');
     return stop();
   }
 
@@ -199,6 +210,10 @@ async function main(): Promise<void> {
     ...results.flatMap((m) => rows(m, true)),
     '',
     "Proxied rows give (in brackets) the share of the direct request rate and the latency added to direct. Streams: latency is the whole stream, TTFT the first content delta. CPU per request is the upstream's on direct rows and the serving processes' on the others (a cluster's primary and workers together); RSS likewise. The bare proxy relays the upstream's bytes, so on translated rows it relays the Messages stream Tollgate asks for.",
+    '',
+    `${WEBSOCKET_SCENARIO}, ${WS_LOOPS} loops per row, the transports taking turns; Tollgate in one process; gpt-bench native, claude-bench translated; each turn's upstream stream as above. CPU per turn is Tollgate's, the socket's handshake included; in brackets the change against HTTP.`,
+    '',
+    ...socketRows,
     '',
     '```',
     ...floor,
