@@ -4,7 +4,9 @@
  * `anthropic-beta` that changes the price (1M context, fast mode). What the model prices passes
  * unchanged, and the hold covers the dearest level the reply may report; what it does not price is
  * refused with a 400 naming the field and the model, before the provider is called. Nothing is
- * stripped: the body and the headers pass as the client sent them, or not at all.
+ * stripped: the body and the headers pass as the client sent them, or not at all. Values compare
+ * case-insensitively (`speed: "FAST"` is fast mode to a provider that reads it so); their types are the
+ * request schemas' (`schemas/requests/`), so a list or an object never gets here unread.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../kernel/errors';
@@ -64,8 +66,10 @@ export function askedService(
 
 function openAiAsks(body: Readonly<Record<string, unknown>>, context: Context): void {
   const asked = body.service_tier;
-  if (typeof asked !== 'string' || OPENAI_STANDARD_ASKS.has(asked)) return;
-  needTier('service_tier', asked, OPENAI_REPORTED_AS[asked] ?? asked, context);
+  if (typeof asked !== 'string') return;
+  const tier = asked.toLowerCase();
+  if (OPENAI_STANDARD_ASKS.has(tier)) return;
+  needTier('service_tier', asked, OPENAI_REPORTED_AS[tier] ?? tier, context);
 }
 
 /**
@@ -74,12 +78,14 @@ function openAiAsks(body: Readonly<Record<string, unknown>>, context: Context): 
  */
 function anthropicAsks(body: Readonly<Record<string, unknown>>, headers: IncomingHttpHeaders, context: Context): void {
   const asked = body.service_tier;
-  if (asked === undefined || asked === 'auto') {
+  const tier = typeof asked === 'string' ? asked.toLowerCase() : undefined;
+  if (asked === undefined || tier === 'auto') {
     if (context.rates.tiers.has('priority')) addTier(context, 'priority');
-  } else if (typeof asked === 'string' && asked !== 'standard_only') {
-    needTier('service_tier', asked, asked, context);
+  } else if (typeof asked === 'string' && tier !== 'standard_only') {
+    needTier('service_tier', asked, asked.toLowerCase(), context);
   }
-  if (body.speed === 'fast') needTier('speed', 'fast', 'fast', context);
+  const { speed } = body;
+  if (typeof speed === 'string' && speed.toLowerCase() === 'fast') needTier('speed', speed, 'fast', context);
   for (const beta of betasOf(body, headers)) {
     const need = betaNeed(beta, context.rates.betas);
     if (need === undefined || need === 'standard') continue;

@@ -21,6 +21,8 @@ const ERRORS = {
   TOLLGATE_ERR_BODY_NOT_OBJECT: { status: 400, type: 'invalid_request_error', code: 'invalid_request_body' },
   TOLLGATE_ERR_BODY_TOO_DEEP: { status: 400, type: 'invalid_request_error', code: 'json_too_deep' },
   TOLLGATE_ERR_BODY_FORBIDDEN_KEY: { status: 400, type: 'invalid_request_error', code: 'forbidden_key' },
+  /** A key twice in one object (docs/decisions.md#d18-a-body-is-read-one-way-or-refused): which copy wins is the parser's choice, so the body's meaning is not one. */
+  TOLLGATE_ERR_BODY_DUPLICATE_KEY: { status: 400, type: 'invalid_request_error', code: 'duplicate_key', retry: false },
   TOLLGATE_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', code: 'request_too_large', anthropicType: 'request_too_large' },
   TOLLGATE_ERR_BODY_CONTENT_TYPE: { status: 415, type: 'invalid_request_error', code: 'unsupported_media_type' },
   TOLLGATE_ERR_BODY_CONTENT_ENCODING: { status: 415, type: 'invalid_request_error', code: 'unsupported_content_encoding' },

@@ -125,6 +125,17 @@ describe('billing/asked-service: what a request may ask for', () => {
     expect(askedService('messages', only, { 'anthropic-beta': 'files-api-2025-04-14' }, 'plain', rates('plain')).tiers, 'refuse is per model').to.deep.equal([null]);
   });
 
+  it('compares values case-insensitively: "FAST" is fast mode, "PRIORITY" priority, "AUTO" auto, the refusal quoting what was sent', () => {
+    expect(askedService('messages', { service_tier: 'standard_only', speed: 'FAST' }, none, 'claude', rates('claude')).tiers).to.deep.equal([null, 'fast']);
+    expect(refusal(() => askedService('messages', { speed: 'Fast' }, none, 'plain', rates('plain'))).message).to.equal('speed "Fast" is not offered for model plain.');
+    expect(askedService('chat', { service_tier: 'PRIORITY' }, none, 'gpt', rates('gpt')).tiers).to.deep.equal([null, 'priority']);
+    expect(askedService('responses', { service_tier: 'Fast' }, none, 'gpt', rates('gpt')).tiers).to.deep.equal([null, 'priority']);
+    expect(refusal(() => askedService('chat', { service_tier: 'Priority' }, none, 'plain', rates('plain'))).message).to.equal('service_tier "Priority" is not offered for model plain.');
+    expect(askedService('chat', { service_tier: 'DEFAULT' }, none, 'plain', rates('plain')).tiers).to.deep.equal([null]);
+    expect(askedService('messages', { service_tier: 'AUTO' }, none, 'claude', rates('claude')).tiers).to.deep.equal([null, 'priority']);
+    expect(askedService('messages', { service_tier: 'Standard_Only' }, none, 'claude', rates('claude')).tiers).to.deep.equal([null]);
+  });
+
   it('refuses speed "fast" where the fast tier is not priced, and asks nothing on count_tokens', () => {
     expect(refusal(() => askedService('messages', { speed: 'fast' }, none, 'plain', rates('plain'))).message).to.equal('speed "fast" is not offered for model plain.');
     expect(askedService('count_tokens', { speed: 'fast' }, none, 'plain', rates('plain')).tiers).to.deep.equal([null]);
