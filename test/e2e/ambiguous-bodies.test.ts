@@ -12,6 +12,7 @@ import { unitsToNano } from '../../src/billing/money';
 import type { ChargeRecord } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { PROVIDER_KEYS, startTestGateway, type TestGateway } from '../helpers/test-gateway';
+import { chatCompletion, responsesObject } from '../helpers/upstream-replies';
 
 const PRICE = 'input: 1, cache_write: 1.25, cache_hit: 0.1, output: 5';
 const TIERS = 'tiers: { priority: { input: 2, output: 10 }, fast: { input: 6, output: 30 } }';
@@ -156,10 +157,16 @@ describe('e2e: ambiguous request bodies are refused before they are forwarded', 
   }
 
   describe('premium values in another case', () => {
-    it('refuses service_tier "PRIORITY" where priority is not priced, as "priority" is, on chat and Responses', async () => {
+    it('reads service_tier in any case on chat and Responses: "PRIORITY" refused where priority is not priced, "DEFAULT" and "Auto" passed as standard', async () => {
       for (const endpoint of ENDPOINTS.filter((each) => each.shape === 'openai')) {
         const answer = await refusal(endpoint, endpoint.body('gpt-plain', ',"service_tier":"PRIORITY"'));
         expect(answer, endpoint.path).to.deep.include({ status: 400, kind: 'service_not_offered', message: 'service_tier "PRIORITY" is not offered for model gpt-plain.', param: 'service_tier' });
+        for (const tier of ['DEFAULT', 'Auto']) {
+          fake.enqueue(endpoint.path === '/v1/responses' ? responsesObject() : chatCompletion());
+          const served = await post(endpoint.path, endpoint.body('gpt-plain', `,"service_tier":"${tier}"`));
+          expect(served.status, `${endpoint.path} ${tier}: ${await served.text()}`).to.equal(200);
+        }
+        fake.reset();
       }
     });
 
