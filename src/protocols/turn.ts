@@ -86,10 +86,11 @@ export interface TurnStreamWriter {
   /** The outcome of search `id`: the pages it found, or the error code it ended with. */
   webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string;
   /**
-   * The text written last, `cited` (the whole of an upstream text block, already passed to `text`), is
-   * drawn from `sources`.
+   * The text written last, the last `citedLength` code points (the whole of an upstream text block,
+   * already passed to `text`), is drawn from `sources`. A length, not the text: a stream keeps none
+   * of the text it relayed to place it.
    */
-  citations(cited: string, sources: readonly WebSource[]): string;
+  citations(citedLength: number, sources: readonly WebSource[]): string;
   /** Closes whatever block is open (text, reasoning or tool call); '' when none is. */
   blockEnd(): string;
   /** Everything that ends the stream: stop reason, final usage and the protocol's terminator. */

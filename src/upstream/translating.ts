@@ -68,8 +68,15 @@ function translatedLeg(ctx: GatewayContext, target: Target, translator: Translat
   };
 }
 
-/** A translated stream: the upstream's events, split by its framing, each rewritten at once as the client's frames. */
+/**
+ * A translated stream: the upstream's events, split by its framing, each rewritten at once as the
+ * client's frames. An event the translation refuses (what the client's protocol would have to repeat
+ * has passed its bound: held-output.ts) throws, and the relay ends the stream with the error event;
+ * the frames the same chunk's earlier events made go out first, and what was counted is what went out.
+ */
 function translatedStream(translation: StreamTranslation, frames: FrameParser, output: OutputTokenCount): StreamCodec {
+  /** Frames made before an event of the same chunk threw: sent ahead of the error event. */
+  let unsent = '';
   return {
     get complete() {
       return translation.ended;
@@ -81,16 +88,25 @@ function translatedStream(translation: StreamTranslation, frames: FrameParser, o
     read: { result: () => translation.usage(), outputTokens: () => output.total(), behind: () => output.behind() },
     push(chunk) {
       let out = '';
-      for (const event of frames.push(chunk)) {
-        output.add(event.data);
-        out += translation.event(event);
-        if (translation.ended) break;
+      try {
+        for (const event of frames.push(chunk)) {
+          out += translation.event(event);
+          output.add(event.data);
+          if (translation.ended) break;
+        }
+      } catch (error) {
+        unsent = out;
+        throw error;
       }
       return out;
     },
     flush() {
       throw new Error('upstream ended the stream before its terminal event');
     },
-    interrupt: (error) => translation.interrupt(error),
+    interrupt(error) {
+      const before = unsent;
+      unsent = '';
+      return before + translation.interrupt(error);
+    },
   };
 }

@@ -43,8 +43,8 @@ class RecordingWriter implements TurnStreamWriter {
   webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string {
     return this.record('webSearchEnd', id, sources, error);
   }
-  citations(cited: string, sources: readonly WebSource[]): string {
-    return this.record('citations', cited, sources);
+  citations(citedLength: number, sources: readonly WebSource[]): string {
+    return this.record('citations', citedLength, sources);
   }
   thinkingSignature(signature: string): string {
     return this.record('thinkingSignature', signature);

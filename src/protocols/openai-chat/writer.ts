@@ -6,6 +6,8 @@
 import { randomHex } from '../../random-hex';
 import type { GatewayError } from '../../kernel/errors';
 import { streamErrorFrame } from '../errors';
+import { CodePointCount } from '../code-point-count';
+import { HeldOutput } from '../held-output';
 import { sseFrame } from '../sse';
 import { codePoints } from '../openai-responses/items';
 import type { AssistantTurn, ThinkingPart, TurnStop, TurnStreamWriter, WebSource } from '../turn';
@@ -229,10 +231,12 @@ export class ChatStreamWriter implements TurnStreamWriter {
   private readonly includeUsage: boolean;
   private toolCallCount = 0;
   private openToolCall: { index: number; argumentsSeen: boolean } | null = null;
-  /** The content sent so far, only measured (in code points) when a passage cites something. */
-  private content = '';
+  /** The length of the content sent so far, in code points: where a cited passage starts. */
+  private readonly contentLength = new CodePointCount();
   /** The reasoning text of the block under way, repeated with its signature when the block is signed. */
   private thinkingText = '';
+  /** What `thinkingText` holds, bounded: a reasoning block is the one thing a chat stream repeats. */
+  private readonly thinkingHeld = new HeldOutput();
   /** The start of every chunk's JSON, up to its choices. */
   private chunkHead: string | null = null;
 
@@ -250,7 +254,7 @@ export class ChatStreamWriter implements TurnStreamWriter {
 
   text(delta: string): string {
     if (delta === '') return '';
-    this.content += delta;
+    this.contentLength.add(delta);
     return this.chunk({ content: delta });
   }
 
@@ -264,10 +268,9 @@ export class ChatStreamWriter implements TurnStreamWriter {
   }
 
   /** The passage just sent, as an `annotations` delta. */
-  citations(cited: string, sources: readonly WebSource[]): string {
+  citations(citedLength: number, sources: readonly WebSource[]): string {
     if (sources.length === 0) return '';
-    const length = codePoints(cited);
-    return this.chunk({ annotations: chatCitations(codePoints(this.content) - length, length, sources) });
+    return this.chunk({ annotations: chatCitations(this.contentLength.total - citedLength, citedLength, sources) });
   }
 
   /** The first fragment of a call carries id, `type: "function"`, the name and `arguments: ""`. */
@@ -295,6 +298,7 @@ export class ChatStreamWriter implements TurnStreamWriter {
   /** Reasoning streams as `reasoning_content`, the field OpenAI-compatible clients read it from. */
   thinking(delta: string): string {
     if (delta === '') return '';
+    this.thinkingHeld.hold(delta.length);
     this.thinkingText += delta;
     return this.chunk({ reasoning_content: delta });
   }
@@ -305,7 +309,7 @@ export class ChatStreamWriter implements TurnStreamWriter {
    */
   thinkingSignature(signature: string): string {
     const block: ChatThinkingBlock = { type: 'thinking', thinking: this.thinkingText, signature };
-    this.thinkingText = '';
+    this.endThinking();
     return this.chunk({ thinking_blocks: [block] });
   }
 
@@ -315,8 +319,13 @@ export class ChatStreamWriter implements TurnStreamWriter {
 
   /** Chat has no blocks; only an open tool call needs closing. */
   blockEnd(): string {
-    this.thinkingText = '';
+    this.endThinking();
     return this.toolCallEnd();
+  }
+
+  private endThinking(): void {
+    this.thinkingText = '';
+    this.thinkingHeld.release();
   }
 
   /** A `data: {"error": …}` frame, which openai-node throws on; no `[DONE]` follows. */

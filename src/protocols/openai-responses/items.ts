@@ -132,9 +132,8 @@ export function webSearchItemFor(part: WebSearchPart): ResponseWebSearchItem {
 }
 
 /** The annotations for `cited`, the last passage of a text part that ends `before.length + cited.length` in. */
-export function urlCitations(before: string, cited: string, sources: readonly WebSource[]): ResponseUrlCitation[] {
-  const start = codePoints(before);
-  const end = start + codePoints(cited);
+export function urlCitations(start: number, length: number, sources: readonly WebSource[]): ResponseUrlCitation[] {
+  const end = start + length;
   return sources.map((source) => ({ type: 'url_citation', url: source.url, title: source.title ?? '', start_index: start, end_index: end }));
 }
 

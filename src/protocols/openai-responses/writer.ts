@@ -9,7 +9,10 @@ import type { GatewayError } from '../../kernel/errors';
 import { sseFrame } from '../sse';
 import type { Usage } from '../types';
 import type { AssistantTurn, TurnStop, TurnStreamWriter, WebSource } from '../turn';
+import { CodePointCount } from '../code-point-count';
+import { heldSourceChars, HeldOutput } from '../held-output';
 import {
+  codePoints,
   functionCallItem,
   newResponsesId,
   outputText,
@@ -64,7 +67,7 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
         output.push(message);
       }
       const content = message.content[0];
-      if (part.citations !== undefined && part.citations.length > 0) content.annotations.push(...urlCitations(content.text, part.text, part.citations));
+      if (part.citations !== undefined && part.citations.length > 0) content.annotations.push(...urlCitations(codePoints(content.text), codePoints(part.text), part.citations));
       content.text += part.text;
     } else if (part.type === 'tool_call') {
       output.push(functionCallItem(part.id, part.name, part.arguments || '{}', 'completed'));
@@ -83,13 +86,19 @@ export function buildResponse(turn: AssistantTurn, echo: ResponsesRequestEcho = 
 /**
  * The item being streamed and its place in `output`. A reasoning item's single summary part is
  * opened by the first text fragment, so a block whose thinking is omitted gets an empty summary.
+ * A message item's text is measured as it grows (`length`, in code points), where citations start.
  */
-type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number; summaryOpen?: boolean; searchId?: string };
+type OpenItem = { readonly item: ResponseOutputItem; readonly outputIndex: number; summaryOpen?: boolean; searchId?: string; length?: CodePointCount };
+
+/** What an item costs the held output besides its text: its ids, type, status and the JSON around them. */
+const ITEM_CHARS = 256;
 
 /**
  * Writes one Responses stream. Output items are opened on demand (text opens a message, a tool call a
  * function_call item, thinking a reasoning item) and each is closed with its full `.done` sequence
- * before the next one opens.
+ * before the next one opens. The closing events repeat every item whole, so the writer keeps them,
+ * within the bound of `held-output.ts`: each method counts what it will keep before it changes
+ * anything, so a stream cut at the bound has sent exactly what its `response.failed` shows.
  */
 export class ResponsesStreamWriter implements TurnStreamWriter {
   /** The response id. */
@@ -99,6 +108,8 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   private readonly output: ResponseOutputItem[] = [];
   private open: OpenItem | null = null;
   private readonly onFinished: ResponsesStreamOptions['onFinished'];
+  /** Everything `output` and the open item keep, for the closing events. */
+  private readonly held = new HeldOutput();
 
   constructor(options: ResponsesStreamOptions) {
     this.onFinished = options.onFinished;
@@ -115,15 +126,19 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   /** An `output_text.delta`, opening a message item and its text part first when needed. */
   text(delta: string): string {
     if (delta === '') return '';
-    const opening = this.open?.item.type === 'message' ? '' : this.messageStart();
-    const { item, outputIndex } = this.open as { item: ResponseMessageItem; outputIndex: number };
+    const opens = this.open?.item.type !== 'message';
+    this.held.hold(delta.length + (opens ? ITEM_CHARS : 0));
+    const opening = opens ? this.messageStart() : '';
+    const { item, outputIndex, length } = this.open as { item: ResponseMessageItem; outputIndex: number; length: CodePointCount };
     item.content[0].text += delta;
+    length.add(delta);
     const where = { item_id: item.id, output_index: outputIndex, content_index: 0 };
     return opening + this.event('response.output_text.delta', { ...where, delta, logprobs: [] });
   }
 
   /** Opens a function_call item with `arguments: ""`. */
   toolCallStart(id: string, name: string): string {
+    this.held.hold(ITEM_CHARS + id.length + name.length);
     const frames = this.itemDone('completed');
     const item = functionCallItem(id, name, '', 'in_progress');
     this.open = { item, outputIndex: this.output.length };
@@ -133,7 +148,9 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   toolCallArguments(fragment: string): string {
     const open = this.open;
     if (open?.item.type !== 'function_call') throw new Error('toolCallArguments() without an open function_call item');
-    return fragment === '' ? '' : this.argumentsDelta(open.item, open.outputIndex, fragment);
+    if (fragment === '') return '';
+    this.held.hold(fragment.length);
+    return this.argumentsDelta(open.item, open.outputIndex, fragment);
   }
 
   toolCallEnd(): string {
@@ -145,7 +162,9 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
    * needed. '' opens the item only, so an upstream block start can be passed on as it arrives.
    */
   thinking(delta: string): string {
-    const opening = this.open?.item.type === 'reasoning' ? '' : this.reasoningStart();
+    const opens = this.open?.item.type !== 'reasoning';
+    this.held.hold(delta.length + (opens ? ITEM_CHARS : 0));
+    const opening = opens ? this.reasoningStart() : '';
     if (delta === '') return opening;
     const open = this.open as OpenItem & { item: ResponseReasoningItem };
     const where = { item_id: open.item.id, output_index: open.outputIndex, summary_index: 0 };
@@ -164,13 +183,16 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
    * `output_item.done`. A signature with no reasoning item open (thinking omitted) opens one.
    */
   thinkingSignature(signature: string): string {
-    const opening = this.open?.item.type === 'reasoning' ? '' : this.reasoningStart();
+    const opens = this.open?.item.type !== 'reasoning';
+    this.held.hold(signature.length + (opens ? ITEM_CHARS : 0));
+    const opening = opens ? this.reasoningStart() : '';
     (this.open?.item as ResponseReasoningItem).encrypted_content = signature;
     return opening;
   }
 
   /** A whole reasoning item with no summary, the redacted data kept in `encrypted_content`. */
   redactedThinking(data: string): string {
+    this.held.hold(ITEM_CHARS + data.length);
     const frames = this.itemDone('completed');
     const outputIndex = this.output.length;
     const item = reasoningItem([], REDACTED_THINKING_PREFIX + data, 'in_progress');
@@ -180,6 +202,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
 
   /** Opens a web_search_call item: `in_progress`, then `searching` (the provider runs it on its side). */
   webSearchStart(id: string, query: string): string {
+    this.held.hold(ITEM_CHARS + id.length + query.length);
     const frames = this.itemDone('completed');
     const outputIndex = this.output.length;
     const item = webSearchItem(query, 'in_progress');
@@ -197,6 +220,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   webSearchEnd(id: string, sources: readonly WebSource[], error: string | null): string {
     const open = this.open;
     if (open?.item.type !== 'web_search_call' || open.searchId !== id) return '';
+    this.held.hold(sources.reduce((chars, source) => chars + heldSourceChars(source), 0));
     const item: ResponseWebSearchItem = open.item;
     settleWebSearch(item, sources, error);
     const completed = error === null ? this.event('response.web_search_call.completed', { output_index: open.outputIndex, item_id: item.id }) : '';
@@ -204,11 +228,12 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
   }
 
   /** One `output_text.annotation.added` per source the passage just written cites. */
-  citations(cited: string, sources: readonly WebSource[]): string {
+  citations(citedLength: number, sources: readonly WebSource[]): string {
     const open = this.open;
-    if (open?.item.type !== 'message' || sources.length === 0) return '';
+    if (open?.item.type !== 'message' || open.length === undefined || sources.length === 0) return '';
+    this.held.hold(sources.reduce((chars, source) => chars + heldSourceChars(source), 0));
     const content = open.item.content[0];
-    const annotations = urlCitations(content.text.slice(0, content.text.length - cited.length), cited, sources);
+    const annotations = urlCitations(open.length.total - citedLength, citedLength, sources);
     let frames = '';
     for (const annotation of annotations) {
       const where = { item_id: open.item.id, output_index: open.outputIndex, content_index: 0, annotation_index: content.annotations.length };
@@ -267,7 +292,7 @@ export class ResponsesStreamWriter implements TurnStreamWriter {
     const added = this.event('response.output_item.added', { output_index: outputIndex, item });
     const part = this.event('response.content_part.added', { item_id: item.id, output_index: outputIndex, content_index: 0, part: outputText('') });
     item.content.push(outputText(''));
-    this.open = { item, outputIndex };
+    this.open = { item, outputIndex, length: new CodePointCount() };
     return closing + added + part;
   }
 

@@ -15,6 +15,8 @@ import { invalidResponse, newToolCallId, NO_USAGE, reasoningText, stopFromChat, 
 import type { ReplyStreamReader } from './types';
 
 const DONE = '[DONE]';
+/** Closed tool calls remembered, to name the error of a fragment sent for one. */
+const CLOSED_CALLS_KEPT = 1024;
 
 /** The tool call whose argument fragments are being relayed. */
 interface OpenCall {
@@ -33,8 +35,10 @@ export class ChatStreamReader implements ReplyStreamReader {
   private counts: Usage | null = null;
   private openCall: OpenCall | null = null;
   /**
-   * Calls already closed. Writers hold one call open at a time, so a fragment for a closed call
-   * (interleaved calls) could only be relayed by holding fragments back, which we never do.
+   * Calls already closed, the latest CLOSED_CALLS_KEPT of them (a stream of any length keeps a bounded
+   * number; a fragment for an older one has no name and is refused all the same). Writers hold one
+   * call open at a time, so a fragment for a closed call (interleaved calls) could only be relayed by
+   * holding fragments back, which we never do.
    */
   private readonly closedCalls = new Set<number>();
   private callCount = 0;
@@ -125,7 +129,9 @@ export class ChatStreamReader implements ReplyStreamReader {
   /** Closes the open tool call, if any, before another kind of content. */
   private closeCall(writer: TurnStreamWriter): string {
     if (this.openCall === null) return '';
+    this.closedCalls.delete(this.openCall.index);
     this.closedCalls.add(this.openCall.index);
+    if (this.closedCalls.size > CLOSED_CALLS_KEPT) this.closedCalls.delete(this.closedCalls.values().next().value as number);
     this.openCall = null;
     return writer.toolCallEnd();
   }

@@ -14,19 +14,22 @@ import { upstreamStreamError } from '../errors';
 import type { ToolNameMap } from '../tool-names';
 import { stopFromMessages } from './messages-stop';
 import type { ReplyStreamReader } from './types';
+import { CodePointCount } from '../../protocols/code-point-count';
+import { heldSourceChars, HeldOutput } from '../../protocols/held-output';
 import { citedSource, citedSources, searchOutcome, searchQuery, WEB_SEARCH_TOOL_NAME } from './web-search';
 
 type Counts = UsageCounts;
 
 /**
  * The upstream block under way, where its end matters: a search's input arrives in fragments and is
- * passed on whole when the block ends; a text block's citations are passed on with its text at its
- * end, and consecutive text blocks continue one passage of the answer (Anthropic splits a cited answer
- * into a block per cited claim). Any other block closes at its end.
+ * passed on whole when the block ends; a text block's citations are passed on at its end with the
+ * length of its text (its text itself went on as it came, and is not kept), and consecutive text
+ * blocks continue one passage of the answer (Anthropic splits a cited answer into a block per cited
+ * claim). Any other block closes at its end.
  */
 type OpenBlock =
   | { readonly kind: 'search'; readonly id: string; input: string }
-  | { readonly kind: 'text'; text: string; readonly sources: WebSource[] }
+  | { readonly kind: 'text'; readonly length: CodePointCount; readonly sources: WebSource[] }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'other' };
 
@@ -40,6 +43,8 @@ export class MessagesStreamReader implements ReplyStreamReader {
   private stopSequence: string | null = null;
   private stopSeen = false;
   private block: OpenBlock = { kind: 'other' };
+  /** What the open block keeps until its end (a search's input, a passage's sources), bounded. */
+  private readonly held = new HeldOutput();
 
   constructor(private readonly toolNames: ToolNameMap) {}
 
@@ -94,10 +99,15 @@ export class MessagesStreamReader implements ReplyStreamReader {
 
   private blockStart(block: Json, writer: TurnStreamWriter): string {
     this.block = { kind: 'other' };
+    this.held.release();
     switch (block.type) {
       case 'text': {
         const text = typeof block.text === 'string' ? block.text : '';
-        this.block = { kind: 'text', text, sources: citedSources(block.citations) };
+        const sources = citedSources(block.citations);
+        this.held.hold(sources.reduce((chars, source) => chars + heldSourceChars(source), 0));
+        const length = new CodePointCount();
+        length.add(text);
+        this.block = { kind: 'text', length, sources };
         return writer.text(text);
       }
       case 'server_tool_use':
@@ -128,7 +138,7 @@ export class MessagesStreamReader implements ReplyStreamReader {
       case 'search':
         return writer.webSearchStart(block.id, searchQuery(block.input || '{}'));
       case 'text':
-        return block.sources.length > 0 && block.text !== '' ? writer.citations(block.text, block.sources) : '';
+        return block.sources.length > 0 && block.length.total > 0 ? writer.citations(block.length.total, block.sources) : '';
       case 'skipped':
         return '';
       case 'other':
@@ -141,19 +151,25 @@ export class MessagesStreamReader implements ReplyStreamReader {
     switch (delta.type) {
       case 'text_delta': {
         const text = stringField(delta.text);
-        if (block.kind === 'text') block.text += text;
-        return writer.text(text);
+        const frames = writer.text(text);
+        if (block.kind === 'text') block.length.add(text);
+        return frames;
       }
       case 'input_json_delta':
         if (block.kind === 'search') {
-          block.input += stringField(delta.partial_json);
+          const fragment = stringField(delta.partial_json);
+          this.held.hold(fragment.length);
+          block.input += fragment;
           return '';
         }
         if (block.kind === 'skipped') return '';
         return writer.toolCallArguments(stringField(delta.partial_json));
       case 'citations_delta': {
         const source = citedSource(delta.citation);
-        if (block.kind === 'text' && source !== null && !block.sources.some((seen) => seen.url === source.url)) block.sources.push(source);
+        if (block.kind === 'text' && source !== null && !block.sources.some((seen) => seen.url === source.url)) {
+          this.held.hold(heldSourceChars(source));
+          block.sources.push(source);
+        }
         return '';
       }
       case 'thinking_delta':
