@@ -87,6 +87,10 @@ export class RedisBook implements BalanceBook {
   private readonly figures = new InstanceFigures();
   private readonly epoch: RedisEpoch;
   private readonly epochCheck: NodeJS.Timeout;
+  /** Counts the client's connections; the first one was made before this book. */
+  private connection = 0;
+  /** The connection whose server the epoch was last looked at on: only there may scripts run unchecked. */
+  private checkedConnection = -1;
 
   constructor(
     private readonly redis: Redis,
@@ -110,18 +114,45 @@ export class RedisBook implements BalanceBook {
     this.heartbeat = setInterval(beat, INSTANCE_HEARTBEAT_MS);
     this.heartbeat.unref();
     this.expiries = `${prefix}hold-expiries`;
-    const keys = { epoch: this.epochKey(), undrained: this.undrainedKey(this.instance), instances: this.instancesKey(), heartbeat: this.instanceKey(this.instance) };
-    this.epoch = new RedisEpoch((name, scriptKeys, args) => this.script(name, scriptKeys, args), keys, this.instance, INSTANCE_TTL_MS, this.figures);
-    // A restart shows as a reconnect; a flush leaves the connection up, so it is looked for too.
+    const keys = {
+      epoch: this.epochKey(),
+      holdExpiries: this.expiries,
+      prefix,
+      undrained: this.undrainedKey(this.instance),
+      instances: this.instancesKey(),
+      heartbeat: this.instanceKey(this.instance),
+    };
+    const copied = (dropped: number): void =>
+      this.options.onError?.(
+        new Error(`Redis's state was copied from another server (a promoted replica, or a restart from a snapshot): dropped ${dropped} live balance, spend and hold keys, reseeding them from the ledger`),
+      );
+    this.epoch = new RedisEpoch((name, scriptKeys, args) => this.run(name, scriptKeys, args).catch((error: unknown) => this.unavailable(error)), keys, this.instance, INSTANCE_TTL_MS, this.figures, copied);
+    // A restart or a failover shows as a new connection; a flush leaves the connection up, so it is looked for too.
     const look = (): void => void this.epoch.look().catch(() => undefined);
     this.epochCheck = setInterval(look, EPOCH_CHECK_MS);
     this.epochCheck.unref();
-    this.redis.on('ready', look);
+    this.redis.on('ready', () => {
+      this.connection += 1;
+      look();
+    });
   }
 
   /** Finds (or makes) Redis's epoch, so this instance's figures stand in it from the start. */
   async start(): Promise<void> {
-    await this.epoch.look().catch(() => undefined);
+    await this.checkServer().catch(() => undefined);
+  }
+
+  /**
+   * Looks at the epoch on the current connection's server, so a copied state is found and dropped
+   * before any script reads a balance there. Done again when the connection changed during the look:
+   * its answer may have come from the server before.
+   */
+  private async checkServer(): Promise<void> {
+    while (this.checkedConnection !== this.connection) {
+      const at = this.connection;
+      await this.epoch.look();
+      if (this.connection === at) this.checkedConnection = at;
+    }
   }
 
   async hold(hold: Hold): Promise<HoldResult> {
@@ -635,15 +666,24 @@ export class RedisBook implements BalanceBook {
     return this.guard(() => this.run(name, keys, args));
   }
 
-  /** Turns "Redis did not answer" into `BookUnavailableError`; a script's own error stays what it is. */
+  /**
+   * Sends `work` once the epoch has been looked at on this connection's server, and turns "Redis did
+   * not answer" into `BookUnavailableError`; a script's own error stays what it is.
+   */
   private async guard<T>(work: () => Promise<T>): Promise<T> {
     try {
+      if (this.checkedConnection !== this.connection) await this.checkServer();
       return await work();
     } catch (error) {
-      if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) throw error;
-      const reason = error instanceof Error ? error.message : String(error);
-      throw new BookUnavailableError(`the Redis balance book is unavailable: ${reason}`, { cause: error });
+      return this.unavailable(error);
     }
+  }
+
+  private unavailable(error: unknown): never {
+    if (isReplyError(error) && !TRANSIENT_REPLY.test(error.message)) throw error;
+    if (error instanceof BookUnavailableError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new BookUnavailableError(`the Redis balance book is unavailable: ${reason}`, { cause: error });
   }
 
   private accountKey(accountId: string): string {

@@ -10,6 +10,14 @@
  * (seeds wait), which gives every live instance the time to notice the new epoch (each looks every
  * `EPOCH_CHECK_MS`, and at once on a reconnect or when a seed of its own meets it) and re-assert its
  * figures. Only the first epoch of a deployment opens at once: nothing can have been settled before it.
+ *
+ * Redis may also come back with a copy rather than nothing: a replica promoted by a failover, or a
+ * restart that loaded a snapshot, holds the state as it was some writes ago (replication and
+ * snapshots lag), so its balances may not have taken the last settlements. The epoch names the server
+ * it stands on; the epoch script, on another server, drops the live money and makes a new epoch, and
+ * from there it is a loss like any other. And since the first command on a new connection could reach
+ * such a copy before the periodic look does, the book looks at the epoch on every new connection
+ * before it sends anything else (`RedisBook.script`).
  */
 import { randomUUID } from 'node:crypto';
 import type { BookScript } from './redis-scripts';
@@ -51,6 +59,9 @@ export class InstanceFigures {
 
 export interface EpochKeys {
   readonly epoch: string;
+  readonly holdExpiries: string;
+  /** The key prefix: the epoch script finds the live money to drop by it. */
+  readonly prefix: string;
   readonly undrained: string;
   readonly instances: string;
   readonly heartbeat: string;
@@ -71,6 +82,8 @@ export class RedisEpoch {
     private readonly instance: string,
     private readonly instanceTtlMs: number,
     private readonly figures: InstanceFigures,
+    /** Told how many keys the epoch script dropped when it found Redis's state copied from another server. */
+    private readonly onCopied: (dropped: number) => void = () => undefined,
   ) {}
 
   /**
@@ -113,8 +126,10 @@ export class RedisEpoch {
 
   private async lookNow(): Promise<string> {
     const fresh = this.current === null ? '1' : '0';
-    const reply = (await this.script('epoch', [this.keys.epoch], [randomUUID(), String(REASSERT_WINDOW_MS), fresh])) as [string, string, string];
-    const [id, opens, now] = reply;
+    const args = [randomUUID(), String(REASSERT_WINDOW_MS), fresh, this.keys.prefix];
+    const reply = (await this.script('epoch', [this.keys.epoch, this.keys.holdExpiries], args)) as [string, string, string, string];
+    const [id, opens, now, dropped] = reply;
+    if (dropped !== '') this.onCopied(Number(dropped));
     this.lastOpens = Number(opens);
     this.lastNow = Number(now);
     this.lastAt = performance.now();

@@ -21,8 +21,9 @@
  *   undrained:<instance> hash  <account id>: what the instance settled that the ledger does not hold
  *                             yet; w:<account id>: '<request id> <amount>' of its store write under way
  *   instance:<instance> string  the instance's heartbeat; outbox:<instance> string  its outbox
- *   epoch               hash  id, opens (ms, the server's clock): Redis's state since it was last
- *                             found empty; no seed runs before it opens (`redis-epoch.ts`)
+ *   epoch               hash  id, opens (ms, the server's clock), run_id (the server it stands on):
+ *                             Redis's state since it was last found empty or copied; no seed runs
+ *                             before it opens (`redis-epoch.ts`)
  *
  * The sweep and the seed derive key names inside the script (an account's and key's from a hold's
  * fields, each instance's undrained hash from `instances`): fine on a single Redis (or a primary with
@@ -390,20 +391,54 @@ return 1
 `;
 
 /**
- * KEYS: epoch. ARGV: an id for a new epoch, how long a new one keeps seeds waiting (ms), '1' when the
- * caller has seen no epoch yet (a deployment's first: it opens at once). Makes the epoch when missing.
- * Replies {id, opens, now}: times in ms on the server's clock, as decimal strings.
+ * KEYS: epoch, hold-expiries. ARGV: an id for a new epoch, how long a new one keeps seeds waiting
+ * (ms), '1' when the caller has seen no epoch yet (a deployment's first: it opens at once), the key
+ * prefix. Makes the epoch when missing. The epoch also names the server it was made or last checked
+ * on (`run_id`, new with every process): on another server the state is a copy (a replica promoted by
+ * a failover, or a restart that loaded a snapshot) that may lack the last writes its source took, a
+ * settlement among them. So the live money (balances, key spend, budget spend, holds) is dropped and
+ * a new epoch made, which waits for the instances to re-assert their figures and reseeds from the
+ * ledger: a stale balance is never held against. Replies {id, opens, now, dropped}: times in ms on
+ * the server's clock, as decimal strings; dropped is how many keys a copied state lost ('' when the
+ * state was not copied).
  */
 const EPOCH = `
+-- INFO is not deterministic; replicate what this script writes, not the script (the default from 5.0 on).
+if redis.replicate_commands then redis.replicate_commands() end
+local runId = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local id, opens = unpack(redis.call('HMGET', KEYS[1], 'id', 'opens'))
+local id, opens, madeOn = unpack(redis.call('HMGET', KEYS[1], 'id', 'opens', 'run_id'))
+local dropped = ''
+if id and madeOn and madeOn ~= runId then
+  dropped = 0
+  local prefix = ARGV[4]
+  -- MATCH takes a glob: the prefix's own glob characters are escaped.
+  local pattern = string.gsub(prefix, '([%*%?%[%]\\\\])', '\\\\%1') .. '*'
+  local cursor = '0'
+  repeat
+    local page = redis.call('SCAN', cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = page[1]
+    for _, name in ipairs(page[2]) do
+      local rest = string.sub(name, #prefix + 1)
+      if string.find(rest, '^account:') or string.find(rest, '^key:') or string.find(rest, '^budget:') or string.find(rest, '^hold:') then
+        redis.call('DEL', name)
+        dropped = dropped + 1
+      end
+    end
+  until cursor == '0'
+  dropped = tostring(dropped + redis.call('DEL', KEYS[2]))
+  id = nil
+end
 if not id then
   id = ARGV[1]
-  opens = string.format('%.0f', ARGV[3] == '1' and now or now + tonumber(ARGV[2]))
-  redis.call('HSET', KEYS[1], 'id', id, 'opens', opens)
+  opens = string.format('%.0f', (ARGV[3] == '1' and not madeOn) and now or now + tonumber(ARGV[2]))
+  redis.call('HSET', KEYS[1], 'id', id, 'opens', opens, 'run_id', runId)
+elseif not madeOn then
+  -- Made by a build that did not record the server: this one is its server from now on.
+  redis.call('HSET', KEYS[1], 'run_id', runId)
 end
-return {id, opens, string.format('%.0f', now)}
+return {id, opens, string.format('%.0f', now), dropped}
 `;
 
 /**
@@ -443,7 +478,7 @@ const SCRIPTS = {
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
-  epoch: { numberOfKeys: 1, lua: EPOCH },
+  epoch: { numberOfKeys: 2, lua: EPOCH },
   reassert: { numberOfKeys: 3, lua: REASSERT },
 } as const;
 
