@@ -26,7 +26,7 @@ import { countTokensAsync } from './tokenizer';
 const ANY: ImageAsk = { size: null, quality: null };
 
 /** The image output tokens OpenAI bills for each partial image it streams (its image generation guide). */
-export const PARTIAL_IMAGE_OUTPUT_TOKENS = 100;
+const PARTIAL_IMAGE_OUTPUT_TOKENS = 100;
 
 /** The image output tokens of the partial images an ask streams before each image. */
 export function partialImageTokens(ask: ImageAsk | undefined): number {

@@ -112,8 +112,9 @@ export interface GatewayData {
     readonly heap_growing_percent: number;
     /**
      * The address clients and browsers reach this gateway at (https://llm.example.com), without a trailing
-     * path: Stripe's return and cancel addresses are built on it. Empty: the origin the console's request
-     * came in on.
+     * path: Stripe's return and cancel addresses are built on it. Empty: http://server.host (a wildcard such
+     * as 0.0.0.0 as 127.0.0.1) on the port the request came in on; never a Host or X-Forwarded-Host a client
+     * sent.
      */
     readonly public_url: string;
   };
@@ -247,6 +248,25 @@ export interface GatewayData {
       readonly reconcile_interval_seconds: number;
       /** Longest wait for one call to Stripe's API before Top Up says Stripe cannot be reached. */
       readonly timeout_ms: number;
+      /**
+       * Most checkouts one account may have waiting for payment at once; one more is refused with 409 until
+       * one is paid, expires or is reconciled. Auto-recharge orders are not counted (one is in flight at a
+       * time).
+       */
+      readonly max_pending_checkouts: number;
+      /**
+       * The operator's limits on what an account may set for auto-recharge; a setting above them is refused
+       * with 400 naming the limit.
+       */
+      readonly auto_recharge: {
+        /** Highest monthly cap an account may set, in minor units of the currency (100000 = 1,000.00). */
+        readonly max_monthly_cap: number;
+        /**
+         * Highest balance threshold an account may set, in balance units: auto-recharge charges the card when
+         * the balance falls under it.
+         */
+        readonly max_threshold: number;
+      };
     };
   };
   /**

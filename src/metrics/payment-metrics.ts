@@ -7,7 +7,7 @@ import { Counter, type Registry } from 'prom-client';
 const UNITS = 1e9;
 
 export type PaymentOutcome = 'created' | 'paid' | 'failed' | 'expired' | 'refunded' | 'disputed' | 'unreachable';
-export type RechargeOutcome = 'started' | 'paid' | 'failed' | 'needs_action' | 'capped' | 'turned_off';
+export type RechargeOutcome = 'started' | 'paid' | 'failed' | 'needs_action' | 'capped' | 'turned_off' | 'flagged';
 
 export class PaymentMetrics {
   private readonly payments: Counter;
@@ -35,7 +35,7 @@ export class PaymentMetrics {
     });
     this.recharges = new Counter({
       name: 'tollgate_auto_recharge_total',
-      help: 'Auto-recharge attempts by outcome (started, paid, failed, needs_action, capped: the monthly cap refused one, turned_off: three failures in a row).',
+      help: 'Auto-recharge attempts by outcome (started, paid, failed, needs_action, capped: the monthly cap refused one, turned_off: three failures in a row, flagged: refused while a disputed payment flags the account).',
       labelNames: ['outcome'],
       registers: [registry],
     });

@@ -34,6 +34,14 @@ export class StripeUnreachableError extends Error {
   override readonly name = 'StripeUnreachableError';
 }
 
+/** The account already has `limit` checkouts waiting for payment (`payments.stripe.max_pending_checkouts`); nothing was made. */
+export class PendingCheckoutsError extends Error {
+  override readonly name = 'PendingCheckoutsError';
+  constructor(readonly limit: number) {
+    super(`the account has ${limit} checkouts pending`);
+  }
+}
+
 export class WebhookSignatureError extends Error {
   override readonly name = 'WebhookSignatureError';
 }
@@ -125,7 +133,9 @@ export class Payments {
     const { returnBase, actor, surface, requestId } = options;
     const config = this.settings();
     const creditAmount = creditForMinor(amountMinor, config.currency, config.units_per_currency_unit);
-    const order = await this.deps.store.payments.createOrder({ accountId: account.id, kind: 'checkout', currency: config.currency, amountMinor, creditAmount });
+    const made = await this.deps.store.payments.createCheckoutOrder({ accountId: account.id, currency: config.currency, amountMinor, creditAmount }, config.max_pending_checkouts);
+    if ('refused' in made) throw new PendingCheckoutsError(config.max_pending_checkouts);
+    const order = made;
     this.deps.metrics.order('created');
     await this.audit('payment.create', order, null, { status: 'pending', amount: formatMinor(amountMinor, config.currency), currency: config.currency, credit: formatUnits(creditAmount) }, { actor, surface, requestId });
     const profile = await this.deps.store.payments.profile(account.id);
@@ -398,12 +408,18 @@ export class Payments {
   async recharge(profile: PaymentProfile, now = new Date()): Promise<RechargeOutcome | 'in_flight'> {
     const config = this.settings();
     if (!profile.autoRecharge || profile.customerId === null || profile.paymentMethodId === null || profile.rechargeMinor <= 0) return 'failed';
+    // A disputed payment flags the account: its card is not charged again while the flag stands.
+    if (profile.flaggedAt !== null) {
+      this.deps.metrics.recharge('flagged');
+      return 'flagged';
+    }
     const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
     const creditAmount = creditForMinor(profile.rechargeMinor, config.currency, config.units_per_currency_unit);
     const made = await this.deps.store.payments.createRechargeOrder(
       { accountId: profile.accountId, currency: config.currency, amountMinor: profile.rechargeMinor, creditAmount },
       monthStart,
-      profile.monthlyCapMinor,
+      // The operator's limit holds over a cap saved before it was lowered.
+      Math.min(profile.monthlyCapMinor, config.auto_recharge.max_monthly_cap),
     );
     if ('refused' in made) {
       if (made.refused === 'in_flight') return 'in_flight';

@@ -134,6 +134,11 @@ export type RechargeRefusal = 'in_flight' | 'monthly_cap';
 export interface PaymentStore {
   createOrder(input: NewOrder): Promise<PaymentOrder>;
   /**
+   * A checkout order, made only while the account has fewer than `maxPending` checkouts pending:
+   * counted with the write, so concurrent checkouts on any instance never pass the limit.
+   */
+  createCheckoutOrder(input: Omit<NewOrder, 'kind'>, maxPending: number): Promise<PaymentOrder | { refused: 'pending_checkouts' }>;
+  /**
    * An auto-recharge order for the account, made only when none is pending and the month's
    * auto-recharge orders (paid or pending, made since `monthStart`) plus this one stay within `capMinor`:
    * checked and written in one transaction, so concurrent settles make one order at most.

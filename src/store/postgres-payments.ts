@@ -157,6 +157,20 @@ export class PostgresPayments implements PaymentStore {
     return inTransaction(this.pool, (client) => insertOrder(client, input));
   }
 
+  createCheckoutOrder(input: Omit<NewOrder, 'kind'>, maxPending: number): Promise<PaymentOrder | { refused: 'pending_checkouts' }> {
+    return inTransaction(this.pool, async (client): Promise<PaymentOrder | { refused: 'pending_checkouts' }> => {
+      // The profile's row is the account's payments lock: concurrent checkouts queue here.
+      await client.query('INSERT INTO payment_profiles (account_id, updated_at) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING', [input.accountId, new Date()]);
+      await client.query('SELECT 1 FROM payment_profiles WHERE account_id = $1 FOR UPDATE', [input.accountId]);
+      const { rows } = await client.query<{ pending: string }>(
+        "SELECT count(*) AS pending FROM payment_orders WHERE account_id = $1 AND kind = 'checkout' AND status = 'pending'",
+        [input.accountId],
+      );
+      if (Number(rows[0].pending) >= maxPending) return { refused: 'pending_checkouts' };
+      return insertOrder(client, { ...input, kind: 'checkout' });
+    });
+  }
+
   createRechargeOrder(input: Omit<NewOrder, 'kind'>, monthStart: Date, capMinor: number): Promise<PaymentOrder | { refused: RechargeRefusal }> {
     return inTransaction(this.pool, async (client): Promise<PaymentOrder | { refused: RechargeRefusal }> => {
       // The profile's row is the account's auto-recharge lock: concurrent settles queue here.

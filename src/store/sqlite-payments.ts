@@ -142,6 +142,19 @@ export class SqlitePayments implements PaymentStore {
     return this.db.transaction(() => this.insertOrder(input)).immediate();
   }
 
+  async createCheckoutOrder(input: Omit<NewOrder, 'kind'>, maxPending: number): Promise<PaymentOrder | { refused: 'pending_checkouts' }> {
+    return this.db
+      .transaction((): PaymentOrder | { refused: 'pending_checkouts' } => {
+        const pending = this.db
+          .prepare<[string], number>("SELECT count(*) FROM payment_orders WHERE account_id = ? AND kind = 'checkout' AND status = 'pending'")
+          .pluck()
+          .get(input.accountId);
+        if ((pending ?? 0) >= maxPending) return { refused: 'pending_checkouts' };
+        return this.insertOrder({ ...input, kind: 'checkout' });
+      })
+      .immediate();
+  }
+
   async createRechargeOrder(input: Omit<NewOrder, 'kind'>, monthStart: Date, capMinor: number): Promise<PaymentOrder | { refused: RechargeRefusal }> {
     return this.db
       .transaction((): PaymentOrder | { refused: RechargeRefusal } => {

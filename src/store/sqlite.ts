@@ -164,7 +164,7 @@ const RETRIED_METHODS = [
 
 /** Every payments call may meet another process's lock too (the CLI's reconcile). */
 const PAYMENT_METHODS = [
-  'createOrder', 'createRechargeOrder', 'findOrder', 'listOrders', 'updateOrder', 'creditOrder', 'refundOrder', 'disputeOrder',
+  'createOrder', 'createCheckoutOrder', 'createRechargeOrder', 'findOrder', 'listOrders', 'updateOrder', 'creditOrder', 'refundOrder', 'disputeOrder',
   'disputeWon', 'claimEvent', 'finishEvent', 'releaseEvent', 'seenEvent', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
 ] as const satisfies readonly (keyof PaymentStore)[];
 

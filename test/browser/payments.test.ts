@@ -109,6 +109,8 @@ payments:
     await settings.getByLabel('When my balance drops below').fill('5');
     await settings.getByLabel('Charge my card (USD)').fill('20');
     await settings.getByLabel('But never more than this a month (USD)').fill('60');
+    // Turning it on asks for the password.
+    await settings.getByLabel('Your password (to turn on or raise)').fill(PASSWORD);
     await settings.getByRole('button', { name: 'Save' }).click();
     await settings.getByText('Auto-recharge is on.').waitFor();
     const profile = await tg.store.payments.profile(user.id);

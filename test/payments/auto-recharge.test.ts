@@ -65,8 +65,9 @@ payments:
     return metric.values.find((value) => value.labels.outcome === outcome)?.value ?? 0;
   }
 
+  /** Saves ann's settings; turning them on or raising them asks for her password. */
   async function settings(body: object) {
-    const answer = await ann.put('/api/payments/auto-recharge', body);
+    const answer = await ann.put('/api/payments/auto-recharge', { ...body, password: PASSWORD });
     expect(answer.status, answer.text).to.equal(200);
     return answer.body.auto_recharge;
   }

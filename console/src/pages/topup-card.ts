@@ -83,14 +83,26 @@ function autoRechargeForm(settings: AutoRechargeSettings, currency: string, stat
       inputField({ name: 'threshold', label: 'When my balance drops below', value: settings.threshold === '0' ? '' : settings.threshold, attrs: { inputmode: 'decimal' } }),
       inputField({ name: 'amount', label: `Charge my card (${currency})`, value: settings.amount_minor === 0 ? '' : settings.amount, attrs: { inputmode: 'decimal' } }),
       inputField({ name: 'monthly_cap', label: `But never more than this a month (${currency})`, value: settings.monthly_cap_minor === 0 ? '' : settings.monthly_cap, attrs: { inputmode: 'decimal' } }),
+      // Turning it on or raising it lets the card be charged without you: the server asks for one of these.
+      inputField({ name: 'password', label: 'Your password (to turn on or raise)', type: 'password', attrs: { autocomplete: 'current-password' } }),
+      inputField({
+        name: 'code', label: 'Two-factor code (if on, instead of the password)',
+        hint: 'The 6-digit code from your authenticator app, or a recovery code.',
+        attrs: { autocomplete: 'one-time-code', maxlength: 64 },
+      }),
     ],
     async onSubmit(form) {
       const enabled = checkedValues(form, 'enabled').length > 0;
+      const password = form.elements.namedItem('password');
+      const code = valueOf(form, 'code');
       await apiPut('/api/payments/auto-recharge', {
         enabled,
         threshold: valueOf(form, 'threshold'),
         amount: valueOf(form, 'amount'),
         monthly_cap: valueOf(form, 'monthly_cap'),
+        // Read untrimmed: spaces can be part of a password.
+        ...(password instanceof HTMLInputElement && password.value !== '' && { password: password.value }),
+        ...(code !== '' && { code }),
       });
       status.show(enabled ? 'Auto-recharge is on.' : 'Auto-recharge is off.', 'success');
       reload();

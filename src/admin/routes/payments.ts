@@ -5,18 +5,20 @@
  * figure asked of Stripe and the figure credited are one (amounts.ts).
  */
 import type Router from '@koa/router';
-import { formatUnits } from '../../billing/money';
+import { formatUnits, unitsToNano } from '../../billing/money';
 import { readRawBody } from '../../kernel/body';
 import { GatewayError } from '../../kernel/errors';
 import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
-import { StripeUnreachableError, WebhookEventError, WebhookSignatureError } from '../../payments/payments';
+import { PendingCheckoutsError, StripeUnreachableError, WebhookEventError, WebhookSignatureError } from '../../payments/payments';
+import { returnBase } from '../../payments/return-base';
 import type { OrderStatus, PaymentDebit, PaymentOrder, PaymentProfile } from '../../store/payments';
 import { audit } from '../audit';
 import { amount } from '../fields';
 import { ApiError, invalid } from '../api-error';
 import { adminOnly, signedIn } from '../authenticate';
-import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
+import { callerOf, type AdminDeps, type ApiState } from '../context';
 import { readJsonObject } from '../json-body';
+import { requirePasswordOrCode } from '../password-or-code';
 import { limitParam, single } from './query';
 
 /** Stripe's event payloads are a few KiB; a Checkout Session with its line items stays well under this. */
@@ -67,11 +69,6 @@ function rechargeAudit(view: ReturnType<typeof rechargeView>) {
   return { enabled: view.enabled, threshold: view.threshold, amount: view.amount, monthly_cap: view.monthly_cap };
 }
 
-/** Where Stripe sends the browser back: `server.public_url`, else the origin this request came in on. */
-function returnBase(deps: AdminDeps, ctx: ApiContext): string {
-  const configured = deps.runtime.current.config.server.public_url;
-  return configured !== '' ? configured.replace(/\/$/, '') : `${ctx.protocol}://${ctx.host}`;
-}
 
 function stripeConfig(deps: AdminDeps) {
   const config = deps.runtime.current.config.payments.stripe;
@@ -109,7 +106,7 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     if (amountMinor < config.min_amount || amountMinor > config.max_amount) throw invalid('amount', `The amount must be from ${range}.`);
     try {
       const { order, url } = await deps.payments.checkout(account, amountMinor, {
-        returnBase: returnBase(deps, ctx),
+        returnBase: returnBase(deps.runtime.current.config.server, ctx.req.socket.localPort ?? deps.runtime.current.config.server.port),
         saveCard: body.save_card === true,
         actor: account.name,
         surface: via === 'token' ? 'api' : 'console',
@@ -119,6 +116,12 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       ctx.body = { order_id: order.id, url, order: orderView(order) };
     } catch (error) {
       if (error instanceof StripeUnreachableError) throw new ApiError('unavailable', 'The payment provider (Stripe) could not be reached; nothing was charged. Try again in a moment.');
+      if (error instanceof PendingCheckoutsError) {
+        throw new ApiError(
+          'conflict',
+          `This account already has ${error.limit} checkouts waiting for payment (payments.stripe.max_pending_checkouts): finish one, or wait for an abandoned one to expire, before starting another.`,
+        );
+      }
       throw error;
     }
   });
@@ -151,12 +154,25 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       if (before?.paymentMethodId == null) {
         throw new ApiError('conflict', 'No card is saved yet: top up once by card with "keep this card for auto-recharge" ticked.', 'enabled');
       }
+      if (before.flaggedAt !== null) {
+        throw new ApiError('conflict', 'Auto-recharge cannot be turned on while the account is flagged by a disputed card payment; top up by hand, or ask an administrator.', 'enabled');
+      }
+      const limits = config.auto_recharge;
+      const currency = config.currency.toUpperCase();
       const threshold = amount(body, 'threshold', 'The threshold');
+      const maxThreshold = unitsToNano(limits.max_threshold);
+      if (threshold > maxThreshold) throw invalid('threshold', `The threshold is at most ${formatUnits(maxThreshold)} on this gateway (payments.stripe.auto_recharge.max_threshold).`);
       const recharge = parseMinor(body.amount, config.currency);
       const range = `${formatMinor(config.min_amount, config.currency)} to ${formatMinor(config.max_amount, config.currency)}`;
-      if (recharge === null || recharge < config.min_amount || recharge > config.max_amount) throw invalid('amount', `The recharge amount must be from ${range} ${config.currency.toUpperCase()}.`);
+      if (recharge === null || recharge < config.min_amount || recharge > config.max_amount) throw invalid('amount', `The recharge amount must be from ${range} ${currency}.`);
       const cap = parseMinor(body.monthly_cap, config.currency);
       if (cap === null || cap < recharge) throw invalid('monthly_cap', 'The monthly cap must be at least one recharge amount.');
+      if (cap > limits.max_monthly_cap) {
+        throw invalid('monthly_cap', `The monthly cap is at most ${formatMinor(limits.max_monthly_cap, config.currency)} ${currency} on this gateway (payments.stripe.auto_recharge.max_monthly_cap).`);
+      }
+      // Turning it on, or letting it charge more or sooner, lets the session charge the card: the owner confirms.
+      const raised = !before.autoRecharge || threshold > before.threshold || recharge > before.rechargeMinor || cap > before.monthlyCapMinor;
+      if (raised) await requirePasswordOrCode(deps, ctx.ip, account, body, before.autoRecharge ? 'Raising auto-recharge' : 'Turning auto-recharge on');
       // Turned on again: the failures that turned it off are forgiven.
       saved = await deps.store.payments.saveProfile(account.id, { autoRecharge: true, threshold, rechargeMinor: recharge, monthlyCapMinor: cap, failures: 0, lastError: null, needsAction: false });
     }
