@@ -3,6 +3,7 @@
  * commit point: `src/upstream/dispatch.ts`) and relays the answer. This file only wires the pieces
  * that live as long as the plugin: one client per provider and one breaker per provider.
  */
+import { ResponseOwnership } from '../../src/upstream/response-ownership';
 import type { Logger } from 'pino';
 import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
 import type { GatewayContext } from '../../src/kernel/context';
@@ -88,14 +89,18 @@ export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
       routeFor: (ctx: GatewayContext, target: Target) => countingDroppedHeaders(routeOf(ctx, target), kit.metrics),
       affinity: { config: config.affinity, store: affinity.store },
     };
+    const ownership = new ResponseOwnership(kit.store.relayedResponses, kit.logger);
 
     return {
       service: {
         breakerStates: () => new Map([...clients.keys()].map((provider) => [provider, breakers.state(provider)])),
         providerHealth: () => new Map([...clients.keys()].map((provider) => [provider, breakers.health(provider)])),
       },
-      handle: function upstreamPlugin(ctx: GatewayContext) {
-        return dispatch(ctx, deps);
+      handle: async function upstreamPlugin(ctx: GatewayContext) {
+        // Before any provider is called: a native route would hand another account's response id to OpenAI.
+        await ownership.check(ctx);
+        await dispatch(ctx, deps);
+        ownership.recordAfter(ctx);
       },
       async close() {
         breakers.shutdown();

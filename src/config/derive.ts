@@ -31,6 +31,7 @@ export function deriveConfig(data: ValidatedGatewayData, source: string): Gatewa
     budgets: data.budgets,
     alerts: data.alerts,
     telemetry: data.telemetry,
+    responses: data.responses,
     providers: mapValues(data.providers, deriveProvider),
     models: mapValues(data.models, deriveModel),
     plugins: data.plugins,

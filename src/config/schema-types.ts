@@ -341,6 +341,19 @@ export interface GatewayData {
       readonly sample_ratio?: number;
     };
   };
+  /**
+   * The OpenAI Responses endpoint's references to earlier responses (previous_response_id) and conversations
+   * (conversation), on routes that pass the request to OpenAI as sent.
+   */
+  readonly responses: {
+    /**
+     * Forward a previous_response_id or conversation only when Tollgate relayed that response or conversation
+     * to the same account; any other is refused with 400 previous_response_not_found before the provider is
+     * called, so one account cannot continue another's under the operator's OpenAI project. false forwards
+     * every reference as sent.
+     */
+    readonly own_ids_only: boolean;
+  };
   /** Upstream providers by id. A model's routes name these ids. */
   readonly providers: Readonly<Record<string, ProviderData>>;
   /** Models clients may request, by the public id they send in the `model` field. */

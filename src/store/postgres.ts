@@ -8,6 +8,8 @@ import type { PaymentStore } from './payments';
 import { PostgresPayments } from './postgres-payments';
 import type { RefusalStore } from './refusals';
 import { PostgresRefusals } from './postgres-refusals';
+import type { RelayedResponseStore } from './relayed-responses';
+import { PostgresRelayedResponses } from './postgres-relayed-responses';
 import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
@@ -107,6 +109,8 @@ export class PostgresStore implements Store {
   readonly payments: PaymentStore;
   /** Refused requests (postgres-refusals.ts). */
   readonly refusals: RefusalStore;
+  /** Relayed response ids (postgres-relayed-responses.ts). */
+  readonly relayedResponses: RelayedResponseStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -139,6 +143,7 @@ export class PostgresStore implements Store {
     this.ledger = new PostgresLedger(this.pool);
     this.payments = new PostgresPayments(this.pool);
     this.refusals = new PostgresRefusals(this.pool);
+    this.relayedResponses = new PostgresRelayedResponses(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
   }
 

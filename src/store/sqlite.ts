@@ -9,6 +9,8 @@ import type { PaymentStore } from './payments';
 import { SqlitePayments } from './sqlite-payments';
 import type { RefusalStore } from './refusals';
 import { SqliteRefusals } from './sqlite-refusals';
+import type { RelayedResponseStore } from './relayed-responses';
+import { SqliteRelayedResponses } from './sqlite-relayed-responses';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
@@ -175,6 +177,7 @@ export class SqliteStore implements Store {
   readonly durable: boolean;
   readonly payments: PaymentStore;
   readonly refusals: RefusalStore;
+  readonly relayedResponses: RelayedResponseStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -222,6 +225,8 @@ export class SqliteStore implements Store {
     retryWhileBusy<PaymentStore>(this.payments, PAYMENT_METHODS);
     this.refusals = new SqliteRefusals(this.db);
     retryWhileBusy<RefusalStore>(this.refusals, ['record', 'list', 'summary']);
+    this.relayedResponses = new SqliteRelayedResponses(this.db);
+    retryWhileBusy<RelayedResponseStore>(this.relayedResponses, ['record', 'relayedTo']);
   }
 
   /** The prepared statements; made on first use because they need the tables `migrate()` creates. */

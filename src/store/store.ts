@@ -1,6 +1,7 @@
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import type { PaymentStore } from './payments';
 import type { RefusalStore } from './refusals';
+import type { RelayedResponseStore } from './relayed-responses';
 
 /**
  * The persistence boundary. The embedded SQLite store implements it today; PostgreSQL implements the
@@ -629,6 +630,9 @@ export interface Store {
 
   /** Refused requests, beside the ledger (refusals.ts). */
   readonly refusals: RefusalStore;
+
+  /** Response and conversation ids relayed to each account from native Responses routes (relayed-responses.ts). */
+  readonly relayedResponses: RelayedResponseStore;
 
   /** Appends one entry to the audit log (store/audit.ts); never anything secret. */
   appendAudit(entry: NewAuditEntry): Promise<AuditRecord>;

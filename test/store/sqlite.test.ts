@@ -1,3 +1,4 @@
+import { expectedVersions } from './migration-numbers';
 import { expect } from 'chai';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -44,7 +45,7 @@ describe('store/sqlite', () => {
 
   describe('migrate', () => {
     it('numbers the migrations 1, 2, 3 … in order', () => {
-      SQLITE_MIGRATIONS.forEach((migration, index) => expect(migration.version).to.equal(index + 1));
+      expect(SQLITE_MIGRATIONS.map((migration) => migration.version)).to.deep.equal(expectedVersions(SQLITE_MIGRATIONS));
     });
 
     it('is idempotent: a second run applies nothing and keeps the data', async () => {
@@ -70,7 +71,7 @@ describe('store/sqlite', () => {
       const db = openSqlite(':memory:');
       try {
         applySqliteMigrations(db);
-        const next = SQLITE_MIGRATIONS.length + 1;
+        const next = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1].version + 1;
         const extended = [...SQLITE_MIGRATIONS, { version: next, description: 'test', sql: 'CREATE TABLE t (x INTEGER)' }];
         expect(applySqliteMigrations(db, extended)).to.equal(1);
         expect(applySqliteMigrations(db, extended)).to.equal(0);
@@ -83,7 +84,7 @@ describe('store/sqlite', () => {
       const db = openSqlite(':memory:');
       try {
         applySqliteMigrations(db);
-        const next = SQLITE_MIGRATIONS.length + 1;
+        const next = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1].version + 1;
         const broken = [...SQLITE_MIGRATIONS, { version: next, description: 'bad', sql: 'CREATE TABLE t (x); NOT SQL' }];
         expect(() => applySqliteMigrations(db, broken)).to.throw();
         expect(db.prepare("SELECT count(*) FROM sqlite_master WHERE name = 't'").pluck().get()).to.equal(0);

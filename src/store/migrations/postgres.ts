@@ -485,6 +485,21 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         WHERE EXISTS (SELECT 1 FROM debits d WHERE d.order_id = o.id AND d.kind = 'dispute');
     `,
   },
+  {
+    version: 19,
+    description: 'response and conversation ids relayed to each account, for responses.own_ids_only',
+    sql: `
+      -- One row per id a native Responses route relayed: the account it was relayed to may name it
+      -- again (previous_response_id, conversation); any other account may not.
+      CREATE TABLE relayed_responses (
+        kind       TEXT NOT NULL CHECK (kind IN ('response', 'conversation')),
+        id         TEXT NOT NULL,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (kind, id)
+      );
+    `,
+  },
 ];
 
 /**

@@ -498,6 +498,21 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         WHERE EXISTS (SELECT 1 FROM debits d WHERE d.order_id = payment_orders.id AND d.kind = 'dispute');
     `,
   },
+  {
+    version: 19,
+    description: 'response and conversation ids relayed to each account, for responses.own_ids_only',
+    sql: `
+      -- One row per id a native Responses route relayed: the account it was relayed to may name it
+      -- again (previous_response_id, conversation); any other account may not.
+      CREATE TABLE relayed_responses (
+        kind       TEXT NOT NULL CHECK (kind IN ('response', 'conversation')),
+        id         TEXT NOT NULL,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (kind, id)
+      ) STRICT;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
