@@ -778,6 +778,12 @@ export interface BillingPluginConfig {
    */
   readonly server_tool_uses: number;
   /**
+   * ISO 4217 code, lower case (usd, eur), of the currency balances and prices are kept in: the console shows
+   * every amount in it, to its minor unit (cents), the exact figure on hover. Empty: payments.stripe.currency
+   * when card payments are on, else usd.
+   */
+  readonly currency: string;
+  /**
    * Send x-tollgate-cost (units, as recorded in the ledger) on non-streamed replies, and x-tollgate-overage
    * when part of the cost was above the hold.
    */

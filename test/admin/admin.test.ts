@@ -56,7 +56,7 @@ describe('management API: administrators', function () {
       const { version } = JSON.parse(readFileSync(path.join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
       const answer = await send(tg.url, 'GET', '/api/meta');
       expect(answer.status).to.equal(200);
-      expect(answer.body).to.deep.equal({ signup: false, version });
+      expect(answer.body).to.deep.equal({ signup: false, version, currency: 'usd' });
     });
 
     it('GET /api/prices lists gateway.yaml\'s models with prices as decimal strings, to anyone', async () => {
@@ -65,9 +65,9 @@ describe('management API: administrators', function () {
       expect(answer.status).to.equal(200);
       expect(answer.body).to.deep.equal({
         models: [
-          { model: 'gpt-priced', family: 'openai', kind: 'text', free: false, price: { ...PRICES['gpt-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 1000, description: 'A priced test model' },
-          { model: 'claude-priced', family: 'anthropic', kind: 'text', free: false, price: { ...PRICES['claude-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 2000, description: null },
-          { model: 'gpt-free', family: 'openai', kind: 'text', free: true, price: null, max_output_tokens: answer.body.models[2].max_output_tokens, description: null },
+          { model: 'gpt-priced', family: 'openai', kind: 'text', free: false, available: true, price: { ...PRICES['gpt-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 1000, description: 'A priced test model' },
+          { model: 'claude-priced', family: 'anthropic', kind: 'text', free: false, available: true, price: { ...PRICES['claude-priced'], ...NO_IMAGE_PRICES }, max_output_tokens: 2000, description: null },
+          { model: 'gpt-free', family: 'openai', kind: 'text', free: true, available: true, price: null, max_output_tokens: answer.body.models[2].max_output_tokens, description: null },
         ],
       });
       expect(answer.body.models[2].max_output_tokens).to.be.a('number');
@@ -366,9 +366,9 @@ describe('management API: administrators', function () {
       const byName = (answer: typeof quiet) => new Map<string, any>(answer.body.providers.map((provider: { name: string }) => [provider.name, provider]));
       expect([...byName(quiet).keys()].sort()).to.deep.equal(['anthropic', 'openai']);
       const anthropic = byName(quiet).get('anthropic');
-      expect(Object.keys(anthropic).sort()).to.deep.equal(['breaker', 'error_rate', 'failures', 'name', 'protocol', 'requests', 'window_seconds']);
+      expect(Object.keys(anthropic).sort()).to.deep.equal(['breaker', 'configured', 'error_rate', 'failures', 'name', 'protocol', 'requests', 'window_seconds']);
       // One request went to anthropic (the held-funds test), all well.
-      expect(anthropic).to.deep.equal({ name: 'anthropic', protocol: 'anthropic', breaker: 'closed', window_seconds: 60, requests: 1, failures: 0, error_rate: 0 });
+      expect(anthropic).to.deep.equal({ name: 'anthropic', protocol: 'anthropic', configured: true, breaker: 'closed', window_seconds: 60, requests: 1, failures: 0, error_rate: 0 });
       const openaiBefore = byName(quiet).get('openai');
       expect(openaiBefore).to.deep.include({ protocol: 'openai', breaker: 'closed', failures: 0, error_rate: 0 });
 

@@ -1,8 +1,10 @@
 /**
  * Administrators: each provider's circuit breaker and its recent failure rate, as this instance sees
- * them (breakers are per instance). Provider keys are never part of the answer.
+ * them (breakers are per instance), and whether it is configured at all (has the key or credential
+ * source its protocol needs). Provider keys are never part of the answer.
  */
 import type Router from '@koa/router';
+import { providerHasCredentials } from '../../routing/resolve';
 import type { ProviderHealth } from '../../upstream/breakers';
 import { adminOnly, signedIn } from '../authenticate';
 import type { AdminDeps, ApiState } from '../context';
@@ -19,6 +21,7 @@ export function adminProviderRoutes(router: Router<ApiState>, deps: AdminDeps): 
         return {
           name: provider.id,
           protocol: provider.protocol,
+          configured: providerHasCredentials(provider),
           breaker: seen?.state ?? 'closed',
           window_seconds: Math.round((seen?.windowMs ?? 0) / 1000),
           requests: attempts,

@@ -1,18 +1,25 @@
-/** What anyone may read: whether sign-up is open, and the price list from gateway.yaml. */
+/**
+ * What anyone may read: whether sign-up is open, the currency balances are kept in, and the price
+ * list from gateway.yaml, each model marked available or not (a model none of whose providers has
+ * credentials cannot answer: the console does not offer it).
+ */
 import type Router from '@koa/router';
 import { formatUnits, unitsToNano } from '../../billing/money';
-import type { ModelConfig } from '../../config/types';
+import type { GatewayConfig, ModelConfig } from '../../config/types';
+import { balanceCurrency } from '../../money/currency';
+import { unservableProvider } from '../../routing/resolve';
 import type { AdminDeps, ApiState } from '../context';
 
 /** A price as written in gateway.yaml, as an exact decimal string. */
 const decimal = (value: number): string => formatUnits(unitsToNano(value));
 
-function priceView(model: ModelConfig) {
+function priceView(model: ModelConfig, config: GatewayConfig) {
   return {
     model: model.id,
     family: model.family,
     kind: model.kind,
     free: model.free,
+    available: unservableProvider(model, config) === null,
     price:
       model.price === undefined || model.free
         ? null
@@ -32,10 +39,12 @@ function priceView(model: ModelConfig) {
 
 export function publicRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.get('/meta', (ctx) => {
-    ctx.body = { signup: deps.runtime.current.config.console.signup, version: deps.version };
+    const { config } = deps.runtime.current;
+    ctx.body = { signup: config.console.signup, version: deps.version, currency: balanceCurrency(config) };
   });
 
   router.get('/prices', (ctx) => {
-    ctx.body = { models: Object.values(deps.runtime.current.config.models).map(priceView) };
+    const { config } = deps.runtime.current;
+    ctx.body = { models: Object.values(config.models).map((model) => priceView(model, config)) };
   });
 }
