@@ -1,11 +1,12 @@
 // Budgets: each one's spend this period as a bar with its reset time, the banner for alerts of the
-// current periods, and the alert history. The dashboard and the Tokens page show them.
+// current periods (a low balance with the balance as it is now and a Top up link, gone once topped
+// up above the threshold), and the alert history. The dashboard and the Tokens page show them.
 import { apiGet } from './api.js';
 import { h } from './dom.js';
 import { loadInto } from './load.js';
 import { commonScale, formatMoney, toScaled } from './money.js';
 import { formatDateTime } from './time.js';
-import type { BudgetAlert, BudgetSpend } from './types.js';
+import type { AccountSummary, BudgetAlert, BudgetSpend } from './types.js';
 import { badge, section } from './ui.js';
 
 const PERIOD_WORDS = { day: 'Daily', week: 'Weekly', month: 'Monthly' } as const;
@@ -13,12 +14,20 @@ const PERIOD_WORDS = { day: 'Daily', week: 'Weekly', month: 'Monthly' } as const
 interface BudgetsData {
   budgets: BudgetSpend[];
   alerts: BudgetAlert[];
+  /** The balance now (GET /api/account), for the low-balance line; null if it could not be read. */
+  balance: string | null;
 }
 
 /** The budgets section (bars, banner, and with `history` the alert history); nothing when there are none. */
 export function budgetsSection(signal: AbortSignal, history: boolean): HTMLElement {
   const holder = h('div', { 'data-testid': 'budgets' });
-  void loadInto(holder, () => apiGet<BudgetsData>('/api/budgets', { signal }), (data) => budgetsView(data, history));
+  void loadInto(holder, async () => {
+    const [budgets, account] = await Promise.all([
+      apiGet<Omit<BudgetsData, 'balance'>>('/api/budgets', { signal }),
+      apiGet<AccountSummary>('/api/account', { signal }).catch(() => null),
+    ]);
+    return { ...budgets, balance: account?.balance ?? null };
+  }, (data) => budgetsView(data, history));
   return holder;
 }
 
@@ -26,8 +35,12 @@ function budgetsView(data: BudgetsData, history: boolean): HTMLElement {
   const now = Date.now();
   // An alert is current while its budget period lasts (a balance alert for a day).
   const current = data.alerts.filter((alert) => Date.parse(alert.event.resets_at ?? alert.created_at) + (alert.event.resets_at ? 0 : 86_400_000) > now);
+  const budgetAlerts = current.filter((alert) => alert.kind !== 'balance');
+  const low = lowBalanceLine(current, data.balance);
   return h('div', null,
-    current.length > 0 ? h('div', { class: 'notice notice-warn', role: 'alert', 'data-testid': 'budget-banner' }, ...current.map((alert) => h('p', null, alertText(alert)))) : null,
+    budgetAlerts.length > 0 || low !== null
+      ? h('div', { class: 'notice notice-warn', role: 'alert', 'data-testid': 'budget-banner' }, low, ...budgetAlerts.map((alert) => h('p', null, alertText(alert))))
+      : null,
     data.budgets.length > 0 ? section('Budgets', ...data.budgets.map((budget) => budgetBar(budget, isBlocked(budget, current)))) : null,
     history && data.alerts.length > 0 ? section('Alerts', alertTable(data.alerts)) : null);
 }
@@ -55,6 +68,22 @@ function budgetBar(budget: BudgetSpend, blocked: boolean): HTMLElement {
       ? h('div', { class: 'budget-note budget-blocked', 'data-testid': 'budget-blocked' }, badge('blocked', 'bad'),
         ` until it resets ${formatDateTime(budget.resets_at)}: ${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%), not enough left for the next request.`)
       : h('div', { class: 'budget-note' }, `${formatMoney(budget.spent)} spent (${percent.toFixed(1)}%) · resets ${formatDateTime(budget.resets_at)}`));
+}
+
+/**
+ * One line for the balance alerts of the last day, with the balance as it is now: none once the
+ * balance is back at or above the threshold (a top-up since), however many alerts fired.
+ */
+function lowBalanceLine(current: readonly BudgetAlert[], balance: string | null): HTMLElement | null {
+  const latest = current.find((alert) => alert.kind === 'balance' && alert.event.low_balance !== undefined);
+  const threshold = latest?.event.low_balance;
+  if (latest === undefined || threshold === undefined) return null;
+  const now = balance ?? latest.event.balance ?? '0';
+  const scale = commonScale([now, threshold]);
+  if (toScaled(now, scale) >= toScaled(threshold, scale)) return null;
+  return h('p', { 'data-testid': 'low-balance' },
+    `Your balance is ${formatMoney(now)}, below the alert threshold of ${formatMoney(threshold)}; paid requests are refused once it cannot cover them. `,
+    h('a', { href: '/console/topup', class: 'notice-action' }, 'Top up'));
 }
 
 function alertText(alert: BudgetAlert): string {

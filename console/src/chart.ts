@@ -2,10 +2,10 @@
 // (so the CSP needs no inline styles — colours come from classes in console.css),
 // plus the same figures as a table for screen readers and anyone who prefers one.
 import { h, svg, uniqueId } from './dom.js';
-import { commonScale, formatMoney, fromScaled, sumDecimals, toScaled } from './money.js';
+import { commonScale, formatMoney, formatTick, fromScaled, sumDecimals, toScaled } from './money.js';
 import { dataTable } from './table.js';
 import { shortDayLabel } from './time.js';
-import { count } from './ui.js';
+import { count, money } from './ui.js';
 import type { DailyUsage } from './types.js';
 
 const WIDTH = 700;
@@ -20,6 +20,7 @@ export function dailySpendChart(days: readonly DailyUsage[]): HTMLElement {
   const scale = commonScale(days.map((day) => day.cost));
   const amounts = days.map((day) => toScaled(day.cost, scale));
   const max = amounts.reduce((a, b) => (b > a ? b : a), 0n);
+  const axis = roundedAxis(Number(fromScaled(max, scale)));
 
   const chart = svg('svg', {
     class: 'chart',
@@ -29,8 +30,8 @@ export function dailySpendChart(days: readonly DailyUsage[]): HTMLElement {
   },
   svg('title', { id: titleId }, `Spend per day, last ${days.length} days`),
   svg('desc', { id: descId }, describe(days, amounts, max, scale)),
-  gridLines(max, scale),
-  days.map((day, index) => bar(day, index, days.length, barHeight(amounts[index] ?? 0n, max))),
+  gridLines(axis),
+  days.map((day, index) => bar(day, index, days.length, barHeight(Number(fromScaled(amounts[index] ?? 0n, scale)), axis.top))),
   dayLabels(days));
 
   return h('figure', { class: 'chart-figure' },
@@ -45,17 +46,43 @@ export function dailySpendChart(days: readonly DailyUsage[]): HTMLElement {
         columns: [
           { label: 'Day (UTC)', cell: (day) => day.day },
           { label: 'Requests', cell: (day) => count(day.requests), numeric: true },
-          { label: 'Spend', cell: (day) => formatMoney(day.cost), numeric: true },
+          { label: 'Spend', cell: (day) => money(day.cost), numeric: true },
         ],
       })));
 }
 
+/**
+ * The value axis: ticks at round steps (1, 2 or 5 times a power of ten) from 0 to the first tick at
+ * or above the busiest day, labelled with as many decimals as the step needs. Geometry only: the
+ * figures shown in titles and the table are the exact ones.
+ */
+interface Axis {
+  top: number;
+  ticks: { value: number; label: string }[];
+}
+
+const AXIS_STEPS = 4;
+
+function roundedAxis(max: number): Axis {
+  if (!(max > 0)) return { top: 0, ticks: [{ value: 0, label: formatTick('0', 0) }] };
+  const power = Math.floor(Math.log10(max / AXIS_STEPS));
+  const magnitude = 10 ** power;
+  const residual = max / AXIS_STEPS / magnitude;
+  const nice = residual <= 1 ? 1 : residual <= 2 ? 2 : residual <= 5 ? 5 : 10;
+  const step = nice * magnitude;
+  const digits = Math.max(0, -power);
+  const count = Math.ceil(max / step - 1e-9);
+  const ticks = Array.from({ length: count + 1 }, (_, index) => {
+    const value = index * step;
+    return { value, label: formatTick(value.toFixed(digits), digits) };
+  });
+  return { top: count * step, ticks };
+}
+
 /** Bar height in SVG units; a day with any spend stays visible however small. */
-function barHeight(amount: bigint, max: bigint): number {
-  if (max <= 0n || amount <= 0n) return 0;
-  // Hundredths of a unit, computed in BigInt so huge or tiny amounts stay exact.
-  const hundredths = Number((amount * BigInt(PLOT_HEIGHT * 100)) / max) / 100;
-  return Math.max(hundredths, 2);
+function barHeight(amount: number, top: number): number {
+  if (top <= 0 || amount <= 0) return 0;
+  return Math.max((amount / top) * PLOT_HEIGHT, 2);
 }
 
 function bar(day: DailyUsage, index: number, total: number, height: number): SVGElement {
@@ -71,13 +98,12 @@ function bar(day: DailyUsage, index: number, total: number, height: number): SVG
     svg('rect', { class: 'chart-fill', x, y, width, height, rx: 3 }));
 }
 
-function gridLines(max: bigint, scale: number): SVGElement {
-  const steps = max > 0n ? [0n, max / 2n, max] : [0n];
-  return svg('g', { class: 'chart-grid', 'aria-hidden': 'true' }, steps.map((value) => {
-    const y = MARGIN.top + PLOT_HEIGHT - (max > 0n ? barHeight(value, max) : 0);
+function gridLines(axis: Axis): SVGElement {
+  return svg('g', { class: 'chart-grid', 'aria-hidden': 'true', 'data-testid': 'chart-ticks' }, axis.ticks.map((tick) => {
+    const y = MARGIN.top + PLOT_HEIGHT - (axis.top > 0 ? (tick.value / axis.top) * PLOT_HEIGHT : 0);
     return svg('g', null,
       svg('line', { x1: MARGIN.left, x2: WIDTH - MARGIN.right, y1: y, y2: y }),
-      svg('text', { x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' }, formatMoney(fromScaled(value, scale))));
+      svg('text', { x: MARGIN.left - 8, y: y + 4, 'text-anchor': 'end' }, tick.label));
   }));
 }
 

@@ -3,7 +3,7 @@
 // and the budget fields, shared by a key's owner and an administrator setting an account's.
 import { FieldError, checkboxGroup, checkedValues, fieldGroup, inputField, selectField, valueOf } from './forms.js';
 import { h, type Child } from './dom.js';
-import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, formatMoney, isDecimal } from './money.js';
+import { AMOUNT_PATTERN, AMOUNT_PATTERN_MESSAGE, currency, formatMoney, isDecimal } from './money.js';
 import type { ApiKey, Budget, OperatorLimits, RateLimits } from './types.js';
 
 export interface KeyLimits {
@@ -31,7 +31,7 @@ export function limitFields(availableModels: readonly string[] | null, key?: Lim
       name: 'spend_limit',
       label: 'Spend limit',
       value: key?.spend_limit ?? '',
-      hint: 'Most this token may spend in total, in balance units. Leave empty for no limit.',
+      hint: `Most this token may spend in total, in ${currency()}. Leave empty for no limit.`,
       attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off', placeholder: 'e.g. 5' },
     }),
     models.length
@@ -128,7 +128,7 @@ const PERIODS: ReadonlyArray<{ value: Budget['period']; label: string }> = [
 /** The fields of a key's or an account's budget; the names match the API's, so its errors land beside them. */
 export function budgetFields(budget: Budget | null): Child[] {
   return [
-    fieldGroup({ name: 'budget', legend: 'Budget', hint: 'Most that may be spent each period, in balance units. Leave the amount empty for no budget.', className: 'inline-fields' },
+    fieldGroup({ name: 'budget', legend: 'Budget', hint: `Most that may be spent each period, in ${currency()}. Leave the amount empty for no budget.`, className: 'inline-fields' },
       inputField({
         name: 'budget.amount',
         label: 'Amount',

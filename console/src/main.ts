@@ -1,7 +1,8 @@
 // Boot: restore the session, then render whichever page the URL names — or the
 // log-in form, for every page but Prices, while nobody is signed in.
-import { apiDelete, errorMessage, setUnauthenticatedHandler } from './api.js';
+import { apiDelete, apiGet, errorMessage, setUnauthenticatedHandler } from './api.js';
 import { h, replace } from './dom.js';
+import { setCurrency } from './money.js';
 import { renderShell } from './nav.js';
 import type { PageContext } from './page.js';
 import { SIGNUP_PATH, renderLogin, wantsSignup } from './pages/login.js';
@@ -18,12 +19,21 @@ let loginNotice: string | undefined;
 async function boot(): Promise<void> {
   setUnauthenticatedHandler(onSessionExpired);
   try {
-    await restoreSession();
+    await Promise.all([restoreSession(), loadCurrency()]);
   } catch (error) {
     showBootFailure(error);
     return;
   }
   startRouter(renderLocation);
+}
+
+/** Amounts are shown in the gateway's currency; without an answer they stay in the default (USD). */
+async function loadCurrency(): Promise<void> {
+  try {
+    setCurrency((await apiGet<{ currency: string }>('/api/meta')).currency);
+  } catch {
+    // The session check reports an unreachable server; a missing currency is no reason to stop.
+  }
 }
 
 function renderLocation(location: Location, cause: 'start' | 'navigate' | 'history'): void {

@@ -1,6 +1,7 @@
-// Money arrives as decimal strings ("12.5", "0.000042"). Formatting and comparing
-// them is done on the digits (and BigInt), never via floating point, so a balance
-// is shown exactly as the server keeps it.
+// Money arrives as decimal strings ("12.5", "0.000042"). This module is the one place the console
+// turns them into money on screen: in the gateway's currency, to the currency's minor digits, with
+// the exact figure kept for the hover title; comparing and adding is done on the digits (and BigInt),
+// never via floating point.
 
 const DECIMAL = /^(-)?(\d+)(?:\.(\d+))?$/;
 
@@ -35,17 +36,73 @@ export function isZero(value: string): boolean {
 }
 
 /**
- * "12.5" → "12.50"; "0.000042" → "0.000042"; "5.000" → "5.00"; "-3" → "−3.00".
- * Keeps every significant fraction digit and at least `minFractionDigits`. No digit
- * grouping: the digits stay exactly the server's, so they can be copied and compared.
- * Anything that is not a decimal is shown unchanged rather than hidden.
+ * The currency balances and prices are in (GET /api/meta: `plugins.billing.currency`, else
+ * `payments.stripe.currency`, else usd). Set once at boot, before any page renders.
  */
-export function formatMoney(value: string | null | undefined, minFractionDigits = 2): string {
+let currencyCode = 'USD';
+let rounded = currencyFormat('USD', false);
+let exact = currencyFormat('USD', true);
+
+function currencyFormat(code: string, allDigits: boolean): Intl.NumberFormat {
+  // Nine fraction digits: a nano-unit, the finest amount the ledger keeps.
+  return new Intl.NumberFormat(undefined, allDigits ? { style: 'currency', currency: code, maximumFractionDigits: 9 } : { style: 'currency', currency: code });
+}
+
+/** Sets the currency amounts are shown in; an unknown code leaves the previous one. */
+export function setCurrency(code: string): void {
+  const upper = code.toUpperCase();
+  try {
+    rounded = currencyFormat(upper, false);
+    exact = currencyFormat(upper, true);
+    currencyCode = upper;
+  } catch {
+    // Intl refused the code: amounts stay in the currency they were in.
+  }
+}
+
+/** "USD": for labels such as "Amount (USD)". */
+export function currency(): string {
+  return currencyCode;
+}
+
+/**
+ * Formats an exact decimal: Intl takes a decimal string as it is (no float on the way), and older
+ * engines that turn it into a number first lose nothing at the few digits shown here.
+ */
+function formatDecimal(format: Intl.NumberFormat, value: string): string {
+  return format.format(value as unknown as number);
+}
+
+/**
+ * An amount as money: "12.5" → "$12.50", "22.685743" → "$22.69" (half away from zero, on the
+ * digits), "0.000042" → "< $0.01" (never a misleading $0.00), "-3" → "-$3.00"; the currency's own
+ * minor digits (none for JPY). The exact figure goes in the element's title (see ui.ts `money`), and
+ * CSV and the API keep it. Anything that is not a decimal is shown unchanged rather than hidden.
+ */
+export function formatMoney(value: string | null | undefined): string {
   if (value === null || value === undefined) return '—';
   const parsed = parse(value);
   if (!parsed) return value;
-  const fraction = parsed.fraction.padEnd(minFractionDigits, '0');
-  return `${parsed.negative ? '−' : ''}${parsed.whole}${fraction ? `.${fraction}` : ''}`;
+  const digits = rounded.resolvedOptions().maximumFractionDigits ?? 2;
+  const scaled = toScaled(value, digits + 1);
+  const magnitude = ((scaled < 0n ? -scaled : scaled) + 5n) / 10n;
+  if (magnitude === 0n && !isZero(value)) {
+    const least = fromScaled(1n, digits);
+    return parsed.negative ? `> ${formatDecimal(rounded, `-${least}`)}` : `< ${formatDecimal(rounded, least)}`;
+  }
+  return formatDecimal(rounded, fromScaled(parsed.negative ? -magnitude : magnitude, digits));
+}
+
+/** A price or an exact figure in full, as money: "0.075" → "$0.075", "3" → "$3.00". */
+export function formatExactMoney(value: string | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  return isDecimal(value) ? formatDecimal(exact, value) : value;
+}
+
+/** A chart tick: `fractionDigits` decimals (at least the currency's), "$0.50", "$0.0005". */
+export function formatTick(value: string, fractionDigits: number): string {
+  const digits = Math.max(fractionDigits, rounded.resolvedOptions().minimumFractionDigits ?? 2);
+  return new Intl.NumberFormat(undefined, { style: 'currency', currency: currencyCode, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(value as unknown as number);
 }
 
 /** The value as an integer count of 10^-scale units (truncated), e.g. ("1.5", 2) → 150n. */

@@ -1,7 +1,10 @@
-// The header: main navigation and the signed-in account with its Log out button.
+// The header: main navigation and the signed-in account with its balance (fetched again on each
+// page, so it is never older than the page) and its Log out button.
 // Admin links sit in a collapsed "Admin" menu so the main bar stays short on phones.
+import { apiGet } from './api.js';
 import { h, replace, uniqueId } from './dom.js';
-import type { Account } from './types.js';
+import { formatMoney } from './money.js';
+import type { Account, AccountSummary } from './types.js';
 
 interface NavLink {
   href: string;
@@ -119,8 +122,20 @@ function adminMenu(path: string): HTMLElement {
   return item;
 }
 
+/** The balance as a link to Top Up; empty until it loads, and left empty if it cannot. */
+function headerBalance(): HTMLElement {
+  const link = h('a', { href: '/console/topup', class: 'header-balance', 'data-testid': 'header-balance', hidden: true });
+  void apiGet<AccountSummary>('/api/account').then((summary) => {
+    link.title = `Balance ${summary.balance}: top up`;
+    replace(link, h('span', { class: 'visually-hidden' }, 'Balance: '), formatMoney(summary.balance));
+    link.hidden = false;
+  }, () => undefined);
+  return link;
+}
+
 function accountBox(account: Account, onLogout: () => void): HTMLElement {
   return h('div', { class: 'account-box' },
+    headerBalance(),
     h('span', { class: 'account-name' },
       h('span', { class: 'visually-hidden' }, 'Signed in as '), account.name,
       account.role === 'admin' ? h('span', { class: 'badge badge-neutral' }, 'admin') : null),

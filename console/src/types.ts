@@ -68,6 +68,8 @@ export interface PricedModel {
   family: 'anthropic' | 'openai';
   kind: 'text' | 'image';
   free: boolean;
+  /** False when none of the model's providers has credentials: it cannot answer, so it is not offered. */
+  available: boolean;
   price: ModelPrice | null;
   max_output_tokens: number;
   description: string | null;
@@ -221,6 +223,8 @@ export interface NewRedemptionCode {
 export interface ProviderHealth {
   name: string;
   protocol: string;
+  /** False without the key or credential source its protocol needs: its breaker state says nothing. */
+  configured: boolean;
   breaker: 'closed' | 'open' | 'half_open';
   window_seconds: number;
   requests: number;

@@ -1,6 +1,6 @@
 // Small display pieces shared by the pages.
 import { h, type Child } from './dom.js';
-import { formatMoney } from './money.js';
+import { formatExactMoney, formatMoney } from './money.js';
 import { formatDate, formatDateTime } from './time.js';
 
 /** The page's one <h1>; focus moves here after navigation (hence tabindex -1). */
@@ -25,8 +25,19 @@ export function timeEl(iso: string | null | undefined, dateOnly = false): Child 
   return h('time', { datetime: iso }, dateOnly ? formatDate(iso) : formatDateTime(iso));
 }
 
-export function money(value: string | null | undefined): HTMLElement {
-  return h('span', { class: 'money' }, formatMoney(value));
+/** An amount as money ("$22.69"), the exact figure ("22.685743") on hover. */
+export function money(value: string | null | undefined, testId?: string): HTMLElement {
+  return h('span', { class: 'money', title: value ?? null, 'data-testid': testId ?? null }, formatMoney(value));
+}
+
+/** A total in a sentence, in bold, the exact figure on hover. */
+export function totalMoney(value: string, testId: string): HTMLElement {
+  return h('strong', { title: value, 'data-testid': testId }, formatMoney(value));
+}
+
+/** A price or an exact figure in full ("$0.075"), where rounding to cents would mislead. */
+export function exactMoney(value: string | null | undefined): HTMLElement {
+  return h('span', { class: 'money', title: value ?? null }, formatExactMoney(value));
 }
 
 export function count(value: number): string {

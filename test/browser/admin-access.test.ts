@@ -81,7 +81,7 @@ describe('browser: an administrator\'s access controls', function () {
     await admin.getByRole('button', { name: 'Save operator limits', exact: true }).click();
     await admin.getByText('Operator limits of “laptop” (keyholder) saved').waitFor();
     // The panel shows the key list again, with what the operator set.
-    await keys.getByText('spend limit 2.00 · models claude-priced · 30 rpm · networks 10.0.0.0/8 · budget 1.00 a week (UTC)').waitFor();
+    await keys.getByText('spend limit $2.00 · models claude-priced · 30 rpm · networks 10.0.0.0/8 · budget $1.00 a week (UTC)').waitFor();
 
     const stored = (await tg.store.listKeys({ accountId: owner.id })).find((candidate) => candidate.id === record.id)!;
     expect(stored.operatorLimits).to.deep.equal({
@@ -104,10 +104,10 @@ describe('browser: an administrator\'s access controls', function () {
     const page = await signedIn('keyholder');
     await page.goto(`${tg.url}/console/token`);
     await heading(page, 'Tokens');
-    await page.getByTestId('key-table').getByText('spend limit 2.00 · models claude-priced').waitFor();
+    await page.getByTestId('key-table').getByText('spend limit $2.00 · models claude-priced').waitFor();
     await page.getByRole('button', { name: 'Budget for laptop', exact: true }).click();
     await page.getByTestId('operator-budget').waitFor();
-    expect(await page.getByTestId('operator-budget').textContent()).to.include('1.00 a week (UTC)');
+    expect(await page.getByTestId('operator-budget').textContent()).to.include('$1.00 a week (UTC)');
 
     // Clearing every limit from the admin form gives the key back its freedom.
     await admin.getByRole('button', { name: 'Operator limits for laptop', exact: true }).click();

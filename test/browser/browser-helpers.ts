@@ -109,9 +109,12 @@ export async function stopConsoleRig(rig: Partial<ConsoleRig>): Promise<void> {
   await rig.tg?.stop();
 }
 
-/** A fresh browser profile (cookies, storage) that may read and write the clipboard. */
+/**
+ * A fresh browser profile (cookies, storage) that may read and write the clipboard, in US English
+ * (amounts read "$5.00" whatever the machine's locale).
+ */
 export function newContext(browser: Browser, viewport = { width: 1280, height: 800 }): Promise<BrowserContext> {
-  return browser.newContext({ viewport, permissions: ['clipboard-read', 'clipboard-write'] });
+  return browser.newContext({ viewport, locale: 'en-US', permissions: ['clipboard-read', 'clipboard-write'] });
 }
 
 /** Saves a full-page screenshot as test-results/<name>.png. */
@@ -128,13 +131,19 @@ const GPT_PRICE = { input: '2', output: '8' } as const;
 interface ConsoleYamlOptions {
   readonly signup?: boolean;
   readonly require2fa?: 'none' | 'admins' | 'all';
+  /** plugins.billing.currency; the default (none, so usd) unless given. */
+  readonly currency?: string;
+  /** alerts.low_balance; none unless given. */
+  readonly lowBalance?: string;
 }
 
 /**
  * A gateway.yaml for the console suites: sign-up on, priced models on the fake upstream, and a
  * `gpt-broken` model whose provider (`broken`) nobody answers for, with a breaker that opens after
- * two failed attempts and stays open, so the providers page has an open breaker to show. No second
- * factor is required unless `require2fa` says so: the suites of other pages sign administrators in.
+ * two failed attempts and stays open, so the providers page has an open breaker to show; and a
+ * `gpt-keyless` model whose only provider (`keyless`) has no key, which the console must not offer.
+ * No second factor is required unless `require2fa` says so: the suites of other pages sign
+ * administrators in.
  */
 export function consoleYaml(upstreamUrl: string, options: ConsoleYamlOptions = {}): string {
   const base = upstreamUrl.replace(/\/+$/, '');
@@ -143,11 +152,20 @@ version: 1
 server: { host: 127.0.0.1 }
 store: { url: "sqlite::memory:" }
 console: { signup: ${options.signup ?? true}, require_2fa: ${options.require2fa ?? 'none'} }
+${options.lowBalance === undefined ? '' : `alerts: { low_balance: "${options.lowBalance}" }`}
 providers:
   openai: { protocol: openai, base_url: ${base}/v1, api_key: ${PROVIDER_KEYS.openai} }
   anthropic: { protocol: anthropic, base_url: ${base}, api_key: ${PROVIDER_KEYS.anthropic} }
   broken: { protocol: openai, base_url: "http://127.0.0.1:9/v1", api_key: broken-provider-key }
+  keyless: { protocol: openai, base_url: ${base}/v1, api_key: "" }
 models:
+  # First in the list, where a console that offered it would make it the Playground's default.
+  gpt-keyless:
+    family: openai
+    routes: [{ provider: keyless }]
+    price: { input: 1, output: 1 }
+    max_output_tokens: 1000
+    context_window: 200000
   gpt-priced:
     family: openai
     routes: [{ provider: openai }]
@@ -167,7 +185,7 @@ models:
     free: true
 plugins:
   auth: { failures_per_minute: 0 }
-  billing: { flush_interval_ms: 10 }
+  billing: { flush_interval_ms: 10${options.currency === undefined ? '' : `, currency: ${options.currency}`} }
   upstream:
     failover: { max_attempts: 1 }
     breaker: { volume_threshold: 2, error_threshold_percent: 50, reset_timeout_ms: 600000, rolling_window_ms: 60000 }

@@ -132,7 +132,7 @@ describe('browser: console', function () {
     await heading('Dashboard');
     const account = await tg.store.findAccountByName('journey-user');
     expect(account, 'the signed-up account').to.not.equal(null);
-    expect(await page.getByTestId('balance').textContent()).to.equal('0.00');
+    expect(await page.getByTestId('balance').textContent()).to.equal('$0.00');
 
     // Tokens → Add Token → Create token → Copy.
     await goTo('Tokens');
@@ -154,13 +154,13 @@ describe('browser: console', function () {
     await goTo('Top Up');
     await page.getByLabel('Redemption code').fill(code);
     await page.getByRole('button', { name: 'Redeem', exact: true }).click();
-    await page.getByText('Redeemed 5.00. Your balance is now 5.00.').waitFor();
+    await page.getByText('Redeemed $5.00. Your balance is now $5.00.').waitFor();
     // The credits table reloads after the redemption: wait for its row rather than count too early.
     await page.getByTestId('credit-table').locator('tbody tr').first().waitFor();
     expect(await page.getByTestId('credit-table').locator('tbody tr').count()).to.equal(1);
     await goTo('Dashboard');
-    await page.getByTestId('balance').filter({ hasText: '5.00' }).waitFor();
-    expect(await page.getByTestId('balance').textContent()).to.equal('5.00');
+    await page.getByTestId('balance').filter({ hasText: '$5.00' }).waitFor();
+    expect(await page.getByTestId('balance').textContent()).to.equal('$5.00');
 
     // The copied key works through the openai SDK on a priced model.
     fake.enqueue(chatCompletion({ text: 'Hello from the fake upstream.', inputTokens: 1200, outputTokens: 300 }));
@@ -184,14 +184,17 @@ describe('browser: console', function () {
     const cell = (row: string[], column: string) => row[headers.indexOf(column)];
     expect(cell(rows[0], 'Model')).to.equal('gpt-priced');
     expect(cell(rows[0], 'Token')).to.equal('laptop');
-    expect(cell(rows[0], 'Cost')).to.equal('0.0048');
+    // Under a cent it says so, never $0.00; the exact figure is on hover.
+    expect(cell(rows[0], 'Cost')).to.equal('< $0.01');
+    expect(await page.getByTestId('usage-table').locator('tbody tr td.numeric .money').first().getAttribute('title')).to.equal('0.0048');
     expect(cell(rows[0], 'Usage source')).to.equal('upstream');
     // The tier the reply reported (the fake's chat completions say "default"); no long-context badge.
     expect(cell(rows[0], 'Service')).to.equal('default');
     expect(cell(rows[0], 'Input')).to.equal('1,200');
     expect(cell(rows[0], 'Output')).to.equal('300');
     await goTo('Dashboard');
-    await page.getByTestId('balance').filter({ hasText: '4.9952' }).waitFor();
+    await page.locator('[data-testid="balance"][title="4.9952"]').waitFor();
+    expect(await page.getByTestId('balance').textContent()).to.equal('$5.00');
 
     // After a reload the Tokens page knows the key by prefix and last four only.
     await page.goto(url('/console/token'));
@@ -203,7 +206,7 @@ describe('browser: console', function () {
     expect(prefix, `mask ${masks[0]}`).to.be.a('string');
     expect(secret.startsWith(prefix) && secret.endsWith(last4), `${masks[0]} masks the secret`).to.equal(true);
     expect(prefix.length + last4.length).to.be.lessThan(secret.length);
-    expect((await tableRows('key-table'))[0]?.[3], 'spent / limit').to.equal('0.0048 / no limit');
+    expect((await tableRows('key-table'))[0]?.[3], 'spent / limit').to.equal('< $0.01 / no limit');
     expect(await page.content(), 'the page source').to.not.include(secret);
     expect(await page.locator('body').innerText(), 'the page text').to.not.include(secret);
     const inputValues = await page.locator('input').evaluateAll((inputs) => inputs.map((input) => (input as PageElement).value ?? ''));
@@ -310,7 +313,7 @@ describe('browser: console', function () {
     expect(generated).to.have.length(3);
     for (const row of generated) {
       expect(row[0]).to.match(/^tg-[A-Z2-7]{24}$/);
-      expect(row[1]).to.equal('2.50');
+      expect(row[1]).to.equal('$2.50');
     }
     await page.getByTestId('codes-table').locator('tbody tr').nth(2).waitFor();
     expect(await page.getByTestId('codes-table').locator('tbody tr').count()).to.be.at.least(3);
@@ -338,11 +341,12 @@ describe('browser: console', function () {
     // The admin has no Disable button for themselves.
     expect(await page.getByRole('button', { name: `Disable ${admin.name}`, exact: true }).count()).to.equal(0);
 
-    // Providers: the unreachable one is open, the healthy ones closed.
+    // Providers: the unreachable one is open, the healthy ones closed, the keyless one not configured.
     await goToAdmin('Providers');
     await page.getByTestId('providers-table').waitFor();
     const providers = new Map((await tableRows('providers-table')).map((row) => [row[0], row]));
-    expect([...providers.keys()].sort()).to.deep.equal(['anthropic', 'broken', 'openai']);
+    expect([...providers.keys()].sort()).to.deep.equal(['anthropic', 'broken', 'keyless', 'openai']);
+    expect(providers.get('keyless')?.[2]).to.equal('not configured (no key)');
     expect(providers.get('broken')?.[2]).to.equal('open (failing over)');
     expect(providers.get('broken')?.[5]).to.equal('2');
     expect(providers.get('openai')?.[2]).to.equal('closed (healthy)');

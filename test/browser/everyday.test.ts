@@ -148,7 +148,7 @@ for (const viewport of [LAPTOP, PHONE]) {
       expect(texts).to.have.length(2);
       expect(texts[0]).to.match(/^404 refused Unknown model$/);
       expect(texts[1]).to.match(/^402 refused Budget reached \(the key's monthly budget\)$/);
-      await page.getByTestId('usage-totals').filter({ hasText: '2 requests match (2 refused), costing 0.00 in total.' }).waitFor();
+      await page.getByTestId('usage-totals').filter({ hasText: '2 requests match (2 refused), costing $0.00 in total.' }).waitFor();
 
       await page.goto(`${tg.url}/console/analytics`);
       await heading('Analytics');
@@ -166,7 +166,7 @@ for (const viewport of [LAPTOP, PHONE]) {
       await logIn();
       const blocked = page.getByTestId(`budget-key-${ciKey}`).getByTestId('budget-blocked');
       await blocked.waitFor();
-      expect(await blocked.textContent()).to.match(/^blocked until it resets .+: 0\.0014 spent \(70\.0%\), not enough left for the next request\.$/);
+      expect(await blocked.textContent()).to.match(/^blocked until it resets .+: < \$0\.01 spent \(70\.0%\), not enough left for the next request\.$/);
       await page.getByTestId('budget-banner').filter({ hasText: 'refused a request: it is blocked until' }).waitFor();
       expect(problems.all()).to.deep.equal([]);
     });
@@ -185,9 +185,10 @@ for (const viewport of [LAPTOP, PHONE]) {
       let sum = 0n;
       let rows = 0;
       for (let pageNumber = 1; ; pageNumber += 1) {
-        const cells = await page.getByTestId('usage-table').locator(`tbody tr td:nth-child(${costColumn + 1})`).allTextContents();
+        // Each cost to the cent on screen, exactly in its title.
+        const cells = await page.getByTestId('usage-table').locator(`tbody tr td:nth-child(${costColumn + 1}) .money`).evaluateAll((spans) => spans.map((span) => span.getAttribute('title') ?? ''));
         rows += cells.length;
-        for (const cell of cells) sum += unitsToNano(cell.trim());
+        for (const cell of cells) sum += unitsToNano(cell);
         const older = page.getByTestId('usage-older');
         if (await older.isDisabled()) break;
         const first = await page.getByTestId('usage-table').locator('tbody tr').first().textContent();

@@ -17,7 +17,7 @@ import { createLoginAccount, newContext, saveScreenshot, startConsoleRig, stopCo
 const PASSWORD = 'correct-horse-battery';
 const PHONE = { width: 390, height: 844 };
 
-/** A displayed amount ("0.0048", "−1.50") as nano-units. */
+/** A displayed amount's exact figure (its title: "0.0048", "-1.5") as nano-units. */
 const shown = (text: string | null): bigint => unitsToNano((text ?? '').trim().replace('−', '-'));
 const total = (charges: readonly ChargeRecord[]): bigint => charges.reduce((sum, charge) => sum + charge.cost, 0n);
 
@@ -110,18 +110,26 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
   }
 
   /** Text of each cell of the table's rows, by column heading. */
+  /** The exact figure of an amount shown to the cent: its title, or that of the amount inside it. */
+  async function exactFigure(testId: string): Promise<string | null> {
+    const element = page.getByTestId(testId);
+    return (await element.getAttribute('title')) ?? element.locator('[title]').first().getAttribute('title');
+  }
+
   async function tableRows(testId: string): Promise<Array<Record<string, string>>> {
     const table = page.getByTestId(testId);
     await table.waitFor();
     const headers = (await table.locator('thead th').allTextContents()).map((text) => text.trim());
-    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => (td.textContent ?? '').trim())));
+    // An amount cell shows money to the cent; its exact figure is the title (what the API and CSV carry).
+    const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) =>
+      td.querySelector('.money[title]')?.getAttribute('title') ?? (td.textContent ?? '').trim())));
     return rows.map((cells) => Object.fromEntries(headers.map((header, index) => [header, cells[index]])));
   }
 
   async function expectSumsOnAnalytics(): Promise<void> {
     const charged = total(unaCharges);
     await page.getByTestId('analytics-total-cost').waitFor();
-    expect(shown(await page.getByTestId('analytics-total-cost').textContent()), 'the total shown').to.equal(charged);
+    expect(shown(await exactFigure('analytics-total-cost')), 'the total shown').to.equal(charged);
     for (const table of ['by-model', 'by-key', 'by-session']) {
       const rows = await tableRows(table);
       const sum = rows.reduce((acc, row) => acc + shown(row.Cost), 0n);
@@ -141,7 +149,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     const byKey = await tableRows('by-key');
     expect(byKey.map((row) => row.Token).sort()).to.deep.equal(unaCharges.some((charge) => charge.origin === 'playground') ? ['Playground', 'laptop', 'server'] : ['laptop', 'server']);
     // The chart's table lists every day of the range; its days sum to the total too.
-    const days = await page.locator('.chart-table table tbody tr td:nth-child(3)').allTextContents();
+    const days = await page.locator('.chart-table table tbody tr td:nth-child(3) .money').evaluateAll((cells) => cells.map((cell) => cell.getAttribute('title') ?? ''));
     expect(days.reduce((acc, text) => acc + shown(text), 0n), 'by day').to.equal(charged);
   }
 
@@ -171,7 +179,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     await heading('Session');
     const inSession = unaCharges.filter((charge) => charge.sessionId === 'cc-browser-1');
     await page.getByTestId('session-cost').waitFor();
-    expect(shown(await page.getByTestId('session-cost').textContent())).to.equal(total(inSession));
+    expect(shown(await exactFigure('session-cost'))).to.equal(total(inSession));
     expect(await page.getByTestId('session-requests').textContent()).to.equal('2');
     expect((await tableRows('session-requests-table')).reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(inSession));
 
@@ -180,8 +188,8 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     const id = new URL(page.url()).searchParams.get('id')!;
     const charge = unaCharges.find((entry) => entry.requestId === id)!;
     await page.getByTestId('request-cost').waitFor();
-    expect(shown(await page.getByTestId('request-cost').textContent())).to.equal(charge.cost);
-    expect(shown(await page.getByTestId('request-held').textContent())).to.equal(charge.held);
+    expect(shown(await exactFigure('request-cost'))).to.equal(charge.cost);
+    expect(shown(await exactFigure('request-held'))).to.equal(charge.held);
     const lines = await tableRows('request-lines');
     expect(lines.find((row) => row.Kind === 'input')?.Tokens).to.equal(charge.inputTokens.toLocaleString('en-US'));
     const attempts = await tableRows('request-attempts');
@@ -236,7 +244,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     expect(playground.map((charge) => charge.model).sort()).to.deep.equal(['claude-priced', 'gpt-priced']);
     expect(new Set(playground.map((charge) => charge.sessionId)).size, 'one playground session').to.equal(1);
     expect(playground[0].sessionId).to.match(/^playground-[0-9a-f]{16}$/);
-    const shownCosts = (await costs.allTextContents()).map((text) => shown(text)).sort();
+    const shownCosts = (await costs.evaluateAll((links) => links.map((link) => link.getAttribute('title')))).map((text) => shown(text)).sort();
     expect(shownCosts).to.deep.equal(playground.map((charge) => charge.cost).sort());
     for (const charge of playground) expect(charge.cost > 0n, 'billed like any request').to.equal(true);
     const replies = await page.getByTestId('playground-reply').allTextContents();
@@ -254,7 +262,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     await heading('Gateway totals');
     const everything = await tg.store.listCharges({ limit: 1000 });
     await page.getByTestId('gateway-revenue').waitFor();
-    expect(shown(await page.getByTestId('gateway-revenue').textContent())).to.equal(total(everything));
+    expect(shown(await exactFigure('gateway-revenue'))).to.equal(total(everything));
     const accounts = await tableRows('by-account');
     expect(accounts.reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(everything));
     expect(accounts.map((row) => row.Account).sort()).to.deep.equal(['otto', 'una']);
@@ -266,7 +274,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     await page.goto(`${tg.url}/console/analytics?range=30&account_id=all`);
     await heading('Analytics');
     await page.getByTestId('analytics-total-cost').waitFor();
-    expect(shown(await page.getByTestId('analytics-total-cost').textContent())).to.equal(total(everything));
+    expect(shown(await exactFigure('analytics-total-cost'))).to.equal(total(everything));
     expect(formatUnits(total(everything))).to.match(/^\d/);
     expect(problems.all()).to.deep.equal([]);
   });
@@ -289,7 +297,7 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     await page.goto(`${tg.url}/console/request?id=${id}`);
     await heading('Request');
     await page.getByTestId('request-cost').waitFor();
-    expect(shown(await page.getByTestId('request-cost').textContent())).to.equal(unaCharges[0].cost);
+    expect(shown(await exactFigure('request-cost'))).to.equal(unaCharges[0].cost);
     await page.goto(`${tg.url}/console/playground`);
     await heading('Playground');
     await page.getByLabel('Message').waitFor();

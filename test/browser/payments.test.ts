@@ -87,7 +87,7 @@ payments:
     await payOnStripe('10.00 USD');
     const returned = page.getByTestId('payment-return');
     await returned.getByText('Payment received').waitFor();
-    expect(await returned.textContent()).to.contain('Your balance is now 12.50');
+    expect(await returned.textContent()).to.contain('Your balance is now $12.50');
     expect((await tg.store.balance(user.id)).balance).to.equal(unitsToNano('12.5'));
     const rows = await page.getByTestId('payments-table').locator('tbody tr').count();
     expect(rows).to.equal(1);

@@ -3,7 +3,8 @@
  * phone's 390×844 (the `-phone` files) from a gateway with an in-memory store:
  *   docs/console-dashboard.png  the dashboard of a user with a balance and eleven days of spend
  *   docs/console-usage.png      Usage: the newest requests, two of them refused, and the totals
- *   docs/console-token.png      the Tokens page right after Add Token, the new secret shown once
+ *   docs/console-token.png      the Tokens page right after Add Token: the new secret shown once, then the
+ *                               base URLs and snippets to use it
  *
  *   npm run build && node dist/test/browser/screenshots.js
  */
@@ -101,7 +102,7 @@ async function main(): Promise<void> {
     ]);
     let tokens = 0;
     for (const viewport of VIEWPORTS) {
-      const context = await browser.newContext({ viewport, colorScheme: 'light' });
+      const context = await browser.newContext({ viewport, colorScheme: 'light', locale: 'en-US' });
       const page = await context.newPage();
       await logIn(page, tg.url, user.name);
       const shot = async (name: string) => {

@@ -240,7 +240,7 @@ async function openKeyList(view: AccountsView, account: AdminAccount, opener: HT
         { label: 'Name', cell: (key) => key.name ?? h('span', { class: 'muted' }, 'Unnamed') },
         { label: 'Key', cell: (key) => h('code', { class: 'key-mask' }, `${key.prefix}…${key.last4}`) },
         { label: 'Status', cell: (key) => badge(key.status, KEY_TONES[key.status]) },
-        { label: 'Spent / limit', cell: (key) => `${formatMoney(key.spent)} / ${key.spend_limit === null ? 'no limit' : formatMoney(key.spend_limit)}`, numeric: true },
+        { label: 'Spent / limit', cell: (key) => [money(key.spent), ' / ', key.spend_limit === null ? 'no limit' : money(key.spend_limit)], numeric: true },
         { label: 'Models', cell: (key) => (key.models ? key.models.join(', ') : 'All') },
         { label: 'Rate limits', cell: (key) => describeRateLimits(key.rate_limits) },
         { label: 'Set by the operator', cell: (key) => describeOperatorLimits(key.operator_limits) },

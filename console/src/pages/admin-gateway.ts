@@ -4,12 +4,12 @@ import { apiGet, withQuery } from '../api.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
 import { loadInto } from '../load.js';
-import { formatMoney, sumDecimals } from '../money.js';
+import { sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
 import { dataTable } from '../table.js';
 import type { RefusalReason, UsageGrouping, UsageSummary } from '../types.js';
-import { count, money, pageHeading, section } from '../ui.js';
+import { count, money, pageHeading, section, totalMoney } from '../ui.js';
 import { choiceQuery, everyDay, RANGES, rangeFrom, rangeQuery, type RangeChoice } from '../usage-range.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
 import { groupTable, refusalTable } from './analytics.js';
@@ -44,7 +44,7 @@ export const adminGatewayPage: Page = {
       void loadInto(chart, () => summary(choice, 'day', 400), (data) => {
         const requests = data.rows.reduce((sum, row) => sum + row.requests, 0);
         replace(totals, h('p', { class: 'lead' }, `${count(requests)} requests, `,
-          h('strong', { 'data-testid': 'gateway-revenue' }, formatMoney(sumDecimals(data.rows.map((row) => row.cost)))), ' charged in this range.'));
+          totalMoney(sumDecimals(data.rows.map((row) => row.cost)), 'gateway-revenue'), ' charged in this range.'));
         return dailySpendChart(everyDay(choice, data.rows));
       });
       void loadInto(refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', { ...rangeQuery(choice), account_id: 'all' }), { signal: context.signal }), (data) => refusalTable(data.reasons));

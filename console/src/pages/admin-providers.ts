@@ -1,4 +1,5 @@
-// /console/admin/providers — circuit-breaker state and recent error rate per upstream.
+// /console/admin/providers — circuit-breaker state and recent error rate per upstream; a provider
+// without credentials says "not configured" instead.
 import { apiGet } from '../api.js';
 import { h } from '../dom.js';
 import { loadInto } from '../load.js';
@@ -51,6 +52,8 @@ function providerTable(providers: readonly ProviderHealth[]): HTMLElement {
       { label: 'Provider', cell: (provider) => provider.name },
       { label: 'Protocol', cell: (provider) => provider.protocol },
       { label: 'Breaker', cell: (provider) => {
+        // A provider without a key is never called, so its breaker is closed without being healthy.
+        if (!provider.configured) return badge('not configured (no key)', 'neutral');
         const state = BREAKER[provider.breaker] ?? { text: provider.breaker, tone: 'neutral' as const };
         return badge(state.text, state.tone);
       } },

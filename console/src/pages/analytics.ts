@@ -4,13 +4,13 @@ import { apiGet, withQuery } from '../api.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
 import { loadInto } from '../load.js';
-import { formatMoney, sumDecimals } from '../money.js';
+import { sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
 import { dataTable } from '../table.js';
 import { reasonText, refusedByText } from '../reasons.js';
 import type { RefusalReason, UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
-import { count, money, pageHeading, section, timeEl } from '../ui.js';
+import { count, money, pageHeading, section, timeEl, totalMoney } from '../ui.js';
 import { choiceQuery, everyDay, rangeForm, rangeFrom, rangeQuery, ratioText, type RangeChoice } from '../usage-range.js';
 
 export const analyticsPage: Page = {
@@ -57,7 +57,7 @@ function totalsLine(days: readonly UsageGroup[]): HTMLElement {
   const requests = days.reduce((sum, row) => sum + row.requests, 0);
   return h('p', { class: 'lead', 'data-testid': 'analytics-total' },
     `${count(requests)} request${requests === 1 ? '' : 's'}, costing `,
-    h('strong', { 'data-testid': 'analytics-total-cost' }, formatMoney(sumDecimals(days.map((row) => row.cost)))), ' in this range.');
+    totalMoney(sumDecimals(days.map((row) => row.cost)), 'analytics-total-cost'), ' in this range.');
 }
 
 /** Refused requests by reason; each reason opens them in Usage. */

@@ -51,7 +51,13 @@ export const playgroundPage: Page = {
       pageHeading('Playground', 'Try a model before pointing an app at it. Every turn is billed like any request and marked as playground in your usage.'),
       area);
     void apiGet<{ models: PricedModel[] }>('/api/prices', { signal: context.signal }).then(
-      (data) => replace(area, playground(data.models.map((model) => model.model), context.signal)),
+      (data) => {
+        // Only models that can answer, text ones (the chat endpoint): the first is the default.
+        const usable = data.models.filter((model) => model.available && model.kind === 'text').map((model) => model.model);
+        replace(area, usable.length > 0
+          ? playground(usable, context.signal)
+          : h('p', { class: 'notice', 'data-testid': 'playground-no-models' }, 'No model can answer yet: the operator has not configured a provider for any of them.'));
+      },
       (error: unknown) => replace(area, h('p', { class: 'notice notice-error', role: 'alert' }, errorMessage(error))),
     );
   },
@@ -107,8 +113,11 @@ function playground(models: readonly string[], signal: AbortSignal): HTMLElement
     };
     prompt.value = '';
     status.textContent = 'Sending…';
+    // Every way out of a turn ends "Sending…": answered, refused, failed or thrown.
     void keyFor(signal).then(
-      (key) => Promise.all(columns.map((column) => turn(column, text, settings, key, session, signal))).then(() => { status.textContent = ''; }),
+      (key) => Promise.all(columns.map((column) => turn(column, text, settings, key, session, signal))),
+    ).then(
+      () => { status.textContent = ''; },
       (error: unknown) => { status.textContent = errorMessage(error); },
     );
   });
@@ -139,8 +148,13 @@ async function turn(column: Column, text: string, settings: Settings, key: strin
     });
     const requestId = response.headers.get('x-request-id');
     if (!response.ok || response.body === null) {
-      const body = (await response.json().catch(() => null)) as { error?: { message?: string } } | null;
+      const body = (await response.json().catch(() => null)) as { error?: { message?: string; code?: string } } | null;
       reply.textContent = body?.error?.message ?? `The gateway answered ${response.status}.`;
+      // Refused for the balance (not a budget, also 402): the way out is one click away.
+      if (response.status === 402 && body?.error?.code === 'insufficient_balance') reply.append(' ', h('a', { href: '/console/topup', 'data-testid': 'playground-topup' }, 'Top up'));
+      // A refused or failed request is not charged: nothing to wait for.
+      cost.textContent = 'Cost: none, the request was not answered.';
+      return;
     } else {
       await readStream(response.body, (delta) => reply.append(delta));
       column.history.push({ role: 'assistant', content: reply.textContent ?? '' });
@@ -148,6 +162,7 @@ async function turn(column: Column, text: string, settings: Settings, key: strin
     if (requestId !== null) await showCost(requestId, startedAt, cost, signal);
   } catch (error) {
     reply.textContent = errorMessage(error);
+    if (cost.textContent === 'Cost: settling…') cost.textContent = 'Cost: unknown, see Usage.';
   }
 }
 
@@ -185,7 +200,7 @@ async function showCost(requestId: string, since: string, target: HTMLElement, s
     const { usage } = await apiGet<{ usage: Usage[] }>(withQuery('/api/usage', { since, limit: 100 }), { signal });
     const row = usage.find((entry) => entry.request_id === requestId);
     if (row !== undefined) {
-      replace(target, 'Cost: ', h('a', { href: withQuery('/console/request', { id: requestId }), 'data-testid': 'playground-cost-value' }, formatMoney(row.cost)),
+      replace(target, 'Cost: ', h('a', { href: withQuery('/console/request', { id: requestId }), 'data-testid': 'playground-cost-value', title: row.cost }, formatMoney(row.cost)),
         ` (${count(row.input_tokens + row.cache_read_tokens + row.cache_write_tokens + row.cache_write_1h_tokens)} in, ${count(row.output_tokens)} out)`);
       return;
     }

@@ -3,11 +3,11 @@
 import { apiGet, withQuery } from '../api.js';
 import { h, type Child } from '../dom.js';
 import { loadInto } from '../load.js';
-import { formatMoney, isZero } from '../money.js';
+import { formatExactMoney, isZero } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { dataTable } from '../table.js';
 import type { UsageRequest } from '../types.js';
-import { count, money, pageHeading, section, timeEl } from '../ui.js';
+import { count, exactMoney, pageHeading, section, timeEl } from '../ui.js';
 import { ratioText } from '../usage-range.js';
 
 export const requestPage: Page = {
@@ -30,13 +30,13 @@ function facts(rows: ReadonlyArray<readonly [string, Child, string?]>): HTMLElem
 const code = (text: string | null): Child => (text === null ? '—' : h('code', null, text));
 
 function requestDetail(request: UsageRequest): HTMLElement {
-  const overage = !isZero(request.overage) ? `${formatMoney(request.overage)} charged above the hold` : null;
-  const unbilled = !isZero(request.unbilled) ? `${formatMoney(request.unbilled)} above the hold left uncharged` : null;
+  const overage = !isZero(request.overage) ? `${formatExactMoney(request.overage)} charged above the hold` : null;
+  const unbilled = !isZero(request.unbilled) ? `${formatExactMoney(request.unbilled)} above the hold left uncharged` : null;
   return h('div', null,
     facts([
       ['Time', timeEl(request.created_at)],
-      ['Cost', money(request.cost), 'request-cost'],
-      ['Held before it ran', money(request.held), 'request-held'],
+      ['Cost', exactMoney(request.cost), 'request-cost'],
+      ['Held before it ran', exactMoney(request.held), 'request-held'],
       ['Overage', overage ?? unbilled ?? 'none'],
       ['Usage source', request.usage_source],
       ['Status', `${request.status} (${request.outcome})`],
@@ -76,8 +76,8 @@ function requestDetail(request: UsageRequest): HTMLElement {
       columns: [
         { label: 'Kind', cell: (line) => line.kind.replace(/_tokens$/, '').replaceAll('_', ' ') },
         { label: 'Tokens', cell: (line) => count(line.tokens), numeric: true },
-        { label: 'Price per 1M', cell: (line) => (request.priced ? money(line.price_per_million) : 'free'), numeric: true },
-        { label: 'Cost', cell: (line) => money(line.cost), numeric: true },
+        { label: 'Price per 1M', cell: (line) => (request.priced ? exactMoney(line.price_per_million) : 'free'), numeric: true },
+        { label: 'Cost', cell: (line) => exactMoney(line.cost), numeric: true },
       ],
     }),
     request.tool_lines.length === 0 ? null : dataTable({
@@ -87,8 +87,8 @@ function requestDetail(request: UsageRequest): HTMLElement {
       columns: [
         { label: 'Tool', cell: (line) => line.tool },
         { label: 'Calls', cell: (line) => count(line.calls), numeric: true },
-        { label: 'Price per 1,000', cell: (line) => money(line.price_per_thousand), numeric: true },
-        { label: 'Cost', cell: (line) => money(line.cost), numeric: true },
+        { label: 'Price per 1,000', cell: (line) => exactMoney(line.price_per_thousand), numeric: true },
+        { label: 'Cost', cell: (line) => exactMoney(line.cost), numeric: true },
       ],
     }),
     request.image_lines.length === 0 ? null : dataTable({
@@ -99,8 +99,8 @@ function requestDetail(request: UsageRequest): HTMLElement {
       columns: [
         { label: 'Size / quality', cell: (line) => h('code', null, line.size_quality) },
         { label: 'Images', cell: (line) => count(line.images), numeric: true },
-        { label: 'Price per image', cell: (line) => money(line.price_per_image), numeric: true },
-        { label: 'Cost', cell: (line) => money(line.cost), numeric: true },
+        { label: 'Price per image', cell: (line) => exactMoney(line.price_per_image), numeric: true },
+        { label: 'Cost', cell: (line) => exactMoney(line.cost), numeric: true },
       ],
     }),
     h('p', { class: 'muted' }, `The parts are exact; the charge is their sum rounded once to a billionth. Cache hits: ${ratioText(request.cache_hit_ratio)}.`)));

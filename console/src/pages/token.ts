@@ -1,12 +1,13 @@
-// /console/token — the account's API keys: list, add (secret shown once), edit limits and budget, revoke.
+// /console/token — the account's API keys: list, add (secret shown once, with the base URLs and
+// snippets to use it), edit limits and budget, revoke.
 import { budgetsSection } from '../budgets.js';
 import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
+import { connectSection, type ConnectModels } from '../connect.js';
 import { h, type Child } from '../dom.js';
 import { createForm, inputField, valueOf } from '../forms.js';
 import { budgetFields, describeBudget, describeOperatorLimits, describeRateLimits, limitFields, readBudget, readLimits } from '../limits.js';
 import { loadInto } from '../load.js';
-import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { inlinePanel, type Panel } from '../panel.js';
 import { secretReveal } from '../secret.js';
@@ -14,7 +15,7 @@ import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
 import { endOfDayIso, todayInputValue } from '../time.js';
 import type { ApiKey, KeyStatus, PricedModel } from '../types.js';
-import { badge, buttonRow, pageHeading, timeEl, type BadgeTone } from '../ui.js';
+import { badge, buttonRow, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 interface TokensView {
   context: PageContext;
@@ -23,21 +24,32 @@ interface TokensView {
   list: HTMLElement;
   /** The budgets' bars, replaced when a budget changes. */
   budgets: HTMLElement;
-  /** The price list's model names, fetched once per visit; null when it failed. */
-  models(): Promise<string[] | null>;
+  /** The models that can answer, fetched once per visit; null when it failed. */
+  offered(): Promise<PricedModel[] | null>;
+}
+
+async function modelNames(view: TokensView): Promise<string[] | null> {
+  return (await view.offered())?.map((model) => model.model) ?? null;
+}
+
+/** The models the snippets name: of the key's own list if it has one, of each family where it can. */
+function snippetModels(offered: readonly PricedModel[] | null, key: ApiKey): ConnectModels {
+  const allowed = (offered ?? []).filter((model) => model.kind === 'text' && (key.models === null || key.models.includes(model.model)));
+  const pick = (family: PricedModel['family']) => allowed.find((model) => model.family === family)?.model ?? allowed[0]?.model ?? key.models?.[0] ?? 'MODEL';
+  return { openai: pick('openai'), anthropic: pick('anthropic') };
 }
 
 export const tokensPage: Page = {
   title: 'Tokens',
   render(context: PageContext) {
-    let models: Promise<string[] | null> | undefined;
+    let offered: Promise<PricedModel[] | null> | undefined;
     const view: TokensView = {
       context,
       panel: inlinePanel(),
       status: statusLine(),
       list: h('div'),
       budgets: budgetsSection(context.signal, false),
-      models: () => (models ??= loadModelNames(context.signal)),
+      offered: () => (offered ??= loadOfferedModels(context.signal)),
     };
     const addButton = h('button', {
       type: 'button',
@@ -56,10 +68,11 @@ export const tokensPage: Page = {
   },
 };
 
-async function loadModelNames(signal: AbortSignal): Promise<string[] | null> {
+async function loadOfferedModels(signal: AbortSignal): Promise<PricedModel[] | null> {
   try {
     const data = await apiGet<{ models: PricedModel[] }>('/api/prices', { signal });
-    return data.models.map((model) => model.model);
+    // A model whose providers have no key cannot answer: not offered (a key's own choice is kept, see limitFields).
+    return data.models.filter((model) => model.available);
   } catch {
     return null;
   }
@@ -90,8 +103,8 @@ function keyTable(view: TokensView, keys: readonly ApiKey[]): HTMLElement {
       { label: 'Key', cell: (key) => h('code', { class: 'key-mask' }, `${key.prefix}…${key.last4}`) },
       { label: 'Status', cell: (key) => badge(key.status, STATUS_TONES[key.status]) },
       { label: 'Spent / limit', cell: spentCell, numeric: true },
-      { label: 'Today', cell: (key) => formatMoney(key.spent_today ?? '0'), numeric: true },
-      { label: 'This month', cell: (key) => formatMoney(key.spent_month ?? '0'), numeric: true },
+      { label: 'Today', cell: (key) => money(key.spent_today ?? '0'), numeric: true },
+      { label: 'This month', cell: (key) => money(key.spent_month ?? '0'), numeric: true },
       { label: 'Last used', cell: (key) => (key.last_used_at ? timeEl(key.last_used_at) : 'Never') },
       { label: 'Models', cell: (key) => (key.models ? key.models.join(', ') : 'All') },
       { label: 'Rate limits', cell: (key) => describeRateLimits(key.rate_limits) },
@@ -104,8 +117,8 @@ function keyTable(view: TokensView, keys: readonly ApiKey[]): HTMLElement {
   });
 }
 
-function spentCell(key: ApiKey): string {
-  return `${formatMoney(key.spent)} / ${key.spend_limit === null ? 'no limit' : formatMoney(key.spend_limit)}`;
+function spentCell(key: ApiKey): Child {
+  return [money(key.spent), ' / ', key.spend_limit === null ? 'no limit' : money(key.spend_limit)];
 }
 
 function keyActions(view: TokensView, key: ApiKey): Child {
@@ -133,7 +146,7 @@ function keyActions(view: TokensView, key: ApiKey): Child {
 }
 
 async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<void> {
-  const models = await view.models();
+  const models = await modelNames(view);
   const form = createForm({
     submitLabel: 'Create token',
     secondary: [cancelButton(view.panel)],
@@ -154,23 +167,24 @@ async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<vo
         ...(limits.allowed_networks !== null ? { allowed_networks: limits.allowed_networks } : {}),
       };
       const created = await apiPost<{ key: ApiKey; secret: string }>('/api/keys', body);
-      showNewSecret(view, created.key, created.secret, opener);
+      showNewSecret(view, created.key, created.secret, snippetModels(await view.offered(), created.key), opener);
       void refreshList(view);
     },
   });
   view.panel.open('Add a token', form, opener);
 }
 
-function showNewSecret(view: TokensView, key: ApiKey, secret: string, opener: HTMLElement): void {
+function showNewSecret(view: TokensView, key: ApiKey, secret: string, models: ConnectModels, opener: HTMLElement): void {
   view.panel.open(`Token “${keyLabel(key)}” created`, h('div', null,
     secretReveal({ label: 'Secret key', secret, testId: 'new-key-secret' }),
+    connectSection(secret, models),
     buttonRow(h('button', { type: 'button', class: 'button', onclick: () => view.panel.close() }, 'Done'))), opener);
   // Focus (and so select) the secret: ready to copy, and read out with its warning.
   view.panel.element.querySelector<HTMLInputElement>('[data-testid="new-key-secret"]')?.focus();
 }
 
 async function openEditForm(view: TokensView, key: ApiKey, opener: HTMLElement): Promise<void> {
-  const models = await view.models();
+  const models = await modelNames(view);
   const form = createForm({
     submitLabel: 'Save limits',
     secondary: [cancelButton(view.panel)],

@@ -1,17 +1,21 @@
 // /console/topup — redeem a code, and the history of credits to the account.
 import { apiGet, apiPost } from '../api.js';
 import { creditTable } from '../credits.js';
-import { h } from '../dom.js';
+import { h, replace } from '../dom.js';
 import { createForm, inputField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { statusLine } from '../status.js';
-import type { Credit, PaymentOptions } from '../types.js';
+import type { AccountSummary, Credit, PaymentOptions } from '../types.js';
 import { autoRechargeSection, cardSection } from './topup-card.js';
-import { pageHeading, section } from '../ui.js';
+import { pageHeading, section, totalMoney } from '../ui.js';
 
 const HISTORY_LIMIT = 50;
+
+function showBalance(target: HTMLElement, balance: string): void {
+  replace(target, 'Your balance: ', totalMoney(balance, 'topup-balance-value'));
+}
 
 export const topupPage: Page = {
   title: 'Top Up',
@@ -39,17 +43,21 @@ export const topupPage: Page = {
         const result = await apiPost<{ credit: Credit; balance: string }>('/api/topup/redeem', { code: valueOf(form, 'code') });
         form.reset();
         status.show(`Redeemed ${formatMoney(result.credit.amount)}. Your balance is now ${formatMoney(result.balance)}.`, 'success');
+        showBalance(balance, result.balance);
         void refreshHistory();
       },
     });
 
     const card = h('div');
+    const balance = h('p', { class: 'topup-balance', 'data-testid': 'topup-balance' });
     context.root.append(
       pageHeading('Top Up', 'Add credit to your balance by card or with a redemption code.'),
+      balance,
       card,
       section('Redeem a code', form, status.element),
       section('Credit history', history));
     void refreshHistory();
+    void apiGet<AccountSummary>('/api/account', { signal: context.signal }).then((summary) => showBalance(balance, summary.balance), () => undefined);
     // Card payments appear only when the operator set up Stripe.
     void apiGet<PaymentOptions>('/api/payments/options', { signal: context.signal }).then((options) => {
       if (!options.enabled) return;

@@ -4,14 +4,13 @@ import { apiGet, withQuery } from '../api.js';
 import { h, replace } from '../dom.js';
 import { createForm, FieldError, inputField, selectField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
-import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { reasonText, refusedByText } from '../reasons.js';
 import { replaceQuery } from '../router.js';
 import { isAdmin } from '../session.js';
 import { dataTable } from '../table.js';
 import type { AdminAccount, ApiKey, PricedModel, Usage, UsagePage } from '../types.js';
-import { badge, count, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
+import { badge, count, money, pageHeading, timeEl, totalMoney, type BadgeTone } from '../ui.js';
 
 const ROW_LIMIT = 100;
 const FILTERS = ['account_id', 'key_id', 'model', 'status', 'session_id', 'endpoint', 'since', 'until'] as const;
@@ -209,7 +208,7 @@ function usageResults(data: UsagePage, pager: Pager): HTMLElement {
   const summary = h('p', { class: 'muted', 'data-testid': 'usage-totals' },
     `${count(totals.requests)} request${totals.requests === 1 ? '' : 's'} match`,
     totals.refused > 0 ? ` (${count(totals.refused)} refused)` : '',
-    ', costing ', h('strong', { 'data-testid': 'usage-total-cost', title: totals.cost }, formatMoney(totals.cost)), ' in total',
+    ', costing ', totalMoney(totals.cost, 'usage-total-cost'), ' in total',
     totals.requests > data.usage.length ? `; this page shows ${count(data.usage.length)}.` : '.');
   return h('div', null, summary, dataTable({
     caption: 'Usage, newest first',
