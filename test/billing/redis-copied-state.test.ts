@@ -1,5 +1,5 @@
 /**
- * docs/ledger-faults.md#redis-comes-back: the copied-state rule. A replica promoted by a failover holds
+ * docs/scaling-out.md#redis-sentinel: the copied-state rule. A replica promoted by a failover holds
  * the state as it was some writes ago; here a second redis-server copies the first one's state
  * (REPLICAOF, then REPLICAOF NO ONE), the first goes on settling, and the book's connection is moved
  * to the copy (a TCP switch in front of both, as a failover moves it). The copy's balance has not
