@@ -39,4 +39,7 @@ EXPOSE 8080
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "bin/tollgate.js", "serve"]
+# Docker has no umask setting: the shell sets 0077 (anything the process makes is its user's alone,
+# as the documented systemd unit's UMask=0077), then exec hands its pid to node, so the STOPSIGNAL
+# reaches the gateway itself.
+CMD ["/bin/sh", "-c", "umask 0077 && exec node bin/tollgate.js serve"]

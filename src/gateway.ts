@@ -25,6 +25,8 @@ import { AutoRecharge } from './payments/auto-recharge';
 import { Payments } from './payments/payments';
 import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
+import { checkSecretKey } from './store/check-secret-key';
+import { keyFileOf } from './auth/secret-key';
 import { SqliteStore } from './store/sqlite';
 import { storeFiles, warnIfReadableByOthers } from './private-files';
 import { openMetricsWarning } from './metrics/open-metrics-warning';
@@ -150,8 +152,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const logger = options.logger ?? createLogger();
   const ownsStore = options.store === undefined;
   const store = options.store ?? openStore(config.store);
-  if (ownsStore) await store.migrate();
-  if (store instanceof SqliteStore) warnIfReadableByOthers(logger, storeFiles(store.filename));
+  if (ownsStore) {
+    await store.migrate();
+    await checkSecretKey(store, logger);
+  }
+  if (store instanceof SqliteStore) warnIfReadableByOthers(logger, [...storeFiles(store.filename), keyFileOf(store.filename)]);
 
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics(PACKAGE_VERSION);

@@ -13,6 +13,7 @@ import { createLogger, startGateway } from './gateway';
 import { applyHeapSettings } from './heap-settings';
 import { logDestination } from './log-destination';
 import { openStore } from './store/open';
+import { checkSecretKey } from './store/check-secret-key';
 import type { Store } from './store/store';
 import type { Logger } from 'pino';
 import { migrateWhenReachable } from './store-wait';
@@ -76,6 +77,8 @@ export async function serve(options: ServeOptions): Promise<void> {
     process.exit(0);
   }
   process.off('SIGTERM', stopWaiting).off('SIGINT', stopWaiting);
+  // Here, once, before any worker exists: a key that opens nothing stops every instance alike.
+  await checkSecretKey(store, logger);
   const adminPassword = process.env.TOLLGATE_ADMIN_PASSWORD || undefined;
   if (adminPassword !== undefined) checkAdminPassword(adminPassword);
   // Once, here, before any worker exists: the first password is generated and printed once.

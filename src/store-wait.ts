@@ -6,6 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { Logger } from 'pino';
+import { SecretKeyError } from './auth/secret-key';
 import type { Store } from './store/store';
 
 const FIRST_PAUSE_MS = 500;
@@ -42,6 +43,11 @@ export async function migrateWhenReachable(store: Store, listen: { host: string;
       if (server !== null) await new Promise<void>((resolve) => server!.close(() => resolve()));
       return true;
     } catch (error) {
+      // A missing or malformed key is not a store that is still starting: waiting will not fix it.
+      if (error instanceof SecretKeyError) {
+        if (server !== null) await new Promise<void>((resolve) => server!.close(() => resolve()));
+        throw error;
+      }
       if (server === null) {
         server = waitingServer();
         await new Promise<void>((resolve, reject) => server!.once('error', reject).listen(listen.port, listen.host, resolve));

@@ -7,6 +7,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
+import type { SecretKey } from '../auth/secret-key';
+import { openFactorSecret, plaintextFactors, requireOpenable, sealFactorSecret, type StoredFactor } from './factor-secrets';
 import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
 import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
@@ -159,23 +161,41 @@ export async function dailyUsage(pool: Pool, accountId: string | null, since: Da
 
 // Two-factor sign-in on PostgreSQL: one statement each, or one transaction where two tables change.
 
-export async function getSecondFactor(pool: Pool, accountId: string): Promise<SecondFactor | null> {
+export async function getSecondFactor(pool: Pool, key: SecretKey, accountId: string): Promise<SecondFactor | null> {
   const { rows } = await pool.query<{ secret: string; confirmed_at: Date | null; last_step: string | null }>(
     'SELECT secret, confirmed_at, last_step FROM second_factors WHERE account_id = $1',
     [accountId],
   );
   const row = rows[0];
   if (row === undefined) return null;
-  return { secret: row.secret, confirmedAt: row.confirmed_at, lastStep: row.last_step === null ? null : Number(row.last_step) };
+  return { secret: openFactorSecret(key, accountId, row.secret), confirmedAt: row.confirmed_at, lastStep: row.last_step === null ? null : Number(row.last_step) };
 }
 
-export async function beginSecondFactor(pool: Pool, accountId: string, secret: string): Promise<void> {
+export async function beginSecondFactor(pool: Pool, key: SecretKey, accountId: string, secret: string): Promise<void> {
   await pool.query(
     `WITH gone AS (DELETE FROM recovery_codes WHERE account_id = $1)
      INSERT INTO second_factors (account_id, secret, created_at) VALUES ($1, $2, now())
      ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, confirmed_at = NULL, last_step = NULL, created_at = excluded.created_at`,
-    [accountId, secret],
+    [accountId, sealFactorSecret(key, accountId, secret)],
   );
+}
+
+function storedFactors(pool: Pool): Promise<StoredFactor[]> {
+  return pool.query<StoredFactor>('SELECT f.account_id, a.name, f.secret FROM second_factors f JOIN accounts a ON a.id = f.account_id').then(({ rows }) => rows);
+}
+
+/**
+ * Seals the secrets an older version stored in plaintext. Each row changes only if it still holds
+ * the plaintext read, so instances starting together never seal a row twice.
+ */
+export async function sealPlaintextFactors(pool: Pool, key: SecretKey): Promise<void> {
+  for (const row of plaintextFactors(await storedFactors(pool))) {
+    await pool.query('UPDATE second_factors SET secret = $2 WHERE account_id = $1 AND secret = $3', [row.account_id, sealFactorSecret(key, row.account_id, row.secret), row.secret]);
+  }
+}
+
+export async function requireOpenableFactors(pool: Pool, key: SecretKey): Promise<void> {
+  requireOpenable(key, await storedFactors(pool));
 }
 
 export async function confirmSecondFactor(pool: Pool, accountId: string, step: number, hashes: readonly Buffer[]): Promise<boolean> {

@@ -22,6 +22,7 @@ import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
+import { sharedStoreKey, type SecretKey } from '../auth/secret-key';
 import { chargeJson, columnText } from './set-aside';
 import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 import {
@@ -114,6 +115,7 @@ export class PostgresStore implements Store {
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
+  private secretKeyPart: SecretKey | null = null;
   /** The limits this store runs with (the URL is left out: it usually carries a password). */
   readonly limits: Omit<PostgresStoreConfig, 'url'>;
 
@@ -125,6 +127,8 @@ export class PostgresStore implements Store {
   constructor(
     config: PostgresStoreConfig,
     private readonly onBackgroundError: (error: Error) => void = () => undefined,
+    /** Holds TOLLGATE_SECRET_KEY, which `migrate()` requires (auth/secret-key.ts). */
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {
     this.limits = { connect_timeout_ms: config.connect_timeout_ms, statement_timeout_ms: config.statement_timeout_ms, pool_size: config.pool_size };
     this.connection = {
@@ -148,6 +152,8 @@ export class PostgresStore implements Store {
   }
 
   async migrate(): Promise<void> {
+    // Before connecting: a missing key is the operator's to fix, not a store to wait for.
+    this.secretKeyPart ??= sharedStoreKey(this.env);
     const client = new Client({
       ...this.connection,
       application_name: APPLICATION_NAME,
@@ -162,8 +168,19 @@ export class PostgresStore implements Store {
     } finally {
       await client.end().catch(() => undefined);
     }
+    await consoleQueries.sealPlaintextFactors(this.pool, this.secretKey);
     // Listening before the first request means the auth cache can be used from the start.
     await this.listener.start();
+  }
+
+  /** The key TOTP secrets are sealed with: TOLLGATE_SECRET_KEY. */
+  private get secretKey(): SecretKey {
+    if (this.secretKeyPart === null) throw new Error('the store has no secret key before migrate()');
+    return this.secretKeyPart;
+  }
+
+  verifySecretKey(): Promise<void> {
+    return consoleQueries.requireOpenableFactors(this.pool, this.secretKey);
   }
 
   async createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account> {
@@ -388,11 +405,11 @@ export class PostgresStore implements Store {
   }
 
   getSecondFactor(accountId: string): Promise<SecondFactor | null> {
-    return consoleQueries.getSecondFactor(this.pool, accountId);
+    return consoleQueries.getSecondFactor(this.pool, this.secretKey, accountId);
   }
 
   beginSecondFactor(accountId: string, secret: string): Promise<void> {
-    return consoleQueries.beginSecondFactor(this.pool, accountId, secret);
+    return consoleQueries.beginSecondFactor(this.pool, this.secretKey, accountId, secret);
   }
 
   confirmSecondFactor(accountId: string, step: number, recoveryHashes: readonly Buffer[]): Promise<boolean> {

@@ -3,6 +3,8 @@
  * and management tokens. Split from sqlite.ts so each file keeps one concern; the store delegates.
  */
 import { randomBytes } from 'node:crypto';
+import type { SecretKey } from '../auth/secret-key';
+import { openFactorSecret, plaintextFactors, requireOpenable, sealFactorSecret, type StoredFactor } from './factor-secrets';
 import type { SqliteDatabase } from './sqlite-driver';
 import { rowMappers, SQLITE_CODEC, type AccountRow, type AccountSummaryRow, type SessionAccountRow, type SessionRow, type SqliteColumns } from './rows';
 import type { Account, AccountLogin, AccountSummary, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
@@ -111,12 +113,17 @@ export class SqliteConsole {
   }
 }
 
-/** Two-factor sign-in on SQLite: each method is one statement (or one transaction). */
+/** Two-factor sign-in on SQLite: each method is one statement (or one transaction); secrets sealed under `key`. */
 export class SqliteSecondFactors {
   private readonly sql;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly key: SecretKey,
+  ) {
     this.sql = {
+      all: db.prepare<[], StoredFactor>('SELECT f.account_id, a.name, f.secret FROM second_factors f JOIN accounts a ON a.id = f.account_id'),
+      reseal: db.prepare<[string, string, string]>('UPDATE second_factors SET secret = ? WHERE account_id = ? AND secret = ?'),
       get: db.prepare<[string], { secret: string; confirmed_at: number | null; last_step: number | null }>(
         'SELECT secret, confirmed_at, last_step FROM second_factors WHERE account_id = ?',
       ),
@@ -136,15 +143,31 @@ export class SqliteSecondFactors {
   get(accountId: string): SecondFactor | null {
     const row = this.sql.get.get(accountId);
     if (row === undefined) return null;
-    return { secret: row.secret, confirmedAt: row.confirmed_at === null ? null : new Date(row.confirmed_at), lastStep: row.last_step };
+    return { secret: openFactorSecret(this.key, accountId, row.secret), confirmedAt: row.confirmed_at === null ? null : new Date(row.confirmed_at), lastStep: row.last_step };
   }
 
   begin(accountId: string, secret: string): void {
     this.db.transaction(() => {
       this.sql.deleteCodes.run(accountId);
       this.sql.deleteFactor.run(accountId);
-      this.sql.insert.run(accountId, secret, Date.now());
+      this.sql.insert.run(accountId, sealFactorSecret(this.key, accountId, secret), Date.now());
     }).immediate();
+  }
+
+  /** Seals the secrets an older version stored in plaintext; how many there were. */
+  sealPlaintext(): number {
+    if (plaintextFactors(this.sql.all.all()).length === 0) return 0;
+    return this.db.transaction(() => {
+      // Read again under the write lock: another process may have sealed them meanwhile.
+      const rows = plaintextFactors(this.sql.all.all());
+      for (const row of rows) this.sql.reseal.run(sealFactorSecret(this.key, row.account_id, row.secret), row.account_id, row.secret);
+      return rows.length;
+    }).immediate();
+  }
+
+  /** Throws SecretKeyError when a secret does not open with this store's key. */
+  requireOpenable(): void {
+    requireOpenable(this.key, this.sql.all.all());
   }
 
   confirm(accountId: string, step: number, hashes: readonly Buffer[]): boolean {

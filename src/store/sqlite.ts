@@ -16,6 +16,7 @@ import { chargeJson, columnText } from './set-aside';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { makePrivateDir, tightenFiles } from '../private-files';
+import { embeddedStoreKey, type SecretKey } from '../auth/secret-key';
 import path from 'node:path';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import { SqliteAudit } from './sqlite-audit';
@@ -158,7 +159,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 const RETRIED_METHODS = [
   'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
-  'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
+  'verifySecretKey', 'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'chargeTotals', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
   'createAccount', 'findAccountByName', 'countAccounts', 'createKey', 'listKeys', 'revokeKey', 'findKeyByHash',
@@ -185,6 +186,7 @@ export class SqliteStore implements Store {
   private ledgerPart: SqliteLedger | null = null;
   private consolePart: SqliteConsole | null = null;
   private factorsPart: SqliteSecondFactors | null = null;
+  private secretKeyPart: SecretKey | null = null;
   private auditPart: SqliteAudit | null = null;
   /** Bumped by this connection's own key and account writes, which `data_version` does not count. */
   private localRevision = 0;
@@ -200,8 +202,14 @@ export class SqliteStore implements Store {
     this.turnDataVersion = null;
   };
 
-  /** Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store. */
-  constructor(readonly filename: string) {
+  /**
+   * Opens (and creates, with its folder) the database file; `:memory:` for a private in-memory store.
+   * `env` holds TOLLGATE_SECRET_KEY, read by `migrate()` (auth/secret-key.ts).
+   */
+  constructor(
+    readonly filename: string,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {
     this.durable = filename !== SQLITE_MEMORY;
     if (filename !== SQLITE_MEMORY) makePrivateDir(path.dirname(path.resolve(filename)));
     const isNew = filename !== SQLITE_MEMORY && !existsSync(filename);
@@ -241,8 +249,14 @@ export class SqliteStore implements Store {
   }
 
   private get factors(): SqliteSecondFactors {
-    this.factorsPart ??= new SqliteSecondFactors(this.db);
+    this.factorsPart ??= new SqliteSecondFactors(this.db, this.secretKey);
     return this.factorsPart;
+  }
+
+  /** The key TOTP secrets are sealed with: TOLLGATE_SECRET_KEY, else the key file beside the database. */
+  get secretKey(): SecretKey {
+    if (this.secretKeyPart === null) throw new Error('the store has no secret key before migrate()');
+    return this.secretKeyPart;
   }
 
   private get console(): SqliteConsole {
@@ -257,6 +271,12 @@ export class SqliteStore implements Store {
 
   async migrate(): Promise<void> {
     applySqliteMigrations(this.db);
+    this.secretKeyPart ??= embeddedStoreKey(this.durable ? this.filename : null, this.env);
+    this.factors.sealPlaintext();
+  }
+
+  async verifySecretKey(): Promise<void> {
+    this.factors.requireOpenable();
   }
 
   async appendAudit(entry: NewAuditEntry): Promise<AuditRecord> {

@@ -494,8 +494,18 @@ export interface Store {
    */
   readonly durable?: boolean;
 
-  /** Creates or upgrades the schema; safe to run at every start. */
+  /**
+   * Creates or upgrades the schema, and seals TOTP secrets an older version stored in plaintext; safe
+   * to run at every start. Throws SecretKeyError when the secret key is malformed, or missing where
+   * it must be given (auth/secret-key.ts).
+   */
   migrate(): Promise<void>;
+  /**
+   * Throws SecretKeyError, naming the accounts and the way out, when a TOTP secret the store holds
+   * does not open with its key (it was sealed with another). `serve` checks before it listens; the
+   * CLI does not, so `tollgate account reset-2fa` still works when the key is lost.
+   */
+  verifySecretKey(): Promise<void>;
 
   /** Throws AccountExistsError when the name (or the e-mail) is taken. */
   createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account>;

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import { Client } from 'pg';
 import { PACKAGE_ROOT } from '../../src/paths';
+import { TEST_SECRET_ENV } from '../helpers/test-secret-key';
 import { PG_ADMIN_URL, postgresProblem } from '../helpers/services';
 
 const CLI = path.join(PACKAGE_ROOT, 'bin', 'tollgate.js');
@@ -67,7 +68,7 @@ describe('e2e: serve waits for a store that is not reachable yet', function () {
       `server: { host: 127.0.0.1 }\nstore: { url: "${url.toString()}" }\nproviders:\n  echo: { protocol: echo }\nmodels:\n  tollgate-echo: { family: openai, routes: [{ provider: echo }], free: true }\n`,
     );
     const port = await freePort();
-    child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'warn' }, stdio: 'ignore' });
+    child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...TEST_SECRET_ENV }, stdio: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
 
     const health = await until(() => fetch(`${base}/healthz`), (res) => res.status === 200, 10_000);

@@ -23,6 +23,7 @@ import { openSqlite } from '../../src/store/sqlite-driver';
 import type { Store } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { CLI } from '../helpers/serve-child';
+import { TEST_SECRET_ENV } from '../helpers/test-secret-key';
 import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 
@@ -101,7 +102,7 @@ interface Instance {
 /** Starts `tollgate serve` in `dir` on a fresh port. */
 async function start(dir: string): Promise<Instance> {
   const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...TEST_SECRET_ENV }, stdio: ['ignore', 'pipe', 'pipe'] });
   const instance: Instance = { child, base: `http://127.0.0.1:${port}`, output: '' };
   child.stdout.on('data', (chunk: Buffer) => (instance.output += chunk.toString('utf8')));
   child.stderr.on('data', (chunk: Buffer) => (instance.output += chunk.toString('utf8')));
@@ -245,7 +246,7 @@ async function fundedAccount(store: Store, name: string): Promise<{ accountId: s
 }
 
 function ledgerVerify(dir: string): { status: number | null; out: string } {
-  const run = spawnSync(process.execPath, [CLI, 'ledger', 'verify'], { cwd: dir, env: { PATH: process.env.PATH }, encoding: 'utf8' });
+  const run = spawnSync(process.execPath, [CLI, 'ledger', 'verify'], { cwd: dir, env: { PATH: process.env.PATH, ...TEST_SECRET_ENV }, encoding: 'utf8' });
   return { status: run.status, out: run.stdout + run.stderr };
 }
 

@@ -19,6 +19,7 @@ import { PACKAGE_ROOT } from '../../src/paths';
 import { openStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { TEST_SECRET_ENV } from '../helpers/test-secret-key';
 import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 
@@ -134,7 +135,7 @@ plugins:
     await store.credit({ accountId: account.id, amount: 10n ** 15n, kind: 'admin', actor: 'test', note: 'funds' });
 
     const port = await freePort();
-    child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'fatal' }, stdio: 'ignore' });
+    child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { cwd: dir, env: { PATH: process.env.PATH, LOG_LEVEL: 'fatal', ...TEST_SECRET_ENV }, stdio: 'ignore' });
     const base = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + 20_000;
     while ((await fetch(`${base}/readyz`).then((res) => res.status, () => 0)) !== 200) {

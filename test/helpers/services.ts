@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Redis } from 'ioredis';
 import { Client } from 'pg';
+// A PostgreSQL store needs TOLLGATE_SECRET_KEY: every suite that uses the database gets the tests' own.
+import './test-secret-key';
 
 export const PG_ADMIN_URL = process.env.TOLLGATE_TEST_PG_URL ?? `postgres://${encodeURIComponent(os.userInfo().username)}@127.0.0.1:5432/test`;
 export const REDIS_URL = process.env.TOLLGATE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

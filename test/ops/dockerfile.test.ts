@@ -36,6 +36,13 @@ describe('Dockerfile', () => {
     expect(only('VOLUME').map((instruction) => instruction.args)).to.deep.equal(['["/app/data"]']);
   });
 
+  it('serves with umask 0077, the documented unit\'s UMask, and node as the process the stop signal reaches', () => {
+    const [cmd] = only('CMD');
+    const [shell, flag, script] = execForm(cmd.args);
+    expect([shell, flag]).to.deep.equal(['/bin/sh', '-c']);
+    expect(script).to.match(/^umask 0077 && exec node bin\/tollgate\.js serve$/);
+  });
+
   it('checks its health on /readyz', () => {
     const [healthcheck] = only('HEALTHCHECK');
     expect(execForm(healthcheck.args).join(' ')).to.contain('/readyz');

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openStore } from '../../src/store/open';
 import { PostgresStore } from '../../src/store/postgres';
+import '../helpers/test-secret-key';
 import { SqliteStore } from '../../src/store/sqlite';
 
 describe('store/open', () => {

@@ -14,6 +14,7 @@ import { POSTGRES_MIGRATIONS, applyPostgresMigrations } from '../../src/store/mi
 import { openStore } from '../../src/store/open';
 import { LISTENER_APPLICATION_NAME, PostgresStore, type PostgresStoreConfig } from '../../src/store/postgres';
 import { describeStoreContract } from './contract';
+import '../helpers/test-secret-key';
 
 const ADMIN_URL = process.env.TOLLGATE_TEST_PG_URL ?? `postgres://${encodeURIComponent(os.userInfo().username)}@127.0.0.1:5432/test`;
 const REACH_TIMEOUT_MS = 1_000;
