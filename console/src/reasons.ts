@@ -12,6 +12,7 @@ const REASONS: Readonly<Record<string, string>> = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'Balance too low',
   TOLLGATE_ERR_KEY_SPEND_LIMIT: 'Key spend limit reached',
   TOLLGATE_ERR_BUDGET_EXCEEDED: 'Budget reached',
+  TOLLGATE_ERR_SESSION_BUDGET_EXCEEDED: 'Session budget reached',
   TOLLGATE_ERR_RATE_LIMIT_REQUESTS: 'Rate limit (requests per minute)',
   TOLLGATE_ERR_RATE_LIMIT_TOKENS: 'Rate limit (tokens per minute)',
   TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY: 'Too many requests at once',

@@ -31,12 +31,13 @@ import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
 import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
-import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
+import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult, SessionBudgetCheck } from '../../src/store/store';
 import { PeriodCache } from '../../src/billing/budget-period';
 import { BudgetAlerts } from '../../src/alerts/alerts';
-import { budgetChecks, budgetName, resetTime } from '../../src/billing/budgets';
+import { budgetChecks, budgetName, resetTime, sessionBudgetChecks, sessionBudgetName } from '../../src/billing/budgets';
 
 const NO_BUDGETS: readonly BudgetCheck[] = [];
+const NO_SESSION_BUDGETS: readonly SessionBudgetCheck[] = [];
 
 /** The billing plugin's slot: the request's charge once it is settled (what metrics and logs read). */
 interface BillingState {
@@ -70,6 +71,14 @@ function refusal(result: Exclude<HoldResult, { ok: true }>, estimate: HoldEstima
       'TOLLGATE_ERR_BUDGET_EXCEEDED',
       `${budgetName(result.budget)} is reached: ${need} and the budget has ${formatUnits(result.available)} left until it resets at ${reset}.`,
       { headers: { 'x-tollgate-budget-reset': reset }, refusedBy: `budget:${result.budget.scope}:${result.budget.period}` },
+    );
+  }
+  if (result.reason === 'session_budget') {
+    const { budget, spent } = result;
+    return new GatewayError(
+      'TOLLGATE_ERR_SESSION_BUDGET_EXCEEDED',
+      `${sessionBudgetName(budget)} is reached for session "${budget.sessionId}": the session has spent ${formatUnits(spent)}, ${need}, and the session has ${formatUnits(result.available)} left. Stop here; a new session starts with its own budget.`,
+      { headers: { 'x-tollgate-session-spent': formatUnits(spent) }, refusedBy: `session_budget:${budget.scope}` },
     );
   }
   if (result.reason === 'key_spend_limit') {
@@ -393,10 +402,14 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         const reach = withTranslatedSearches(request.reach, endpoint, request.body, request.model, ctx.state.config);
         let hold: HoldEstimate | null = null;
         let budgets: readonly BudgetCheck[] = NO_BUDGETS;
+        let sessionBudgets: readonly SessionBudgetCheck[] = NO_SESSION_BUDGETS;
+        // Read before the hold: the session a request names is what its session budgets count.
+        const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
         if (!isFree(rates.standard.card)) {
           // Refused before anything is held or forwarded: premium service the model has no price for.
           const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
           budgets = budgetChecks(ctx.state.config, auth.account, auth.key, new Date(), periods);
+          sessionBudgets = sessionBudgetChecks(auth.account, auth.key, trail.sessionId);
           const referenced = reach.responseIds.length + reach.conversationIds.length === 0 ? null : [...reach.responseIds, ...reach.conversationIds];
           const estimate = dearestHold(
             {
@@ -426,6 +439,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
               expiresAt,
               keyLimited: auth.key.spendLimit !== null,
               budgets,
+              ...(sessionBudgets.length === 0 ? {} : { sessionBudgets }),
             });
           } catch (error) {
             admitted -= 1;
@@ -442,7 +456,6 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         }
 
         const { clientRequestId } = ctx.state;
-        const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
         const bill: Bill = { requestId, clientRequestId, auth, request, endpoint: endpoint.id, reach, rates, held: hold?.amount ?? null, hold, budgets, startedAt: performance.now(), trail };
         let charged!: (charge: ChargeRecord) => void;
         ctx.state.billing = { charged: new Promise<ChargeRecord>((resolve) => (charged = resolve)) };

@@ -5,7 +5,7 @@
  */
 import type { GatewayConfig } from '../config/types';
 import type { BudgetData } from '../config/schema-types';
-import type { Account, AccountRole, ApiKeyRecord, Budget, BudgetCheck, BudgetScope } from '../store/store';
+import type { Account, AccountRole, ApiKeyRecord, Budget, BudgetCheck, BudgetScope, SessionBudgetCheck } from '../store/store';
 import { PeriodCache } from './budget-period';
 import { formatUnits, unitsToNano } from './money';
 
@@ -38,6 +38,23 @@ export function budgetChecks(config: GatewayConfig, account: Account, key: ApiKe
   const budget = accountBudget(config, account);
   if (budget !== null) checks.push(checkOf('account', account.id, budget, now, periods));
   return checks;
+}
+
+/**
+ * Each session budget that applies to a request in session `sessionId`: the key's, then the account's.
+ * None without a session: a request that names no session is not capped per session.
+ */
+export function sessionBudgetChecks(account: Account, key: ApiKeyRecord, sessionId: string | null): SessionBudgetCheck[] {
+  if (sessionId === null) return [];
+  const checks: SessionBudgetCheck[] = [];
+  if (key.sessionBudget !== null) checks.push({ scope: 'key', id: key.id, sessionId, amount: key.sessionBudget });
+  if (account.sessionBudget !== null) checks.push({ scope: 'account', id: account.id, sessionId, amount: account.sessionBudget });
+  return checks;
+}
+
+/** "This API key's session budget of 2": how messages name a session budget. */
+export function sessionBudgetName(check: Pick<SessionBudgetCheck, 'scope' | 'amount'>): string {
+  return `${check.scope === 'key' ? "This API key's" : "This account's"} session budget of ${formatUnits(check.amount)}`;
 }
 
 export function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Date, periods: PeriodCache): BudgetCheck {

@@ -12,12 +12,23 @@
  * by another process (the CLI) is read at the first hold of the next event-loop turn. Each account's check-and-hold runs
  * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
-import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
 import type { AdoptedCharge, BalanceBook } from './book';
 import { admit } from '../money/admission';
+import { heldSession } from '../store/held-session';
 
 /** How many times a read overtaken by a written charge or a credit is done again before it is used unkept. */
 const STALE_READS_RETRIED = 2;
+/**
+ * Session spends kept between holds, at most: agents open sessions without end, and a spend dropped
+ * is only read again from the ledger (plus the queue) at its session's next hold.
+ */
+const KEPT_SESSIONS_MAX = 10_000;
+
+/** How a session's spend and holds are named: per key or account, per session. */
+function sessionName(scope: BudgetScope, id: string, sessionId: string): string {
+  return `${scope}:${id}:${sessionId}`;
+}
 
 /**
  * What a key or an account was charged in the period starting at `start`: the ledger's sum when first
@@ -67,6 +78,10 @@ export class LocalBook implements BalanceBook {
   /** Moved whenever a queued charge reaches the ledger, so a period spend read across it is read again. */
   private writtenGeneration = 0;
   private readonly periodSpends = new Map<string, PeriodSpend>();
+  /** What each session was charged (ledger and queue), kept from its first read, oldest first. */
+  private readonly sessionSpends = new Map<string, bigint>();
+  /** What each session's holds hold, by key and by account (`sessionName`). */
+  private readonly heldBySession = new Map<string, bigint>();
 
   constructor(private readonly store: Store) {}
 
@@ -91,6 +106,10 @@ export class LocalBook implements BalanceBook {
       this.queued.set(charge.requestId, charge);
       this.countInPeriod('account', charge.accountId, charge);
       this.countInPeriod('key', charge.keyId, charge);
+      if (charge.sessionId != null) {
+        this.countInSession(sessionName('account', charge.accountId, charge.sessionId), charge.cost);
+        this.countInSession(sessionName('key', charge.keyId, charge.sessionId), charge.cost);
+      }
     }
   }
 
@@ -166,16 +185,62 @@ export class LocalBook implements BalanceBook {
       const held = (budget.scope === 'account' ? this.heldByAccount : this.heldByKey).get(budget.id) ?? 0n;
       budgets.push({ budget, left: budget.amount - (await this.periodSpend(budget)) - held });
     }
+    const sessionBudgets = [];
+    for (const budget of hold.sessionBudgets ?? []) {
+      const held = this.heldBySession.get(sessionName(budget.scope, budget.id, budget.sessionId)) ?? 0n;
+      sessionBudgets.push({ budget, spent: await this.sessionSpend(budget), held });
+    }
     const admission = admit(hold.amount, {
       balanceLeft: balance - (this.queuedByAccount.get(hold.accountId) ?? 0n) - (this.heldByAccount.get(hold.accountId) ?? 0n),
       keyLeft: spend?.spendLimit == null ? null : spend.spendLimit - spend.spent - (this.queuedByKey.get(hold.keyId) ?? 0n) - (this.heldByKey.get(hold.keyId) ?? 0n),
       budgets,
+      sessionBudgets,
     });
     if (!admission.ok) return admission;
     this.holds.set(hold.requestId, hold);
     add(this.heldByAccount, hold.accountId, hold.amount);
     add(this.heldByKey, hold.keyId, hold.amount);
+    this.holdInSession(hold, hold.amount);
     return { ok: true };
+  }
+
+  /** A hold checked against session budgets counts against its session, by key and by account. */
+  private holdInSession(hold: Hold, amount: bigint): void {
+    const session = heldSession(hold);
+    if (session === null) return;
+    add(this.heldBySession, sessionName('account', hold.accountId, session), amount);
+    add(this.heldBySession, sessionName('key', hold.keyId, session), amount);
+  }
+
+  /**
+   * What the session was charged: kept from the first read, moved by every charge settled here since.
+   * Read as the ledger's sum plus the charges still queued for it, again when a ledger write overtook
+   * the read (as a period's spend is).
+   */
+  private async sessionSpend(check: SessionBudgetCheck): Promise<bigint> {
+    const name = sessionName(check.scope, check.id, check.sessionId);
+    const kept = this.sessionSpends.get(name);
+    if (kept !== undefined) return kept;
+    for (;;) {
+      const generation = this.writtenGeneration;
+      const ledger = await this.store.sessionSpend(check.scope, check.id, check.sessionId);
+      if (generation !== this.writtenGeneration) continue;
+      const again = this.sessionSpends.get(name);
+      if (again !== undefined) return again;
+      let spent = ledger;
+      for (const charge of this.queued.values()) {
+        if (charge.sessionId === check.sessionId && chargedTo(charge, check.scope, check.id)) spent += charge.cost;
+      }
+      this.sessionSpends.set(name, spent);
+      // The oldest kept spend goes first; Map keeps insertion order.
+      if (this.sessionSpends.size > KEPT_SESSIONS_MAX) this.sessionSpends.delete(this.sessionSpends.keys().next().value!);
+      return spent;
+    }
+  }
+
+  private countInSession(name: string, cost: bigint): void {
+    const kept = this.sessionSpends.get(name);
+    if (kept !== undefined) this.sessionSpends.set(name, kept + cost);
   }
 
   /**
@@ -242,5 +307,6 @@ export class LocalBook implements BalanceBook {
     this.holds.delete(hold.requestId);
     add(this.heldByAccount, hold.accountId, -hold.amount);
     add(this.heldByKey, hold.keyId, -hold.amount);
+    this.holdInSession(hold, -hold.amount);
   }
 }

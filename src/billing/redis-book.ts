@@ -27,7 +27,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
-import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, Store } from '../store/store';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
 import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift, type StoppedOutbox } from './book';
 import { chargedInPeriod, PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
@@ -57,6 +57,8 @@ const INSTANCE_HEARTBEAT_MS = 5_000;
 const UNDRAINED_TTL_MS = 24 * 60 * 60 * 1000;
 /** A budget's hash outlives its period by this much, for the drift check and late settlements. */
 const BUDGET_KEPT_AFTER_MS = 2 * 24 * 60 * 60 * 1000;
+/** A session's hash is kept this long after its last hold; a session idle longer is seeded again from the ledger. */
+const SESSION_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
@@ -158,13 +160,20 @@ export class RedisBook implements BalanceBook {
   async hold(hold: Hold): Promise<HoldResult> {
     checkAmount('a hold', hold.amount, 1n);
     const budgets = hold.budgets ?? [];
+    const sessionBudgets = hold.sessionBudgets ?? [];
     const keys = [this.accountKey(hold.accountId), this.keyKey(hold.keyId), this.holdKey(hold.requestId), this.expiries];
-    const args = [String(hold.amount), hold.accountId, hold.keyId, String(hold.expiresAt.getTime()), hold.requestId];
+    const args = [String(hold.amount), hold.accountId, hold.keyId, String(hold.expiresAt.getTime()), hold.requestId, String(budgets.length)];
     for (const budget of budgets) {
       checkAmount('a budget', budget.amount, 1n);
       keys.push(this.budgetKey(budget.scope, budget.id, budget.start, budget.end));
       args.push(budget.scope, String(budget.amount));
     }
+    for (const budget of sessionBudgets) {
+      checkAmount('a session budget', budget.amount, 1n);
+      keys.push(this.sessionKey(budget.scope, budget.id, budget.sessionId));
+      args.push(String(budget.amount));
+    }
+    args.push(String(SESSION_KEPT_MS));
     for (let attempt = 1; ; attempt++) {
       const reply = replyList(await this.script('hold', keys, args));
       switch (reply[0]) {
@@ -178,6 +187,11 @@ export class RedisBook implements BalanceBook {
           const budget = budgets[Number(reply[1]) - 1];
           return { ok: false, reason: 'budget', budget, available: atLeastZero(budget.amount - big(reply[2]) - big(reply[3])) };
         }
+        case 'session_budget': {
+          const budget = sessionBudgets[Number(reply[1]) - 1];
+          const spent = big(reply[2]);
+          return { ok: false, reason: 'session_budget', budget, spent, available: atLeastZero(budget.amount - spent - big(reply[3])) };
+        }
         case 'conflict':
           throw new Error(`request ${hold.requestId} already holds funds for another account, key or amount`);
         case 'seed':
@@ -186,7 +200,9 @@ export class RedisBook implements BalanceBook {
           if (reply[1] === 1 && !(await this.seedAccount(hold.accountId))) return { ok: false, reason: 'balance', available: 0n };
           if (reply[2] === 1 && !(await this.seedKey(hold.accountId, hold.keyId))) return { ok: false, reason: 'key_spend_limit', available: 0n };
           for (const [index, missing] of [...(typeof reply[3] === 'string' ? reply[3] : '')].entries()) {
-            if (missing === '1') await this.seedBudget(budgets[index]);
+            if (missing !== '1') continue;
+            if (index < budgets.length) await this.seedBudget(budgets[index]);
+            else await this.seedSession(sessionBudgets[index - budgets.length]);
           }
           break;
         default:
@@ -215,6 +231,8 @@ export class RedisBook implements BalanceBook {
       this.keyKey(charge.keyId),
       this.undrainedKey(this.instance),
     ];
+    // The session's hashes, where they exist, count the charge in the step that frees its hold.
+    if (charge.sessionId != null) keys.push(this.sessionKey('key', charge.keyId, charge.sessionId), this.sessionKey('account', charge.accountId, charge.sessionId));
     // Counted before the script is sent: a failed settle's charge is on its way to the ledger all the same.
     this.figures.addUndrained(charge.accountId, charge.cost);
     const reply = replyList(await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId]));
@@ -487,7 +505,11 @@ export class RedisBook implements BalanceBook {
     const owners = [...accountIds.map((id) => `account:${id}`)];
     for (const accountId of accountIds) owners.push(...(await this.store.listKeys({ accountId })).map((key) => `key:${key.id}`));
     const budgets = await this.scanKeys(`${this.prefix}budget:*`);
-    const dropped = budgets.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}budget:${owner}:`)));
+    const sessions = await this.scanKeys(`${this.prefix}session:*`);
+    const dropped = [
+      ...budgets.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}budget:${owner}:`))),
+      ...sessions.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}session:${owner}:`))),
+    ];
     if (dropped.length > 0) await this.guard(() => this.redis.del(...dropped));
   }
 
@@ -635,6 +657,24 @@ export class RedisBook implements BalanceBook {
     }
   }
 
+  /**
+   * Writes what the session was charged from the ledger (plus this instance's charges of it on their
+   * way there) unless someone already has. A session's first hold seeds it, before any of its charges
+   * exist; one seeded again (idle for a week, or Redis lost its state) misses another instance's
+   * charges not yet in the ledger, as a period's does.
+   */
+  private async seedSession(check: SessionBudgetCheck): Promise<void> {
+    for (;;) {
+      const epoch = await this.epoch.open();
+      const ledger = await this.store.sessionSpend(check.scope, check.id, check.sessionId);
+      const owner = (charge: ChargeRecord): string => (check.scope === 'account' ? charge.accountId : charge.keyId);
+      const unwritten = this.unwritten((charge) => charge.sessionId === check.sessionId && owner(charge) === check.id);
+      const keys = [this.sessionKey(check.scope, check.id, check.sessionId), this.epochKey()];
+      if ((await this.script('seedSession', keys, [String(ledger + unwritten), String(SESSION_KEPT_MS), epoch])) !== EPOCH_MOVED) return;
+      this.epoch.moved();
+    }
+  }
+
   /** Writes the key's spend and limit from the store unless someone already has; false for an unknown key. */
   private async seedKey(accountId: string, keyId: string): Promise<boolean> {
     const key = (await this.store.listKeys({ accountId })).find((candidate) => candidate.id === keyId);
@@ -712,6 +752,10 @@ export class RedisBook implements BalanceBook {
 
   private budgetKey(scope: BudgetScope, id: string, start: Date, end: Date): string {
     return `${this.prefix}budget:${scope}:${id}:${start.getTime()}:${end.getTime()}`;
+  }
+
+  private sessionKey(scope: BudgetScope, id: string, sessionId: string): string {
+    return `${this.prefix}session:${scope}:${id}:${sessionId}`;
   }
 
   private holdKey(requestId: string): string {

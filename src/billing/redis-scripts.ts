@@ -11,12 +11,13 @@
  * Key layout under the configured prefix:
  *   account:<id>        hash  balance, held
  *   key:<id>            hash  spent, held, limit (absent: no limit)
- *   hold:<request id>   hash  account, key, amount
+ *   hold:<request id>   hash  account, key, amount, sessions (the session hashes it counts in, one a line)
  *   hold-expiries       zset  request id scored by its expiry (ms since the epoch)
  *   settled:<request id> string  the amount taken, for a day: a repeated settlement changes nothing
  *   credit-fence:<id>   hash  inflight, gen: credits being written, so a seed never races one
  *   credit-done:<token> string  a credit's Redis step already applied (its command may be retried)
  *   budget:<scope>:<id>:<start ms>:<end ms>  hash  spent, unwritten:<instance>; expires after its period
+ *   session:<scope>:<id>:<session id>  hash  spent, held; expires when the session has not held for a week
  *   instances           set   every instance that may have charges on their way to the ledger
  *   undrained:<instance> hash  <account id>: what the instance settled that the ledger does not hold
  *                             yet; w:<account id>: '<request id> <amount>' of its store write under way
@@ -75,15 +76,20 @@ end
 `;
 
 /**
- * KEYS: account, key, hold, hold-expiries, then one budget hash per budget. ARGV: amount, account id,
- * key id, expiry ms, request id, then per budget its scope ('account' or 'key') and its amount.
- * Replies {'seed', account missing 0|1, key missing 0|1, budgets missing ('0'/'1' per budget)},
- * {'ok'}, {'conflict'}, {'balance', balance, held}, {'key_spend_limit', limit, spent, held} or
- * {'budget', budget number (1-based), spent, held}.
+ * KEYS: account, key, hold, hold-expiries, then one budget hash per budget, then one session hash per
+ * session budget. ARGV: amount, account id, key id, expiry ms, request id, the count of budgets, then
+ * per budget its scope ('account' or 'key') and its amount, then per session budget its amount, then
+ * how long a session hash is kept (ms). Replies {'seed', account missing 0|1, key missing 0|1, budgets
+ * and sessions missing ('0'/'1' each)}, {'ok'}, {'conflict'}, {'balance', balance, held},
+ * {'key_spend_limit', limit, spent, held}, {'budget', budget number (1-based), spent, held} or
+ * {'session_budget', session budget number (1-based), spent, held}. The order of the checks is the
+ * admission rule's (src/money/admission.ts); the admission test runs this script on the rule's cases.
  */
 const HOLD = `
 local account, key, hold, expiries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local amount = ARGV[1]
+local firstSession = 5 + tonumber(ARGV[6])
+local sessionArgs = 7 + tonumber(ARGV[6]) * 2
 local accountMissing, keyMissing = redis.call('EXISTS', account) == 0, redis.call('EXISTS', key) == 0
 local budgetsMissing, anyBudgetMissing = '', false
 for i = 5, #KEYS do
@@ -109,25 +115,42 @@ if limit and cmp(add(account, add(account, limit, neg(spent)), neg(keyHeld)), am
   return {'key_spend_limit', limit, spent, keyHeld}
 end
 -- A budget's period spend lives in its own hash; what it holds is its key's or account's held.
-for i = 5, #KEYS do
-  local scope, budget = ARGV[6 + (i - 5) * 2], ARGV[7 + (i - 5) * 2]
+for i = 5, firstSession - 1 do
+  local scope, budget = ARGV[7 + (i - 5) * 2], ARGV[8 + (i - 5) * 2]
   local budgetSpent = redis.call('HGET', KEYS[i], 'spent')
   local budgetHeld = redis.call('HGET', scope == 'account' and account or key, 'held')
   if cmp(add(account, add(account, budget, neg(budgetSpent)), neg(budgetHeld)), amount) < 0 then
     return {'budget', i - 4, budgetSpent, budgetHeld}
   end
 end
+-- A session's spend and what its requests under way hold live in the session's own hash.
+for i = firstSession, #KEYS do
+  local budget = ARGV[sessionArgs + i - firstSession]
+  local sessionSpent, sessionHeld = unpack(redis.call('HMGET', KEYS[i], 'spent', 'held'))
+  sessionHeld = sessionHeld or '0'
+  if cmp(add(account, add(account, budget, neg(sessionSpent)), neg(sessionHeld)), amount) < 0 then
+    return {'session_budget', i - firstSession + 1, sessionSpent, sessionHeld}
+  end
+end
 
 redis.call('HINCRBY', account, 'held', amount)
 redis.call('HINCRBY', key, 'held', amount)
 redis.call('HSET', hold, 'account', ARGV[2], 'key', ARGV[3], 'amount', amount)
+local sessions = {}
+for i = firstSession, #KEYS do
+  redis.call('HINCRBY', KEYS[i], 'held', amount)
+  redis.call('PEXPIRE', KEYS[i], ARGV[#ARGV])
+  table.insert(sessions, KEYS[i])
+end
+if #sessions > 0 then redis.call('HSET', hold, 'sessions', table.concat(sessions, '\\n')) end
 redis.call('ZADD', expiries, ARGV[4], ARGV[5])
 return {'ok'}
 `;
 
 /**
- * KEYS: hold, hold-expiries, settled marker, account, key, this instance's undrained hash. ARGV: cost,
- * request id, marker TTL seconds, instance, account id. Replies {'settled', taken} or {'repeat', taken}.
+ * KEYS: hold, hold-expiries, settled marker, account, key, this instance's undrained hash, then the
+ * session hashes the charge counts in (its session's, by key and by account). ARGV: cost, request id,
+ * marker TTL seconds, instance, account id. Replies {'settled', taken} or {'repeat', taken}.
  */
 const SETTLE = `
 local hold, expiries, marker, account, key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -135,12 +158,20 @@ local cost = ARGV[1]
 local previous = redis.call('GET', marker)
 if previous then return {'repeat', previous} end
 
-local amount = redis.call('HGET', hold, 'amount')
+local amount, sessions = unpack(redis.call('HMGET', hold, 'amount', 'sessions'))
 if amount then
   unhold(account, amount)
   unhold(key, amount)
+  if sessions then
+    for name in string.gmatch(sessions, '[^\\n]+') do unhold(name, amount) end
+  end
   redis.call('DEL', hold)
   redis.call('ZREM', expiries, ARGV[2])
+end
+-- In the same step as the hold is freed, so a racing hold of the session never misses the charge. A
+-- missing session hash is seeded from the ledger later, which will hold it.
+for i = 7, #KEYS do
+  if cost ~= '0' and redis.call('EXISTS', KEYS[i]) == 1 then redis.call('HINCRBY', KEYS[i], 'spent', cost) end
 end
 -- The cost is taken whole, as the ledger records it: above the hold it is the charge's recorded
 -- overage, and the balance may go below zero by that much. A missing account hash is seeded from the
@@ -168,10 +199,13 @@ local ids = redis.call('ZRANGEBYSCORE', expiries, '-inf', '(' .. ARGV[1], 'LIMIT
 local released = 0
 for _, id in ipairs(ids) do
   local hold = prefix .. 'hold:' .. id
-  local account, key, amount = unpack(redis.call('HMGET', hold, 'account', 'key', 'amount'))
+  local account, key, amount, sessions = unpack(redis.call('HMGET', hold, 'account', 'key', 'amount', 'sessions'))
   if amount then
     unhold(prefix .. 'account:' .. account, amount)
     unhold(prefix .. 'key:' .. key, amount)
+    if sessions then
+      for name in string.gmatch(sessions, '[^\\n]+') do unhold(name, amount) end
+    end
     redis.call('DEL', hold)
     released = released + 1
   end
@@ -348,6 +382,18 @@ end
 return 1
 `;
 
+/**
+ * KEYS: session hash, epoch. ARGV: what the session was charged per the ledger (and this instance's
+ * queue), how long the hash is kept (ms), the epoch. 'seeded', 'exists' or 'epoch' (as for an account).
+ */
+const SEED_SESSION = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
+if redis.call('HGET', KEYS[2], 'id') ~= ARGV[3] then return 'epoch' end
+redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'held', '0')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 'seeded'
+`;
+
 /** KEYS: key, epoch. ARGV: spent, limit ('' for none), the epoch. Replies 'seeded', 'exists' or 'epoch'. */
 const SEED_KEY = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
@@ -463,7 +509,7 @@ return 1
 /** `numberOfKeys: null`: the count of keys varies, and is passed first. */
 const SCRIPTS = {
   hold: { numberOfKeys: null, lua: HOLD },
-  settle: { numberOfKeys: 6, lua: SETTLE },
+  settle: { numberOfKeys: null, lua: SETTLE },
   releaseExpired: { numberOfKeys: 1, lua: RELEASE_EXPIRED },
   seedProbe: { numberOfKeys: 2, lua: SEED_PROBE },
   seedAccount: { numberOfKeys: 4, lua: SEED_ACCOUNT },
@@ -473,6 +519,7 @@ const SCRIPTS = {
   adopt: { numberOfKeys: 3, lua: ADOPT },
   seedKey: { numberOfKeys: 2, lua: SEED_KEY },
   seedBudget: { numberOfKeys: 2, lua: SEED_BUDGET },
+  seedSession: { numberOfKeys: 2, lua: SEED_SESSION },
   chargeBudgets: { numberOfKeys: null, lua: CHARGE_BUDGETS },
   budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },

@@ -39,6 +39,8 @@ const ERRORS = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: { status: 402, type: 'insufficient_quota', code: 'insufficient_balance', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_KEY_SPEND_LIMIT: { status: 402, type: 'insufficient_quota', code: 'key_spend_limit_reached', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_BUDGET_EXCEEDED: { status: 402, type: 'insufficient_quota', code: 'budget_exceeded', anthropicType: 'billing_error', retry: false },
+  /** One agent session spent what its key's or account's `session_budget` allows: the agent should stop, not retry. */
+  TOLLGATE_ERR_SESSION_BUDGET_EXCEEDED: { status: 402, type: 'insufficient_quota', code: 'session_budget_exceeded', anthropicType: 'billing_error', retry: false },
   TOLLGATE_ERR_AUTH_IP_NOT_ALLOWED: { status: 403, type: 'permission_error', code: 'ip_not_allowed', anthropicType: 'permission_error', retry: false },
   TOLLGATE_ERR_MODEL_NOT_ALLOWED: { status: 403, type: 'permission_error', code: 'model_not_allowed', anthropicType: 'permission_error', retry: false },
   // OpenAI types its own 429s by the limit hit, `requests` or `tokens` (docs/protocols.md#chat-errors).

@@ -33,6 +33,7 @@ const BALANCE_REASON: Readonly<Record<string, string>> = {
   TOLLGATE_ERR_INSUFFICIENT_BALANCE: 'insufficient_balance',
   TOLLGATE_ERR_KEY_SPEND_LIMIT: 'key_spend_limit',
   TOLLGATE_ERR_BUDGET_EXCEEDED: 'budget_exceeded',
+  TOLLGATE_ERR_SESSION_BUDGET_EXCEEDED: 'session_budget_exceeded',
 };
 
 /** Request latencies, from a fast refusal to a long stream. */
@@ -180,7 +181,7 @@ export class GatewayMetrics {
   });
   private readonly balanceRejected = new Counter({
     name: 'tollgate_balance_rejected_total',
-    help: 'Requests refused with 402, by reason: insufficient_balance, key_spend_limit, budget_exceeded.',
+    help: 'Requests refused with 402, by reason: insufficient_balance, key_spend_limit, budget_exceeded, session_budget_exceeded.',
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });

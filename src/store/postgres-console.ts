@@ -13,7 +13,7 @@ import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyR
 import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
 /** The columns of an `AccountRow`; never the password hash. */
-export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget';
+export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget, session_budget::text AS session_budget';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at, s.last_used_at, s.user_agent';
 
 const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(POSTGRES_CODEC);
@@ -44,6 +44,7 @@ export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): P
   if (limits.models !== undefined) assign('models', modelsParam(limits.models));
   if (limits.rateLimits !== undefined) assign('rate_limits', rateLimitsParam(limits.rateLimits));
   if (limits.budget !== undefined) assign('budget', budgetText(limits.budget));
+  if (limits.sessionBudget !== undefined) assign('session_budget', spendLimitParam(limits.sessionBudget));
   if (limits.allowedNetworks !== undefined) assign('allowed_networks', networksToJson(limits.allowedNetworks));
   if (limits.operatorLimits !== undefined) assign('operator_limits', operatorLimitsToJson(limits.operatorLimits));
   if (set.length === 0) {
@@ -105,7 +106,8 @@ export async function findSession(pool: Pool, hash: Buffer, now: Date): Promise<
   const { rows } = await pool.query<SessionAccountRow<PostgresColumns>>(
     `SELECT ${SESSION_COLUMNS},
             a.name AS account_name, a.email AS account_email, a.role AS account_role,
-            a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
+            a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
+            a.session_budget::text AS account_session_budget
        FROM sessions s JOIN accounts a ON a.id = s.account_id
       WHERE s.hash = $1 AND (s.expires_at IS NULL OR s.expires_at > $2)`,
     [hash, now],

@@ -3,15 +3,16 @@
  * batch of them is one set-based statement, after the ledger's locks.
  */
 import type { Pool } from 'pg';
-import type { BudgetCheck, Hold, HoldResult } from './store';
+import type { Hold, HoldResult } from './store';
 import { admit } from '../money/admission';
+import { heldSession } from './held-session';
 import { lockRows, unique } from './postgres-locks';
 import { inTransaction, retried } from './postgres-tx';
 
 type HoldQuery = Pick<Pool, 'query'>;
 
 export async function holdFunds(pool: Pool, hold: Hold): Promise<HoldResult> {
-  if (hold.budgets !== undefined && hold.budgets.length > 0) return holdWithinBudgets(pool, hold, hold.budgets);
+  if ((hold.budgets?.length ?? 0) + (hold.sessionBudgets?.length ?? 0) > 0) return holdWithinBudgets(pool, hold);
   // One statement is its own transaction: the function's steps all happen or none do.
   return retried(() => holdStatement(pool, hold));
 }
@@ -31,17 +32,30 @@ const BUDGET_SPEND = `
   SELECT COALESCE((SELECT sum(cost) FROM charges WHERE CASE WHEN $1 = 'account' THEN account_id ELSE key_id END = $2 AND created_at >= $3 AND created_at < $4), 0)::text AS spent,
          COALESCE(CASE WHEN $1 = 'account' THEN (SELECT held FROM accounts WHERE id = $2) ELSE (SELECT held FROM api_keys WHERE id = $2) END, 0)::text AS held`;
 
+/**
+ * What a key or an account was charged in one session, and what that session's holds hold now: one
+ * statement per column, so each reads its index (charges_key_session, charges_account_session).
+ */
+const SESSION_SPEND = {
+  key: `
+    SELECT COALESCE((SELECT sum(cost) FROM charges WHERE key_id = $1 AND session_id = $2), 0)::text AS spent,
+           COALESCE((SELECT sum(amount) FROM holds WHERE key_id = $1 AND session_id = $2), 0)::text AS held`,
+  account: `
+    SELECT COALESCE((SELECT sum(cost) FROM charges WHERE account_id = $1 AND session_id = $2), 0)::text AS spent,
+           COALESCE((SELECT sum(amount) FROM holds WHERE account_id = $1 AND session_id = $2), 0)::text AS held`,
+} as const;
+
 /** What the key's spend limit leaves (null: no limit); no row when the key is not there. */
 const KEY_LEFT = 'SELECT (spend_limit - spent - held)::text AS left FROM api_keys WHERE id = $1';
 
 /**
- * With budgets, the figures are read under the account's row lock, which every hold and every charge of
- * the account takes first (no hold or charge of its keys can move them in between), and judged by the
+ * With budgets (of periods or sessions), the figures are read under the account's row lock, which
+ * every hold and every charge of the account takes first (no hold or charge of its keys can move them in between), and judged by the
  * admission rule (`src/money/admission.ts`); the hold statement then takes what was admitted. Without
  * budgets the hold statement alone is the rule's first two steps, in the same order, in one round trip
  * (the admission test runs both on the same cases).
  */
-function holdWithinBudgets(pool: Pool, hold: Hold, budgets: readonly BudgetCheck[]): Promise<HoldResult> {
+function holdWithinBudgets(pool: Pool, hold: Hold): Promise<HoldResult> {
   return inTransaction(
     pool,
     async (client): Promise<HoldResult> => {
@@ -50,13 +64,27 @@ function holdWithinBudgets(pool: Pool, hold: Hold, budgets: readonly BudgetCheck
       const key = await client.query<{ left: string | null }>({ name: 'tollgate_key_left', text: KEY_LEFT, values: [hold.keyId] });
       if (key.rows.length === 0) return { ok: false, reason: 'key_spend_limit', available: 0n };
       const lefts = [];
-      for (const budget of budgets) {
+      for (const budget of hold.budgets ?? []) {
         const { rows } = await client.query<{ spent: string; held: string }>({ name: 'tollgate_budget_spend', text: BUDGET_SPEND, values: [budget.scope, budget.id, budget.start, budget.end] });
         lefts.push({ budget, left: budget.amount - BigInt(rows[0].spent) - BigInt(rows[0].held) });
       }
+      const sessionBudgets = [];
+      for (const budget of hold.sessionBudgets ?? []) {
+        const { rows } = await client.query<{ spent: string; held: string }>({
+          name: `tollgate_session_spend_${budget.scope}`,
+          text: SESSION_SPEND[budget.scope],
+          values: [budget.id, budget.sessionId],
+        });
+        sessionBudgets.push({ budget, spent: BigInt(rows[0].spent), held: BigInt(rows[0].held) });
+      }
       const keyLeft = key.rows[0].left;
-      const admission = admit(hold.amount, { balanceLeft: funds.balance - funds.held, keyLeft: keyLeft === null ? null : BigInt(keyLeft), budgets: lefts });
-      return admission.ok ? holdStatement(client, hold) : admission;
+      const admission = admit(hold.amount, { balanceLeft: funds.balance - funds.held, keyLeft: keyLeft === null ? null : BigInt(keyLeft), budgets: lefts, sessionBudgets });
+      if (!admission.ok) return admission;
+      const held = await holdStatement(client, hold);
+      // The session's holds are the rows that name it: this one counts against it until charged.
+      const session = heldSession(hold);
+      if (held.ok && session !== null) await client.query({ name: 'tollgate_hold_session', text: 'UPDATE holds SET session_id = $2 WHERE request_id = $1', values: [hold.requestId, session] });
+      return held;
     },
     (result) => result.ok,
   );

@@ -84,7 +84,7 @@ export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
 const UNIQUE_VIOLATION = '23505';
 
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits`;
+  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits, k.session_budget::text AS session_budget`;
 
 /** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
 function newId(prefix: 'acc_' | 'key_'): string {
@@ -192,6 +192,7 @@ export class PostgresStore implements Store {
       disabled: false,
       created_at: new Date(),
       budget: null,
+      session_budget: null,
     };
     try {
       await this.pool.query('INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
@@ -299,6 +300,22 @@ export class PostgresStore implements Store {
     return BigInt(rows[0].spent);
   }
 
+  async sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+    const column = scope === 'account' ? 'account_id' : 'key_id';
+    const { rows } = await this.pool.query<{ spent: string }>(`SELECT COALESCE(sum(cost), 0)::text AS spent FROM charges WHERE ${column} = $1 AND session_id = $2`, [
+      id,
+      sessionId,
+    ]);
+    return BigInt(rows[0].spent);
+  }
+
+  async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {
+    const { rowCount } = await this.pool.query('UPDATE accounts SET session_budget = $2 WHERE id = $1', [accountId, spendLimitParam(amount)]);
+    if (rowCount === 0) return false;
+    this.listener.bump();
+    return true;
+  }
+
   async createKey(input: NewKey): Promise<ApiKeyRecord> {
     // Checked here for a clear message; the foreign key would reject it too, but only as a constraint name.
     if ((await this.findAccountById(input.accountId)) === null) {
@@ -318,16 +335,17 @@ export class PostgresStore implements Store {
       models: modelsParam(input.models),
       rate_limits: rateLimitsParam(input.rateLimits),
       budget: budgetText(input.budget ?? null),
+      session_budget: spendLimitParam(input.sessionBudget),
       allowed_networks: networksToJson(input.allowedNetworks),
       operator_limits: operatorLimitsToJson(input.operatorLimits),
     };
     await this.pool.query(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                             allowed_networks, operator_limits)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+                             allowed_networks, operator_limits, session_budget)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
       [
         row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
-        row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits,
+        row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits, row.session_budget,
       ],
     );
     this.listener.bump();
@@ -356,7 +374,8 @@ export class PostgresStore implements Store {
     const { rows } = await this.pool.query<KeyIdentityRow<PostgresColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
+              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
+              a.session_budget::text AS account_session_budget
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = $1`,
       [hash],

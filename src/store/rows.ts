@@ -66,6 +66,8 @@ export interface AccountRow<T extends ColumnTypes> {
   created_at: T['date'];
   /** JSON text of a budget (`budgetText`), in both stores. */
   budget: string | null;
+  /** Nano-units as text (the stores cast it), or null. */
+  session_budget: string | null;
 }
 
 export interface KeyRow<T extends ColumnTypes> {
@@ -79,6 +81,8 @@ export interface KeyRow<T extends ColumnTypes> {
   rate_limits: string | null;
   /** JSON text of a budget (`budgetText`), in both stores. */
   budget: string | null;
+  /** Nano-units as text (the stores cast it), or null. */
+  session_budget: string | null;
   /** JSON text of a CIDR list in both stores. */
   allowed_networks: string | null;
   /** JSON text of `OperatorLimits` (the spend limit as a decimal string) in both stores. */
@@ -99,6 +103,7 @@ export interface JoinedAccountColumns<T extends ColumnTypes> {
   account_disabled: T['flag'];
   account_created_at: T['date'];
   account_budget: string | null;
+  account_session_budget: string | null;
 }
 
 /** One row of the key + account join that authentication reads. */
@@ -237,6 +242,7 @@ interface OperatorLimitsJson {
   rate_limits?: KeyRateLimits;
   allowed_networks?: string[];
   budget?: { amount: string; period: BudgetPeriod; timezone: string };
+  session_budget?: string;
 }
 
 /** `OperatorLimits` as stored; null when it sets nothing. */
@@ -248,6 +254,7 @@ export function operatorLimitsToJson(limits: OperatorLimits | null | undefined):
   if (limits.rateLimits !== undefined) json.rate_limits = limits.rateLimits;
   if (limits.allowedNetworks !== undefined) json.allowed_networks = [...limits.allowedNetworks];
   if (limits.budget !== undefined) json.budget = { amount: String(limits.budget.amount), period: limits.budget.period, timezone: limits.budget.timezone };
+  if (limits.sessionBudget !== undefined) json.session_budget = String(limits.sessionBudget);
   return Object.keys(json).length === 0 ? null : JSON.stringify(json);
 }
 
@@ -259,6 +266,7 @@ function operatorLimitsFromJson(text: string): OperatorLimits {
     ...(json.rate_limits === undefined ? {} : { rateLimits: json.rate_limits }),
     ...(json.allowed_networks === undefined ? {} : { allowedNetworks: json.allowed_networks }),
     ...(json.budget === undefined ? {} : { budget: { amount: BigInt(json.budget.amount), period: json.budget.period, timezone: json.budget.timezone } }),
+    ...(json.session_budget === undefined ? {} : { sessionBudget: BigInt(json.session_budget) }),
   };
 }
 
@@ -281,6 +289,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         disabled: codec.flag(row.disabled),
         createdAt: codec.date(row.created_at),
         budget: budgetOf(row.budget),
+        sessionBudget: row.session_budget === null ? null : BigInt(row.session_budget),
       };
     },
 
@@ -316,6 +325,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         models: row.models === null ? null : codec.models(row.models),
         rateLimits: row.rate_limits === null ? null : (JSON.parse(row.rate_limits) as KeyRateLimits),
         budget: budgetOf(row.budget),
+        sessionBudget: row.session_budget === null ? null : BigInt(row.session_budget),
         allowedNetworks: row.allowed_networks === null ? null : (JSON.parse(row.allowed_networks) as string[]),
         operatorLimits: row.operator_limits === null ? null : operatorLimitsFromJson(row.operator_limits),
       };
@@ -330,6 +340,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         disabled: row.account_disabled,
         created_at: row.account_created_at,
         budget: row.account_budget,
+        session_budget: row.account_session_budget,
       });
     },
 

@@ -11,7 +11,7 @@ import type { Account, AccountLogin, AccountSummary, NewSession, SecondFactor, S
 
 const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMappers(SQLITE_CODEC);
 
-export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget';
+export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget, CAST(session_budget AS TEXT) AS session_budget';
 const SESSION_COLUMNS = 's.id, s.account_id, s.kind, s.name, s.created_at, s.expires_at, s.last_used_at, s.user_agent';
 
 function prepareStatements(db: SqliteDatabase) {
@@ -33,7 +33,8 @@ function prepareStatements(db: SqliteDatabase) {
     ),
     sessionByHash: db.prepare<[Buffer, number], SessionAccountRow<SqliteColumns>>(
       `SELECT ${SESSION_COLUMNS}, a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
+              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
+              CAST(a.session_budget AS TEXT) AS account_session_budget
          FROM sessions s JOIN accounts a ON a.id = s.account_id
         WHERE s.hash = ? AND (s.expires_at IS NULL OR s.expires_at > ?)`,
     ),

@@ -29,6 +29,7 @@ import type {
   UsageSummaryRow,
 } from './store';
 import { admit } from '../money/admission';
+import { heldSession } from './held-session';
 import { chargeOrder, chargeTotalsSql, chargeWhere, type ChargeTotalsRow } from './charge-filter';
 import { summarySql, toSummaryRow, type SummaryDialect, type SummarySqlRow } from './usage-queries';
 import { CHARGE_COLUMNS, chargeParams, chargeSelectList, chargeValues, rowMappers, SQLITE_CODEC, toLedgerTotals, type ChargeRow, type CodeRow, type CreditRow, type SqliteColumns, type TotalsRow } from './rows';
@@ -78,10 +79,18 @@ function prepare(db: SqliteDatabase) {
     keySpendSince: db.prepare<[string, number, number], string>(
       'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE key_id = ? AND created_at >= ? AND created_at < ?',
     ).pluck(),
+    accountSessionSpend: db.prepare<[string, string], string>(
+      'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND session_id = ?',
+    ).pluck(),
+    keySessionSpend: db.prepare<[string, string], string>('SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE key_id = ? AND session_id = ?').pluck(),
+    accountSessionHeld: db.prepare<[string, string], string>(
+      'SELECT CAST(COALESCE(sum(amount), 0) AS TEXT) FROM holds WHERE account_id = ? AND session_id = ?',
+    ).pluck(),
+    keySessionHeld: db.prepare<[string, string], string>('SELECT CAST(COALESCE(sum(amount), 0) AS TEXT) FROM holds WHERE key_id = ? AND session_id = ?').pluck(),
     accountHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM accounts WHERE id = ?').pluck(),
     keyHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
-    insertHold: db.prepare<[string, string, string, bigint, number, number]>(
-      'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    insertHold: db.prepare<[string, string, string, bigint, number, number, string | null]>(
+      'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at, session_id) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ),
     holdOf: db.prepare<[string], { account_id: string; key_id: string; amount: string }>(
       'SELECT account_id, key_id, CAST(amount AS TEXT) AS amount FROM holds WHERE request_id = ?',
@@ -166,6 +175,11 @@ export class SqliteLedger {
     return BigInt(statement.get(id, since.getTime(), until.getTime()) ?? '0');
   }
 
+  sessionSpend(scope: BudgetScope, id: string, sessionId: string): bigint {
+    const statement = scope === 'account' ? this.sql.accountSessionSpend : this.sql.keySessionSpend;
+    return BigInt(statement.get(id, sessionId) ?? '0');
+  }
+
   holdFunds(hold: Hold): HoldResult {
     return this.holdTransaction.immediate(hold);
   }
@@ -184,11 +198,16 @@ export class SqliteLedger {
       const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
       return { budget, left: budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held) };
     });
-    const admission = admit(hold.amount, { balanceLeft: BigInt(available), keyLeft: key.left === null ? null : BigInt(key.left), budgets });
+    // A session's holds are the rows this rule recorded its session on (below).
+    const sessionBudgets = (hold.sessionBudgets ?? []).map((budget) => {
+      const held = (budget.scope === 'account' ? this.sql.accountSessionHeld : this.sql.keySessionHeld).get(budget.id, budget.sessionId) ?? '0';
+      return { budget, spent: this.sessionSpend(budget.scope, budget.id, budget.sessionId), held: BigInt(held) };
+    });
+    const admission = admit(hold.amount, { balanceLeft: BigInt(available), keyLeft: key.left === null ? null : BigInt(key.left), budgets, sessionBudgets });
     if (!admission.ok) return admission;
     this.sql.holdAccount.run(hold.amount, hold.accountId);
     this.sql.holdKey.run(hold.amount, hold.keyId);
-    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, Date.now(), hold.expiresAt.getTime());
+    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, Date.now(), hold.expiresAt.getTime(), heldSession(hold));
     return { ok: true };
   }
 

@@ -69,7 +69,8 @@ export const SQLITE_MEMORY = ':memory:';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits`;
+  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits,
+  CAST(k.session_budget AS TEXT) AS session_budget`;
 
 interface AlertRow {
   id: string;
@@ -96,9 +97,9 @@ function prepareStatements(db: SqliteDatabase) {
     keysRevision: db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                             allowed_networks, operator_limits)
+                             allowed_networks, operator_limits, session_budget)
        VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget,
-               @allowed_networks, @operator_limits)`,
+               @allowed_networks, @operator_limits, @session_budget)`,
     ),
     keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
       'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
@@ -110,6 +111,8 @@ function prepareStatements(db: SqliteDatabase) {
     setKeyRateLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET rate_limits = ? WHERE id = ?'),
     setKeyBudget: db.prepare<[string | null, string]>('UPDATE api_keys SET budget = ? WHERE id = ?'),
     setAccountBudget: db.prepare<[string | null, string]>('UPDATE accounts SET budget = ? WHERE id = ?'),
+    setKeySessionBudget: db.prepare<[bigint | null, string]>('UPDATE api_keys SET session_budget = ? WHERE id = ?'),
+    setAccountSessionBudget: db.prepare<[bigint | null, string]>('UPDATE accounts SET session_budget = ? WHERE id = ?'),
     insertAlert: db.prepare<[string, string, string, string | null, string, string, number]>(
       `INSERT INTO budget_alerts (id, once, account_id, key_id, kind, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (once) DO NOTHING`,
@@ -131,7 +134,8 @@ function prepareStatements(db: SqliteDatabase) {
     keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow<SqliteColumns>>(
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget
+              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
+              CAST(a.session_budget AS TEXT) AS account_session_budget
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
         WHERE k.hash = ?`,
     ),
@@ -157,7 +161,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
-  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'periodSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'setAccountSessionBudget', 'periodSpend', 'sessionSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
   'verifySecretKey', 'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
@@ -304,6 +308,7 @@ export class SqliteStore implements Store {
       if (limits.models !== undefined) this.sql.setKeyModels.run(jsonOrNull(limits.models), id);
       if (limits.rateLimits !== undefined) this.sql.setKeyRateLimits.run(jsonOrNull(limits.rateLimits), id);
       if (limits.budget !== undefined) this.sql.setKeyBudget.run(budgetText(limits.budget), id);
+      if (limits.sessionBudget !== undefined) this.sql.setKeySessionBudget.run(limits.sessionBudget, id);
       if (limits.allowedNetworks !== undefined) this.sql.setKeyNetworks.run(networksToJson(limits.allowedNetworks), id);
       if (limits.operatorLimits !== undefined) this.sql.setKeyOperatorLimits.run(operatorLimitsToJson(limits.operatorLimits), id);
       return true;
@@ -316,6 +321,13 @@ export class SqliteStore implements Store {
   async setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean> {
     const { changes } = this.sql.setAccountBudget.run(budgetText(budget), accountId);
     // Cached keys carry their account's budget: the auth cache must look again.
+    if (changes > 0) this.localRevision += 1;
+    return changes > 0;
+  }
+
+  async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {
+    const { changes } = this.sql.setAccountSessionBudget.run(amount, accountId);
+    // Cached keys carry their account's session budget too.
     if (changes > 0) this.localRevision += 1;
     return changes > 0;
   }
@@ -346,6 +358,10 @@ export class SqliteStore implements Store {
 
   async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
     return this.ledger.periodSpend(scope, id, since, until);
+  }
+
+  async sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+    return this.ledger.sessionSpend(scope, id, sessionId);
   }
 
   async listAccounts(): Promise<AccountSummary[]> {
@@ -519,6 +535,7 @@ export class SqliteStore implements Store {
       disabled: 0,
       created_at: Date.now(),
       budget: null,
+      session_budget: null,
     };
     try {
       this.sql.insertAccount.run({ ...row, password_hash: input.passwordHash ?? null });
@@ -561,10 +578,11 @@ export class SqliteStore implements Store {
       models: jsonOrNull(input.models ?? null),
       rate_limits: jsonOrNull(input.rateLimits ?? null),
       budget: budgetText(input.budget ?? null),
+      session_budget: input.sessionBudget == null ? null : String(input.sessionBudget),
       allowed_networks: networksToJson(input.allowedNetworks),
       operator_limits: operatorLimitsToJson(input.operatorLimits),
     };
-    this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null });
+    this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null, session_budget: input.sessionBudget ?? null });
     this.localRevision += 1;
     return toKeyRecord(row);
   }

@@ -22,6 +22,8 @@ export interface Account {
   readonly createdAt: Date;
   /** Most the account may spend per period; null: the operator's default for its role, if any. */
   readonly budget: Budget | null;
+  /** Most one agent session of the account may spend, in nano-units; null for no cap. */
+  readonly sessionBudget: bigint | null;
 }
 
 export type BudgetPeriod = 'day' | 'week' | 'month';
@@ -71,6 +73,18 @@ export interface BudgetCheck {
   readonly end: Date;
 }
 
+/**
+ * One session budget as a hold checks it: what `scope` `id` was charged in the client's session
+ * `sessionId` (its whole life: a session has no period) plus what that session holds now, plus the new
+ * hold, must stay within `amount`.
+ */
+export interface SessionBudgetCheck {
+  readonly scope: BudgetScope;
+  readonly id: string;
+  readonly sessionId: string;
+  readonly amount: bigint;
+}
+
 export interface ApiKeyRecord {
   readonly id: string;
   readonly accountId: string;
@@ -85,6 +99,8 @@ export interface ApiKeyRecord {
   readonly rateLimits: KeyRateLimits | null;
   /** Most the key may spend per period; null for none. */
   readonly budget: Budget | null;
+  /** Most one agent session may spend through the key, in nano-units; null for no cap. */
+  readonly sessionBudget: bigint | null;
   /** CIDRs the key's owner allows requests from; null for anywhere. The operator's list applies too. */
   readonly allowedNetworks: readonly string[] | null;
   /**
@@ -109,6 +125,7 @@ export interface OperatorLimits {
   readonly rateLimits?: KeyRateLimits;
   readonly allowedNetworks?: readonly string[];
   readonly budget?: Budget;
+  readonly sessionBudget?: bigint;
 }
 
 /** Per-key rate limits an account holder sets in the console; an absent field sets no limit. */
@@ -137,6 +154,7 @@ export interface NewKey {
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
   readonly budget?: Budget | null;
+  readonly sessionBudget?: bigint | null;
   readonly allowedNetworks?: readonly string[] | null;
   readonly operatorLimits?: OperatorLimits | null;
 }
@@ -147,6 +165,7 @@ export interface KeyLimits {
   readonly models?: readonly string[] | null;
   readonly rateLimits?: KeyRateLimits | null;
   readonly budget?: Budget | null;
+  readonly sessionBudget?: bigint | null;
   readonly allowedNetworks?: readonly string[] | null;
   readonly operatorLimits?: OperatorLimits | null;
 }
@@ -237,10 +256,15 @@ export interface Hold {
   readonly keyLimited?: boolean;
   /** The budgets that apply to the request, each checked in the same step as the balance. */
   readonly budgets?: readonly BudgetCheck[];
+  /**
+   * The session budgets that apply (the request named a session), checked in the same step; a hold
+   * checked against one counts against its session until the request is charged or the hold expires.
+   */
+  readonly sessionBudgets?: readonly SessionBudgetCheck[];
 }
 
 /** Whether a hold was taken, or which limit refused it (`src/money/admission.ts` says in what order). */
-export type HoldResult = Admission<BudgetCheck>;
+export type HoldResult = Admission<BudgetCheck, SessionBudgetCheck>;
 
 /** Where a charge's token counts came from (`none`: nothing was produced, nothing is owed). */
 export type UsageSourceRecord = 'upstream' | 'estimated' | 'partial' | 'none';
@@ -545,6 +569,8 @@ export interface Store {
   setKeyLimits(id: string, limits: KeyLimits): Promise<boolean>;
   /** Sets an account's own budget (null: none of its own); false when no such account exists. */
   setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean>;
+  /** Sets an account's session budget in nano-units (null: none); false when no such account exists. */
+  setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean>;
   /** Records an alert unless one with the same `once` exists; true when this call recorded it. */
   recordAlert(alert: NewAlert): Promise<boolean>;
   /** Alerts, newest first: of one account, or every account's; only those not delivered yet when asked. */
@@ -553,6 +579,8 @@ export interface Store {
   alertAttempted(id: string, delivered: boolean, at: Date): Promise<void>;
   /** What the ledger charged a key or an account (all its keys) from `since` until before `until`, in nano-units. */
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint>;
+  /** What the ledger charged a key or an account (all its keys) in the client's session `sessionId`, ever. */
+  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint>;
 
   // Console sessions and management tokens, looked up by the SHA-256 of their secret.
   createSession(input: NewSession): Promise<SessionRecord>;

@@ -315,7 +315,7 @@ describe('schemas/management-api.yaml', () => {
     });
     const at = new Date('2026-11-09T10:15:02.120Z');
     const later = new Date('2099-01-01T00:00:00.000Z');
-    const account: Account = { id: 'acc_1b9c', name: 'alice', email: null, role: 'user', disabled: false, createdAt: at, budget: null };
+    const account: Account = { id: 'acc_1b9c', name: 'alice', email: null, role: 'user', disabled: false, createdAt: at, budget: null, sessionBudget: null };
     const bareKey: ApiKeyRecord = {
       id: 'key_7d41',
       accountId: account.id,
@@ -324,7 +324,7 @@ describe('schemas/management-api.yaml', () => {
       spent: 0n,
       models: null,
       rateLimits: null,
-      budget: null, allowedNetworks: null, operatorLimits: null,
+      budget: null, sessionBudget: null, allowedNetworks: null, operatorLimits: null,
       prefix: 'sk-AbCd',
       last4: 'wxyz',
       createdAt: at,

@@ -6,8 +6,8 @@ function identity(byte: number): KeyIdentity {
   const now = new Date(0);
   return {
     hash: Buffer.alloc(32, byte),
-    key: { id: `key_${byte}`, accountId: 'acc_1', name: null, prefix: 'sk-abcd', last4: 'wxyz', createdAt: now, revokedAt: null, expiresAt: null, spendLimit: null, spent: 0n, models: null, rateLimits: null, budget: null, allowedNetworks: null, operatorLimits: null },
-    account: { id: 'acc_1', name: 'a', email: null, role: 'user', disabled: false, createdAt: now, budget: null },
+    key: { id: `key_${byte}`, accountId: 'acc_1', name: null, prefix: 'sk-abcd', last4: 'wxyz', createdAt: now, revokedAt: null, expiresAt: null, spendLimit: null, spent: 0n, models: null, rateLimits: null, budget: null, sessionBudget: null, allowedNetworks: null, operatorLimits: null },
+    account: { id: 'acc_1', name: 'a', email: null, role: 'user', disabled: false, createdAt: now, budget: null, sessionBudget: null },
   };
 }
 

@@ -108,7 +108,7 @@ describe('cli/keys', () => {
     const now = new Date('2030-01-01T00:00:00Z');
     const base: ApiKeyRecord = {
       id: 'key_x', accountId: 'acc_x', name: null, prefix: 'sk-abcd', last4: 'wxyz',
-      createdAt: new Date(0), revokedAt: null, expiresAt: null, spendLimit: null, spent: 0n, models: null, rateLimits: null, budget: null, allowedNetworks: null, operatorLimits: null,
+      createdAt: new Date(0), revokedAt: null, expiresAt: null, spendLimit: null, spent: 0n, models: null, rateLimits: null, budget: null, sessionBudget: null, allowedNetworks: null, operatorLimits: null,
     };
     expect(keyStatus(base, now.getTime())).to.equal('active');
     expect(keyStatus({ ...base, expiresAt: new Date('2029-01-01T00:00:00Z') }, now.getTime())).to.equal('expired');

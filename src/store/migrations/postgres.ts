@@ -486,6 +486,29 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
     `,
   },
   {
+    version: 18,
+    description: 'session budgets: the most one agent session may spend through a key or an account',
+    sql: `
+      -- Nano-units; NULL: no cap. A session is the client's session id (charges.session_id).
+      ALTER TABLE accounts ADD COLUMN session_budget BIGINT CHECK (session_budget IS NULL OR session_budget > 0);
+      ALTER TABLE api_keys ADD COLUMN session_budget BIGINT CHECK (session_budget IS NULL OR session_budget > 0);
+      -- The session a hold was checked against a session budget for: it counts against that session until charged.
+      ALTER TABLE holds ADD COLUMN session_id TEXT;
+      -- A key's spend in one session (an account's is charges_account_session).
+      CREATE INDEX charges_key_session ON charges (key_id, session_id) WHERE session_id IS NOT NULL;
+
+      -- Authentication reads session budgets with the key: a change must reach every instance's key cache.
+      DROP TRIGGER accounts_changed ON accounts;
+      CREATE TRIGGER accounts_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, name, email, role, disabled, budget, session_budget ON accounts
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget, allowed_networks, operator_limits, session_budget ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+    `,
+  },
+  {
     version: 19,
     description: 'response and conversation ids relayed to each account, for responses.own_ids_only',
     sql: `

@@ -499,6 +499,28 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   {
+    version: 18,
+    description: 'session budgets: the most one agent session may spend through a key or an account',
+    sql: `
+      -- Nano-units; NULL: no cap. A session is the client's session id (charges.session_id).
+      ALTER TABLE accounts ADD COLUMN session_budget INTEGER CHECK (session_budget IS NULL OR session_budget > 0);
+      ALTER TABLE api_keys ADD COLUMN session_budget INTEGER CHECK (session_budget IS NULL OR session_budget > 0);
+      -- The session a hold was checked against a session budget for: it counts against that session until charged.
+      ALTER TABLE holds ADD COLUMN session_id TEXT;
+      -- A key's spend in one session (an account's is charges_account_session).
+      CREATE INDEX charges_key_session ON charges (key_id, session_id) WHERE session_id IS NOT NULL;
+
+      -- Authentication reads session budgets with the key: a change must reach every process's key cache.
+      DROP TRIGGER accounts_update_revision;
+      CREATE TRIGGER accounts_update_revision AFTER UPDATE OF id, name, email, role, disabled, budget, session_budget ON accounts
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+      DROP TRIGGER api_keys_update_revision;
+      CREATE TRIGGER api_keys_update_revision
+        AFTER UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget, allowed_networks, operator_limits, session_budget ON api_keys
+        BEGIN UPDATE keys_revision SET revision = revision + 1; END;
+    `,
+  },
+  {
     version: 19,
     description: 'response and conversation ids relayed to each account, for responses.own_ids_only',
     sql: `
