@@ -31,13 +31,12 @@ import { GatewayError, toGatewayError } from '../../src/kernel/errors';
 import type { PluginDefinition, PluginKit } from '../kit';
 import type { RequestReach } from '../../src/protocols/request-reach';
 import { TOKEN_KINDS } from '../../src/protocols/types';
-import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult, SessionBudgetCheck } from '../../src/store/store';
+import type { BudgetCheck, ChargePrices, ChargeRecord, HoldResult } from '../../src/store/store';
 import { PeriodCache } from '../../src/billing/budget-period';
 import { BudgetAlerts } from '../../src/alerts/alerts';
 import { budgetChecks, budgetName, resetTime, sessionBudgetChecks, sessionBudgetName } from '../../src/billing/budgets';
 
 const NO_BUDGETS: readonly BudgetCheck[] = [];
-const NO_SESSION_BUDGETS: readonly SessionBudgetCheck[] = [];
 
 /** The billing plugin's slot: the request's charge once it is settled (what metrics and logs read). */
 interface BillingState {
@@ -402,14 +401,13 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         const reach = withTranslatedSearches(request.reach, endpoint, request.body, request.model, ctx.state.config);
         let hold: HoldEstimate | null = null;
         let budgets: readonly BudgetCheck[] = NO_BUDGETS;
-        let sessionBudgets: readonly SessionBudgetCheck[] = NO_SESSION_BUDGETS;
         // Read before the hold: the session a request names is what its session budgets count.
         const trail = clientTrail((field) => ctx.get(field), request.body.model, request.model.id);
         if (!isFree(rates.standard.card)) {
           // Refused before anything is held or forwarded: premium service the model has no price for.
           const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
           budgets = budgetChecks(ctx.state.config, auth.account, auth.key, new Date(), periods);
-          sessionBudgets = sessionBudgetChecks(auth.account, auth.key, trail.sessionId);
+          const sessionBudgets = sessionBudgetChecks(auth.account, auth.key, trail.sessionId);
           const referenced = reach.responseIds.length + reach.conversationIds.length === 0 ? null : [...reach.responseIds, ...reach.conversationIds];
           const estimate = dearestHold(
             {
