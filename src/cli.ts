@@ -47,6 +47,9 @@ Commands:
                                               most the account may spend per day, week (from Monday)
                                               or month of local time in TZ (default UTC); --none
                                               removes it (its role's default in gateway.yaml applies)
+  account session-budget NAME --amount A | --none
+                                              most one agent session of the account may spend,
+                                              through any of its keys; --none removes it
   account disable NAME                        refuse the account's keys and end its console sessions
                                               and management tokens (enabling restores none of them)
   account enable NAME                         let a disabled account in again
@@ -71,6 +74,8 @@ Commands:
   key budget ID --amount A --period day|week|month [--timezone TZ] | --none
                                               most the key may spend per period, on top of its
                                               account's; --none removes it
+  key session-budget ID --amount A | --none   most one agent session may spend through the key
+                                              (the operator's: the owner can lower it only)
   key revoke ID                               revoke a key; a running server refuses it at once
   redemption-codes create --amount A --count N [--expires-days D]
                                               make N codes worth A units each; the codes are the

@@ -21,6 +21,7 @@ export function accountView(account: Account) {
     disabled: account.disabled,
     created_at: iso(account.createdAt),
     budget: budgetView(account.budget),
+    session_budget: account.sessionBudget === null ? null : formatUnits(account.sessionBudget),
   };
 }
 
@@ -76,6 +77,7 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     models: key.models,
     rate_limits: key.rateLimits,
     budget: budgetView(key.budget),
+    session_budget: key.sessionBudget === null ? null : formatUnits(key.sessionBudget),
     allowed_networks: key.allowedNetworks,
     operator_limits: operatorLimitsView(key.operatorLimits),
   };
@@ -90,6 +92,7 @@ function operatorLimitsView(limits: OperatorLimits | null) {
     rate_limits: limits.rateLimits ?? null,
     allowed_networks: limits.allowedNetworks ?? null,
     budget: budgetView(limits.budget ?? null),
+    session_budget: limits.sessionBudget === undefined ? null : formatUnits(limits.sessionBudget),
   };
 }
 

@@ -18,6 +18,7 @@ function keyLimitsState(key: ApiKeyRecord): AuditState {
     rate_limits: key.rateLimits,
     budget: budgetState(key.budget),
     // Named only when set, so entries of keys without them read as before.
+    ...(key.sessionBudget === null ? {} : { session_budget: formatUnits(key.sessionBudget) }),
     ...(key.allowedNetworks === null ? {} : { allowed_networks: key.allowedNetworks }),
     ...(key.operatorLimits === null ? {} : { operator_limits: operatorLimitsState(key.operatorLimits) }),
   };
@@ -30,6 +31,7 @@ function operatorLimitsState(limits: OperatorLimits): AuditState {
     ...(limits.rateLimits === undefined ? {} : { rate_limits: limits.rateLimits }),
     ...(limits.allowedNetworks === undefined ? {} : { allowed_networks: limits.allowedNetworks }),
     ...(limits.budget === undefined ? {} : { budget: budgetState(limits.budget) }),
+    ...(limits.sessionBudget === undefined ? {} : { session_budget: formatUnits(limits.sessionBudget) }),
   };
 }
 
@@ -39,6 +41,11 @@ function budgetState(budget: Budget | null): AuditState | null {
 
 export function accountBudgetChanged(before: Account, after: Budget | null): AuditChange {
   return { action: 'account.budget', target: before.id, accountId: before.id, before: { budget: budgetState(before.budget) }, after: { budget: budgetState(after) } };
+}
+
+export function accountSessionBudgetChanged(before: Account, after: bigint | null): AuditChange {
+  const state = (amount: bigint | null) => ({ session_budget: amount === null ? null : formatUnits(amount) });
+  return { action: 'account.budget', target: before.id, accountId: before.id, before: state(before.sessionBudget), after: state(after) };
 }
 
 /** A new key as issued: its shown prefix and last four characters, its name and limits. */

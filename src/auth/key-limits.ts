@@ -11,7 +11,7 @@ import type { ApiKeyRecord, Budget, KeyLimits, KeyRateLimits, OperatorLimits } f
 
 const RATE_FIELDS = ['rpm', 'tpm', 'concurrency'] as const;
 
-type OwnerFields = Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits' | 'budget' | 'operatorLimits'>;
+type OwnerFields = Pick<ApiKeyRecord, 'spendLimit' | 'models' | 'rateLimits' | 'budget' | 'sessionBudget' | 'operatorLimits'>;
 
 function tighterSpend(a: bigint | null | undefined, b: bigint | null | undefined): bigint | null {
   if (a == null) return b ?? null;
@@ -64,6 +64,7 @@ export function ownerChange(requested: KeyLimits, operator: OperatorLimits | nul
   return {
     ...(requested.budget === undefined ? {} : { budget: tighterBudget(requested.budget, operator?.budget) }),
     ...(requested.spendLimit === undefined ? {} : { spendLimit: tighterSpend(requested.spendLimit, operator?.spendLimit) }),
+    ...(requested.sessionBudget === undefined ? {} : { sessionBudget: tighterSpend(requested.sessionBudget, operator?.sessionBudget) }),
     ...(requested.models === undefined ? {} : { models: tighterModels(requested.models, operator?.models) }),
     ...(requested.rateLimits === undefined ? {} : { rateLimits: tighterRates(requested.rateLimits, operator?.rateLimits) }),
     ...(requested.allowedNetworks === undefined ? {} : { allowedNetworks: requested.allowedNetworks }),
@@ -79,6 +80,7 @@ function ownersOwn(key: OwnerFields): KeyLimits {
   const theirs = operator?.budget;
   const budget = key.budget !== null && (theirs === undefined || !sameCalendar(key.budget, theirs) || key.budget.amount < theirs.amount) ? key.budget : null;
   const spendLimit = key.spendLimit !== null && (operator?.spendLimit === undefined || key.spendLimit < operator.spendLimit) ? key.spendLimit : null;
+  const sessionBudget = key.sessionBudget !== null && (operator?.sessionBudget === undefined || key.sessionBudget < operator.sessionBudget) ? key.sessionBudget : null;
   const models =
     key.models !== null && (operator?.models === undefined || key.models.length !== operator.models.length || key.models.some((model) => !operator.models!.includes(model)))
       ? key.models
@@ -89,7 +91,7 @@ function ownersOwn(key: OwnerFields): KeyLimits {
     const theirs = operator?.rateLimits?.[field];
     if (value !== undefined && (theirs === undefined || value < theirs)) own[field] = value;
   }
-  return { spendLimit, models, rateLimits: Object.keys(own).length === 0 ? null : own, budget };
+  return { spendLimit, models, rateLimits: Object.keys(own).length === 0 ? null : own, budget, sessionBudget };
 }
 
 /**
@@ -105,6 +107,7 @@ export function operatorChange(key: OwnerFields, operator: OperatorLimits | null
     models: tighterModels(own.models, operator?.models),
     rateLimits: tighterRates(own.rateLimits, operator?.rateLimits),
     budget: tighterBudget(own.budget, operator?.budget),
+    sessionBudget: tighterSpend(own.sessionBudget, operator?.sessionBudget),
   };
 }
 
@@ -119,12 +122,14 @@ export function changedOperatorLimits(current: OperatorLimits | null, change: Ke
   const rateLimits = pick(change.rateLimits, current?.rateLimits);
   const allowedNetworks = pick(change.allowedNetworks, current?.allowedNetworks);
   const budget = pick(change.budget, current?.budget);
+  const sessionBudget = pick(change.sessionBudget, current?.sessionBudget);
   const limits: OperatorLimits = {
     ...(spendLimit === undefined ? {} : { spendLimit }),
     ...(models === undefined ? {} : { models }),
     ...(rateLimits === undefined ? {} : { rateLimits }),
     ...(allowedNetworks === undefined ? {} : { allowedNetworks }),
     ...(budget === undefined ? {} : { budget }),
+    ...(sessionBudget === undefined ? {} : { sessionBudget }),
   };
   return Object.keys(limits).length === 0 ? null : limits;
 }

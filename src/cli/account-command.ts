@@ -5,8 +5,8 @@ import { creditAccountCommand } from './account-credit';
 import { listAccountsCommand, setAccountDisabledCommand } from './account-list';
 import { showAccountCommand } from './account-show';
 import { createAccountCommand } from './accounts';
-import { accountBudgetChanged, credited, disabledChanged, passwordChanged, tokenCreated } from '../audit/states';
-import { formatBudget, parseBudgetFlags } from './budget';
+import { accountBudgetChanged, accountSessionBudgetChanged, credited, disabledChanged, passwordChanged, tokenCreated } from '../audit/states';
+import { formatBudget, formatSessionBudget, parseBudgetFlags, parseSessionBudgetFlags } from './budget';
 import { auditFromCli } from './audit';
 import { requireAccount } from './lookup';
 import { expectPositionals, parse, UsageError } from './args';
@@ -118,11 +118,23 @@ export async function accountCommand(args: string[], io: CliIo): Promise<number>
       });
       return EXIT_OK;
     }
+    case 'session-budget': {
+      const usage = 'account session-budget NAME --amount AMOUNT | --none';
+      expectPositionals(rest, 1, usage);
+      const sessionBudget = parseSessionBudgetFlags(values, usage);
+      await withStore(values.config, io, async (store) => {
+        const account = await requireAccount(store, rest[0]);
+        if (!(await store.setAccountSessionBudget(account.id, sessionBudget))) throw new Error(`no account named "${account.name}"`);
+        io.out(`account ${account.name}: session budget ${formatSessionBudget(sessionBudget)}`);
+        await auditFromCli(store, io, accountSessionBudgetChanged(account, sessionBudget));
+      });
+      return EXIT_OK;
+    }
     case 'show':
       expectPositionals(rest, 1, 'account show NAME');
       await withBook(values.config, io, (store, book) => showAccountCommand(store, book, rest[0], io.out));
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate account create|list|show|credit|budget|disable|enable|password|reset-2fa|token …; run "tollgate help account"');
+      throw new UsageError('usage: tollgate account create|list|show|credit|budget|session-budget|disable|enable|password|reset-2fa|token …; run "tollgate help account"');
   }
 }

@@ -1,6 +1,7 @@
 /**
  * `tollgate key budget ID …` and `tollgate account budget NAME …`: a budget per day, week or month
- * from `--amount A --period P [--timezone TZ]`, or `--none` to remove it.
+ * from `--amount A --period P [--timezone TZ]`, or `--none` to remove it; `… session-budget …`: the
+ * most one agent session may spend, from `--amount A`, or `--none`.
  */
 import { isTimezone } from '../billing/budget-period';
 import { formatUnits } from '../billing/money';
@@ -31,6 +32,22 @@ export function parseBudgetFlags(flags: BudgetFlags, usage: string): Budget | nu
   const timezone = flags.timezone?.trim() ?? 'UTC';
   if (!isTimezone(timezone)) throw new UsageError(`invalid --timezone "${flags.timezone}": use an IANA time zone such as UTC or Europe/Berlin`);
   return { amount: parsePositiveAmount(flags.amount, 'budget'), period: period as BudgetPeriod, timezone };
+}
+
+/** The session budget the flags describe, in nano-units; null for `--none`. */
+export function parseSessionBudgetFlags(flags: BudgetFlags, usage: string): bigint | null {
+  if (flags.period !== undefined || flags.timezone !== undefined) throw new UsageError(`a session budget has no period or time zone; usage: tollgate ${usage}`);
+  if (flags.none === true) {
+    if (flags.amount !== undefined) throw new UsageError(`--none removes the session budget and takes no --amount; usage: tollgate ${usage}`);
+    return null;
+  }
+  if (flags.amount === undefined) throw new UsageError(`--amount is required (or --none); usage: tollgate ${usage}`);
+  return parsePositiveAmount(flags.amount, 'session budget');
+}
+
+/** "2 a session", or "none". */
+export function formatSessionBudget(amount: bigint | null): string {
+  return amount === null ? 'none' : `${formatUnits(amount)} a session`;
 }
 
 /** "5 a day (Europe/Berlin)", or "none". */

@@ -1,4 +1,4 @@
-/** `tollgate key create|list|limits|budget|revoke`: argument handling; the work is in keys.ts. */
+/** `tollgate key create|list|limits|budget|session-budget|revoke`: argument handling; the work is in keys.ts. */
 import { parseArgs } from 'node:util';
 import { expectPositionals, parse, UsageError } from './args';
 import type { CliIo } from './context';
@@ -8,7 +8,7 @@ import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsComman
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
 import type { ApiKeyRecord, Store } from '../store/store';
 import { auditFromCli } from './audit';
-import { formatBudget, parseBudgetFlags } from './budget';
+import { formatBudget, formatSessionBudget, parseBudgetFlags, parseSessionBudgetFlags } from './budget';
 import { changedOperatorLimits, operatorChange } from '../auth/key-limits';
 import { requireKey } from './lookup';
 
@@ -97,6 +97,22 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       });
       return EXIT_OK;
     }
+    case 'session-budget': {
+      const usage = 'key session-budget ID --amount AMOUNT | --none';
+      expectPositionals(rest, 1, usage);
+      const sessionBudget = parseSessionBudgetFlags(values, usage);
+      await withStore(values.config, io, async (store) => {
+        const before = await requireKey(store, rest[0]);
+        // The operator's, kept apart like the key's other limits set from here: the owner can lower it only.
+        if (!(await store.setKeyLimits(before.id, operatorChange(before, changedOperatorLimits(before.operatorLimits, { sessionBudget }))))) {
+          throw new Error(`no key with id "${before.id}"`);
+        }
+        const after = await requireKey(store, before.id);
+        io.out(`key ${before.id}: session budget ${formatSessionBudget(after.sessionBudget)}`);
+        await auditFromCli(store, io, keyLimitsChanged(before, after));
+      });
+      return EXIT_OK;
+    }
     case 'list':
       expectPositionals(rest, 0, 'key list [--account NAME] [--json]');
       await withStore(values.config, io, (store) => listKeysCommand(store, { account: values.account }, io.out, new Date(), values.json === true));
@@ -111,6 +127,6 @@ export async function keyCommand(args: string[], io: CliIo): Promise<number> {
       });
       return EXIT_OK;
     default:
-      throw new UsageError('usage: tollgate key create|list|limits|budget|revoke …; run "tollgate help key"');
+      throw new UsageError('usage: tollgate key create|list|limits|budget|session-budget|revoke …; run "tollgate help key"');
   }
 }

@@ -59,6 +59,7 @@ describe('admin: operator limits on a key', function () {
       rate_limits: { rpm: 2 },
       allowed_networks: ['10.0.0.0/8'],
       budget: { amount: '0.000001', period: 'day', timezone: 'UTC' },
+      session_budget: null,
     });
     expect(set.body.key).to.deep.include({ spend_limit: '1', models: ['gpt-free', 'gpt-priced'], rate_limits: { rpm: 2 }, allowed_networks: null });
     const [entry] = await tg.store.listAudit({ target: id, action: 'key.limits' });
@@ -103,6 +104,38 @@ describe('admin: operator limits on a key', function () {
     // The operator lifts theirs: the owner's own lower budget stays.
     const lifted = await admin.patch(`/api/admin/keys/${id}`, { budget: null });
     expect(lifted.body.key).to.deep.include({ operator_limits: null, budget: { amount: '0.0000005', period: 'day', timezone: 'UTC' } });
+  });
+
+  it("an admin's session budget on a key is enforced per session, the owner can only lower it, and an account's is set too", async () => {
+    const { id, secret } = await owner.createKey({ name: 'session-capped' });
+    const set = await admin.patch(`/api/admin/keys/${id}`, { session_budget: '0.000001' });
+    expect(set.status, set.text).to.equal(200);
+    expect(set.body.key).to.deep.include({ session_budget: '0.000001' });
+    expect(set.body.key.operator_limits).to.deep.include({ session_budget: '0.000001' });
+    const [entry] = await tg.store.listAudit({ target: id, action: 'key.limits' });
+    expect(entry.after).to.deep.include({ session_budget: '0.000001', operator_limits: { session_budget: '0.000001' } });
+    // The owner cannot clear or raise it; lowering it is theirs.
+    expect((await owner.patch(`/api/keys/${id}`, { session_budget: null })).body.key.session_budget).to.equal('0.000001');
+    expect((await owner.patch(`/api/keys/${id}`, { session_budget: '5' })).body.key.session_budget).to.equal('0.000001');
+    expect((await owner.patch(`/api/keys/${id}`, { session_budget: '0.0000005' })).body.key.session_budget).to.equal('0.0000005');
+    expectError(await owner.patch(`/api/keys/${id}`, { session_budget: '-1' }), 400, 'invalid_request', 'session_budget');
+    // Enforced for a request that names a session; one that names none is served.
+    const inSession = await chatWith(tg.url, { authorization: `Bearer ${secret}`, 'x-forwarded-for': '10.0.0.1', 'x-tollgate-session': 'api-session' }, 'gpt-priced');
+    expect(inSession.status).to.equal(402);
+    expect(inSession.json.error.code).to.equal('session_budget_exceeded');
+    expect((await from(secret, '10.0.0.1', 'gpt-priced')).status).to.equal(200);
+    // The operator lifts theirs: the owner's own lower one stays.
+    const lifted = await admin.patch(`/api/admin/keys/${id}`, { session_budget: null });
+    expect(lifted.body.key).to.deep.include({ operator_limits: null, session_budget: '0.0000005' });
+
+    expectError(await owner.patch(`/api/admin/accounts/${ownerId}`, { session_budget: '1' }), 403, 'forbidden');
+    const account = await admin.patch(`/api/admin/accounts/${ownerId}`, { session_budget: '2.5' });
+    expect(account.status, account.text).to.equal(200);
+    expect(account.body.account).to.deep.include({ session_budget: '2.5', disabled: false });
+    expect((await tg.store.findAccountById(ownerId))!.sessionBudget).to.equal(2_500_000_000n);
+    const audited = await tg.store.listAudit({ target: ownerId, action: 'account.budget' });
+    expect(audited[0]).to.deep.include({ before: { session_budget: null }, after: { session_budget: '2.5' } });
+    expect((await admin.patch(`/api/admin/accounts/${ownerId}`, { session_budget: null })).body.account.session_budget).to.equal(null);
   });
 
   it("removing an operator's limit (null) gives the owner's own tighter choice back; a field left out is kept", async () => {

@@ -17,7 +17,7 @@ import { anthropicMessage, openaiError } from '../helpers/upstream-replies';
 import { ApiClient, expectError, send } from './api-client';
 import { ADMIN_ROUTES, addAccount, chat, consoleYaml, messages, PASSWORD, passwordHash, PRICES, waitFor } from './fixtures';
 
-const ACCOUNT_FIELDS = ['id', 'name', 'email', 'role', 'disabled', 'created_at', 'budget'];
+const ACCOUNT_FIELDS = ['id', 'name', 'email', 'role', 'disabled', 'created_at', 'budget', 'session_budget'];
 const CODE_PATTERN = /^tg-[A-Z2-7]{24}$/;
 
 describe('management API: administrators', function () {

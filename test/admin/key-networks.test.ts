@@ -111,7 +111,7 @@ describe('keys: allowed networks and operator limits', function () {
     const cleared = await client.patch(`/api/keys/${record.id}`, { models: null, spend_limit: null, rate_limits: null, allowed_networks: null });
     expect(cleared.status, cleared.text).to.equal(200);
     expect(cleared.body.key).to.deep.include({ models: ['gpt-free', 'gpt-priced'], spend_limit: '1', rate_limits: { rpm: 2 }, allowed_networks: null });
-    expect(cleared.body.key.operator_limits).to.deep.equal({ spend_limit: '1', models: ['gpt-free', 'gpt-priced'], rate_limits: { rpm: 2 }, allowed_networks: ['10.0.0.0/8'], budget: null });
+    expect(cleared.body.key.operator_limits).to.deep.equal({ spend_limit: '1', models: ['gpt-free', 'gpt-priced'], rate_limits: { rpm: 2 }, allowed_networks: ['10.0.0.0/8'], budget: null, session_budget: null });
     const stored = (await tg.store.listKeys({ accountId: account.id }))[0];
     expect(stored).to.deep.include({ models: ['gpt-free', 'gpt-priced'], spendLimit: 1_000_000_000n, rateLimits: { rpm: 2 } });
 

@@ -11,7 +11,7 @@ import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError } from './api-client';
 import { addAccount, chat, consoleYaml, PASSWORD, passwordHash } from './fixtures';
 
-const KEY_FIELDS = ['id', 'name', 'prefix', 'last4', 'status', 'created_at', 'expires_at', 'revoked_at', 'spend_limit', 'spent', 'models', 'rate_limits', 'budget', 'allowed_networks', 'operator_limits'];
+const KEY_FIELDS = ['id', 'name', 'prefix', 'last4', 'status', 'created_at', 'expires_at', 'revoked_at', 'spend_limit', 'spent', 'models', 'rate_limits', 'budget', 'session_budget', 'allowed_networks', 'operator_limits'];
 
 describe('management API: keys', function () {
   this.timeout(20_000);

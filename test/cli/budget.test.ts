@@ -85,4 +85,38 @@ describe('cli: budgets (spawned)', function () {
     expect(unknown.stderr).to.equal('tollgate: no account named "nobody"\n');
     expect((await withStore((store) => store.listKeys()))[0].budget).to.equal(null);
   });
+
+  it("sets a key's and an account's session budget, audits them, removes them with --none, and refuses a period", async () => {
+    const keyId = (await withStore((store) => store.listKeys()))[0].id;
+    const set = tollgate('key', 'session-budget', keyId, '--amount', '2.5');
+    expect(set.status, set.stderr).to.equal(0);
+    expect(set.stdout).to.equal(`key ${keyId}: session budget 2.5 a session\n`);
+    const key = (await withStore((store) => store.listKeys()))[0];
+    expect(key.sessionBudget).to.equal(2_500_000_000n);
+    // The operator's, as every limit set from the CLI: the owner can only lower it.
+    expect(key.operatorLimits).to.deep.equal({ sessionBudget: 2_500_000_000n });
+    const audited = await withStore((store) => store.listAudit({ target: keyId, action: 'key.limits' }));
+    expect(audited[0].after).to.deep.include({ session_budget: '2.5' });
+    expect(tollgate('key', 'session-budget', keyId, '--none').stdout).to.equal(`key ${keyId}: session budget none\n`);
+    expect((await withStore((store) => store.listKeys()))[0].sessionBudget).to.equal(null);
+
+    const account = tollgate('account', 'session-budget', 'alice', '--amount', '10');
+    expect(account.status, account.stderr).to.equal(0);
+    expect(account.stdout).to.equal('account alice: session budget 10 a session\n');
+    expect((await withStore((store) => store.findAccountByName('alice')))!.sessionBudget).to.equal(10_000_000_000n);
+    const accountAudit = await withStore((store) => store.listAudit({ action: 'account.budget' }));
+    expect(accountAudit[0]).to.deep.include({ surface: 'cli', before: { session_budget: null }, after: { session_budget: '10' } });
+    expect(tollgate('account', 'session-budget', 'alice', '--none').status).to.equal(0);
+    expect((await withStore((store) => store.findAccountByName('alice')))!.sessionBudget).to.equal(null);
+
+    for (const [args, message] of [
+      [['key', 'session-budget', keyId, '--amount', '5', '--period', 'day'], /no period or time zone/],
+      [['key', 'session-budget', keyId], /--amount is required/],
+      [['account', 'session-budget', 'alice', '--amount', '0'], /invalid session budget "0"/],
+    ] as [string[], RegExp][]) {
+      const result = tollgate(...args);
+      expect(result.status, args.join(' ')).to.equal(2);
+      expect(result.stderr).to.match(message);
+    }
+  });
 });

@@ -5,12 +5,12 @@ import { AccountExistsError, type Account } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { adminOnly, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { accountName, amount, boolean, newPassword, optionalBudget, optionalEmail, requiredString } from '../fields';
+import { accountName, amount, boolean, newPassword, optionalAmount, optionalBudget, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { hashPassword } from '../../auth/passwords';
 import { accountSummaryView, accountView, creditView } from '../views';
 import { audit } from '../audit';
-import { accountBudgetChanged, credited, disabledChanged } from '../../audit/states';
+import { accountBudgetChanged, accountSessionBudgetChanged, credited, disabledChanged } from '../../audit/states';
 
 export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   const admin = [signedIn(deps), adminOnly] as const;
@@ -54,12 +54,18 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     const account = await accountParam(ctx);
     const body = await readJsonObject(ctx);
     const budget = optionalBudget(body, 'budget');
-    const disabled = Object.hasOwn(body, 'disabled') || budget === undefined ? boolean(body, 'disabled', 'disabled') : undefined;
+    const sessionBudget = optionalAmount(body, 'session_budget', 'The session budget');
+    const disabled = Object.hasOwn(body, 'disabled') || (budget === undefined && sessionBudget === undefined) ? boolean(body, 'disabled', 'disabled') : undefined;
     if (disabled === true && account.id === callerOf(ctx).account.id) throw invalid('disabled', 'You cannot disable your own account.');
     if (budget !== undefined) {
       await deps.store.setAccountBudget(account.id, budget);
       deps.logger.info({ account: account.name, by: callerOf(ctx).account.name }, 'console: account budget changed');
       await audit(deps, ctx, accountBudgetChanged(account, budget));
+    }
+    if (sessionBudget !== undefined) {
+      await deps.store.setAccountSessionBudget(account.id, sessionBudget);
+      deps.logger.info({ account: account.name, by: callerOf(ctx).account.name }, 'console: account session budget changed');
+      await audit(deps, ctx, accountSessionBudgetChanged(account, sessionBudget));
     }
     if (disabled !== undefined) {
       await deps.store.setAccountDisabled(account.id, disabled);

@@ -1,6 +1,6 @@
 /**
  * Administrators and another account's keys: the list, and the operator's limits on one key (models,
- * rates, spend, networks, budget). The owner can tighten these, never loosen or clear them, as when
+ * rates, spend, networks, budget, session budget). The owner can tighten these, never loosen or clear them, as when
  * they are set with `tollgate key limits`.
  */
 import type Router from '@koa/router';
@@ -42,6 +42,7 @@ export function adminKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void 
       rateLimits: optionalRateLimits(body, 'rate_limits'),
       allowedNetworks: optionalNetworkList(body, 'allowed_networks'),
       budget: optionalBudget(body, 'budget'),
+      sessionBudget: optionalAmount(body, 'session_budget', 'The session budget'),
     };
     const operator = changedOperatorLimits(key.operatorLimits, change);
     await deps.store.setKeyLimits(key.id, operatorChange(key, operator));

@@ -88,6 +88,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       models: optionalModelList(body, 'models', knownModels()),
       rateLimits: optionalRateLimits(body, 'rate_limits'),
       budget: optionalBudget(body, 'budget'),
+      sessionBudget: optionalAmount(body, 'session_budget', 'The session budget'),
       allowedNetworks: optionalNetworkList(body, 'allowed_networks'),
     };
     const problem = budgetProblem(requested.budget, key.operatorLimits);
