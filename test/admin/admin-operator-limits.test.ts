@@ -135,7 +135,11 @@ describe('admin: operator limits on a key', function () {
     expect((await tg.store.findAccountById(ownerId))!.sessionBudget).to.equal(2_500_000_000n);
     const audited = await tg.store.listAudit({ target: ownerId, action: 'account.budget' });
     expect(audited[0]).to.deep.include({ before: { session_budget: null }, after: { session_budget: '2.5' } });
+    // The console's Sessions page reads each session's spend against the account's cap.
+    const sessions = await owner.get('/api/usage/sessions');
+    expect(sessions.body.session_budget).to.equal('2.5');
     expect((await admin.patch(`/api/admin/accounts/${ownerId}`, { session_budget: null })).body.account.session_budget).to.equal(null);
+    expect((await owner.get('/api/usage/sessions')).body.session_budget).to.equal(null);
   });
 
   it("removing an operator's limit (null) gives the owner's own tighter choice back; a field left out is kept", async () => {

@@ -9,6 +9,24 @@ import { dataTable } from '../table.js';
 import type { Usage, UsageGroup } from '../types.js';
 import { count, money, pageHeading, timeEl } from '../ui.js';
 import { choiceQuery, rangeForm, rangeFrom, rangeQuery, ratioText } from '../usage-range.js';
+import { commonScale, formatMoney, toScaled } from '../money.js';
+
+/** How often the list is read again while the page is open: agents spend by the second. */
+const LIVE_REFRESH_MS = 5000;
+
+/** A session's spend against the account's session budget: a bar, the percentage, and "capped" at 100 %. */
+function capCell(cost: string, cap: string): HTMLElement {
+  const scale = commonScale([cost, cap]);
+  const amount = toScaled(cap, scale);
+  const percent = amount === 0n ? 100 : Number((toScaled(cost, scale) * 1000n) / amount) / 10;
+  const fill = h('div', { class: `budget-fill${percent >= 100 ? ' budget-full' : percent >= 80 ? ' budget-high' : ''}` });
+  // Through the CSSOM: the console's content security policy refuses style attributes.
+  fill.style.width = `${Math.min(100, percent)}%`;
+  const label = `${formatMoney(cost)} of ${formatMoney(cap)}`;
+  return h('div', { class: 'budget', 'data-testid': 'session-cap' },
+    h('div', { class: 'budget-track', role: 'progressbar', 'aria-label': label, 'aria-valuemin': '0', 'aria-valuemax': '100', 'aria-valuenow': String(Math.min(100, Math.round(percent))) }, fill),
+    h('div', { class: 'budget-note' }, `${label} (${percent.toFixed(1)}%)${percent >= 100 ? ' · capped' : ''}`));
+}
 
 export const sessionsPage: Page = {
   title: 'Sessions',
@@ -19,9 +37,10 @@ export const sessionsPage: Page = {
       pageHeading('Sessions', 'What each agent session cost: Claude Code and Codex send a session id with every request, and any client may send x-tollgate-session.'),
       formArea,
       list);
+    let current = rangeFrom(context.query);
     const show = (choice: ReturnType<typeof rangeFrom>) =>
       void loadInto(list,
-        () => apiGet<{ sessions: UsageGroup[] }>(withQuery('/api/usage/sessions', { ...rangeQuery(choice), limit: 100 }), { signal: context.signal }),
+        () => apiGet<{ sessions: UsageGroup[]; session_budget: string | null }>(withQuery('/api/usage/sessions', { ...rangeQuery(choice), limit: 100 }), { signal: context.signal }),
         (data) => dataTable({
           caption: 'Sessions, newest first',
           hideCaption: true,
@@ -37,11 +56,16 @@ export const sessionsPage: Page = {
             { label: 'Tokens', cell: (row) => count(row.input_tokens + row.cache_write_tokens + row.cache_write_1h_tokens + row.cache_read_tokens + row.output_tokens), numeric: true },
             { label: 'Cache hits', cell: (row) => ratioText(row.cache_hit_ratio), numeric: true },
             { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+            // Each session's spend against the account's session budget, when it has one.
+            ...(data.session_budget === null ? [] : [{ label: 'Session budget', cell: (row: UsageGroup) => capCell(row.cost, data.session_budget!) }]),
           ],
         }));
-    const initial = rangeFrom(context.query);
-    show(initial);
-    void rangeForm(initial, context.signal, (choice) => {
+    show(current);
+    // Live: read again every few seconds while the page is open (its signal ends when it is left).
+    const timer = setInterval(() => show(current), LIVE_REFRESH_MS);
+    context.signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+    void rangeForm(current, context.signal, (choice) => {
+      current = choice;
       replaceQuery(choiceQuery(choice));
       show(choice);
     }).then((form) => replace(formArea, form));

@@ -13,6 +13,7 @@ import { requestView, SUMMARY_FIELDS, summaryView } from '../usage-views';
 import { usageView } from '../views';
 import { dateParam, limitParam, single } from './query';
 import { accountScope } from './usage';
+import { formatUnits } from '../../billing/money';
 
 const DAY_MS = 86_400_000;
 /** The default range: the last 30 days. */
@@ -97,7 +98,10 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const accountId = accountScope(ctx) ?? null;
     const range = rangeOf(ctx);
     const rows = await deps.store.usageSummary({ accountId, groupBy: 'session', namedSessionsOnly: true, ...range, limit: limitParam(ctx.query.limit, 50, MAX_GROUPS), offset: offsetParam(ctx) });
-    ctx.body = { since: range.since.toISOString(), until: range.until.toISOString(), sessions: rows.map((row) => summaryView(row, null)) };
+    // The cap each session of the account counts against, so the console can show spend against it.
+    const account = accountId === null ? null : await deps.store.findAccountById(accountId);
+    const sessionBudget = account?.sessionBudget == null ? null : formatUnits(account.sessionBudget);
+    ctx.body = { since: range.since.toISOString(), until: range.until.toISOString(), session_budget: sessionBudget, sessions: rows.map((row) => summaryView(row, null)) };
   });
 
   router.get('/usage/sessions/:id', signedIn(deps), async (ctx) => {
