@@ -31,7 +31,7 @@ export interface AdmissionFigures<Budget, SessionBudget = never> {
   readonly sessionBudgets?: readonly SessionFigures<SessionBudget>[];
 }
 
-export interface SessionFigures<SessionBudget> {
+interface SessionFigures<SessionBudget> {
   readonly budget: SessionBudget & { readonly amount: bigint };
   readonly spent: bigint;
   readonly held: bigint;
