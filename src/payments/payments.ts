@@ -11,7 +11,7 @@ import { formatUnits } from '../billing/money';
 import type { StripeConfig } from '../config/types';
 import type { PaymentMetrics, RechargeOutcome } from '../metrics/payment-metrics';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
-import type { PaymentOrder, PaymentProfile, SettledOrder } from '../store/payments';
+import type { EventClaim, PaymentOrder, PaymentProfile, SettledOrder } from '../store/payments';
 import type { Account, Store } from '../store/store';
 import { creditForMinor, formatMinor } from './amounts';
 import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient, type StripeEvent } from './stripe-client';
@@ -24,6 +24,15 @@ const ORDER_METADATA = 'tollgate_order';
 const SAVE_CARD_METADATA = 'tollgate_save_card';
 /** Auto-recharge failures in a row that turn it off until the account turns it on again. */
 const RECHARGE_FAILURES_OFF = 3;
+/** A webhook event claimed this long ago and never finished: its handler died, the next copy takes it over. */
+const EVENT_TAKEOVER_MS = 60_000;
+/**
+ * How long a copy of an event another handler holds waits for it to finish (then it is a duplicate,
+ * or, were that handling to fail, this copy's to handle) before answering 409. Well under Stripe's
+ * own wait for an answer; copies racing an ordinary handling (milliseconds) never see a 409.
+ */
+const IN_FLIGHT_WAIT_MS = 5_000;
+const IN_FLIGHT_POLL_MS = 50;
 
 /** Who an audit entry names: the account at the console or API, or Stripe (through its webhook or a lookup). */
 type AuditBy = Pick<NewAuditEntry, 'actor' | 'surface' | 'requestId'>;
@@ -46,9 +55,27 @@ export class WebhookSignatureError extends Error {
   override readonly name = 'WebhookSignatureError';
 }
 
-/** A signed event Tollgate refuses to act on (an amount that is not one, another currency than its order's): a 400, nothing moved. */
+/** A signed event Tollgate refuses to act on (an amount that is not one): a 400, nothing moved. */
 export class WebhookEventError extends Error {
   override readonly name = 'WebhookEventError';
+}
+
+/** Another handler holds this event and has not finished it: a 409, so Stripe sends it again. */
+export class WebhookInFlightError extends Error {
+  override readonly name = 'WebhookInFlightError';
+}
+
+/** What a webhook delivery came to; `ignored` says why an event that was recorded moved nothing. */
+export interface WebhookResult {
+  readonly event: string;
+  readonly duplicate: boolean;
+  readonly ignored?: 'currency_mismatch';
+}
+
+/** What handling an event concerned: its order, if any, and why it moved nothing when it was set aside. */
+interface Handled {
+  readonly orderId: string | null;
+  readonly ignored?: 'currency_mismatch';
 }
 
 export interface PaymentsDeps {
@@ -177,8 +204,11 @@ export class Payments {
     return { order: updated, url: session.url };
   }
 
-  /** Verifies and handles one webhook; a repeated event id is answered without being handled again. */
-  async webhook(raw: Buffer, signature: string): Promise<{ readonly event: string; readonly duplicate: boolean }> {
+  /**
+   * Verifies and handles one webhook; a repeated event id is answered without being handled again.
+   * Throws WebhookInFlightError while another handler holds the event.
+   */
+  async webhook(raw: Buffer, signature: string): Promise<WebhookResult> {
     const config = this.settings();
     let event: StripeEvent;
     try {
@@ -186,55 +216,73 @@ export class Payments {
     } catch (error) {
       throw new WebhookSignatureError(messageOf(error), { cause: error });
     }
-    // The claim is the event row's insert: of copies arriving at once anywhere, one handles it.
-    if (!(await this.deps.store.payments.claimEvent(event.id, event.type))) return { event: event.id, duplicate: true };
-    let orderId: string | null;
+    const claim = await this.claim(event);
+    if (claim === 'handled') return { event: event.id, duplicate: true };
+    if (claim === 'in_flight') {
+      throw new WebhookInFlightError(`The event ${event.id} is being handled by another request; send it again later.`);
+    }
+    let handled: Handled;
     try {
-      orderId = await this.handle(event);
+      handled = await this.handle(event);
     } catch (error) {
       // Not handled: the claim goes, so Stripe's retry of this event is handled then.
       await this.deps.store.payments.releaseEvent(event.id).catch((err: unknown) => this.deps.logger.error({ err, event: event.id }, 'payments: releasing a webhook event failed'));
       throw error;
     }
-    await this.deps.store.payments.finishEvent(event.id, orderId);
-    return { event: event.id, duplicate: false };
+    await this.deps.store.payments.finishEvent(event.id, handled.orderId, new Date());
+    return { event: event.id, duplicate: false, ...(handled.ignored !== undefined && { ignored: handled.ignored }) };
+  }
+
+  /**
+   * Claims the event row: of copies arriving at once anywhere, one gets it. A copy that finds it held
+   * waits a little for that handling to end, and takes the event itself when the claim was released
+   * (that handling failed) or is older than EVENT_TAKEOVER_MS (its handler died).
+   */
+  private async claim(event: StripeEvent): Promise<EventClaim> {
+    const deadline = Date.now() + IN_FLIGHT_WAIT_MS;
+    for (;;) {
+      const now = new Date();
+      const claim = await this.deps.store.payments.claimEvent(event.id, event.type, now, new Date(now.getTime() - EVENT_TAKEOVER_MS));
+      if (claim !== 'in_flight' || Date.now() >= deadline) return claim;
+      await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
+    }
   }
 
   /** Handles one verified event; returns the order it concerned, if any. */
-  private async handle(event: StripeEvent): Promise<string | null> {
+  private async handle(event: StripeEvent): Promise<Handled> {
     switch (event.type) {
       case 'checkout.session.completed':
       case 'checkout.session.async_payment_succeeded':
       case 'checkout.session.async_payment_failed':
       case 'checkout.session.expired':
-        return this.onSession(event.type, event.data.object);
+        return { orderId: await this.onSession(event.type, event.data.object) };
       case 'payment_intent.succeeded':
       case 'payment_intent.payment_failed':
-        return this.onPaymentIntent(event.type, event.data.object);
+        return { orderId: await this.onPaymentIntent(event.type, event.data.object) };
       case 'charge.refunded': {
         const charge = event.data.object;
         const refunded = minorAmount(charge.amount_refunded, 'amount_refunded', event);
         const order = await this.orderOf(charge.metadata, idOf(charge.payment_intent));
-        if (order === null) return null;
-        this.sameCurrency(order, charge.currency, event);
+        if (order === null) return { orderId: null };
+        if (!(await this.sameCurrency(order, charge.currency, event))) return { orderId: order.id, ignored: 'currency_mismatch' };
         await this.refund(order, refunded, `${charge.id}:refunded:${refunded}`);
-        return order.id;
+        return { orderId: order.id };
       }
       case 'charge.dispute.created':
       case 'charge.dispute.closed': {
         const dispute = event.data.object;
         const amount = minorAmount(dispute.amount, 'amount', event);
         const order = await this.orderOf(dispute.metadata, idOf(dispute.payment_intent));
-        if (order === null) return null;
-        this.sameCurrency(order, dispute.currency, event);
+        if (order === null) return { orderId: null };
+        if (!(await this.sameCurrency(order, dispute.currency, event))) return { orderId: order.id, ignored: 'currency_mismatch' };
         if (event.type === 'charge.dispute.created') await this.dispute(order, amount, dispute.id, dispute.reason);
         // Lost (or closed otherwise): what the dispute took stays taken.
         else if (dispute.status === 'won') await this.disputeWon(order, amount, dispute.id);
-        return order.id;
+        return { orderId: order.id };
       }
       default:
         // Events the endpoint was not set to send: acknowledged, so Stripe does not retry them.
-        return null;
+        return { orderId: null };
     }
   }
 
@@ -289,11 +337,21 @@ export class Payments {
     return order.id;
   }
 
-  /** A refund or dispute counts only in its order's currency; another is refused and logged. */
-  private sameCurrency(order: PaymentOrder, currency: unknown, event: StripeEvent): void {
-    if (currency === order.currency) return;
-    this.deps.logger.error({ order: order.id, event: event.id, type: event.type, currency, expected: order.currency }, "payments: an event's currency is not its order's; refused, nothing moved");
-    throw new WebhookEventError(`The ${event.type} event ${event.id} is in ${String(currency)}, its order ${order.id} in ${order.currency}; nothing was moved.`);
+  /**
+   * A refund or dispute counts only in its order's currency. Another is refused: logged, audited and
+   * recorded as handled with nothing moved, and answered 200. Not a 400: a Stripe event never changes,
+   * so every retry would be refused the same way, and Stripe would keep sending it for days and then
+   * flag (or turn off) the endpoint. An operator settles it by hand from the log or the audit entry.
+   */
+  private async sameCurrency(order: PaymentOrder, currency: unknown, event: StripeEvent): Promise<boolean> {
+    if (currency === order.currency) return true;
+    this.deps.logger.error(
+      { order: order.id, account: order.accountId, event: event.id, type: event.type, currency, expected: order.currency },
+      "payments: a refund or dispute is not in its order's currency; refused and recorded, nothing moved",
+    );
+    const action = event.type === 'charge.refunded' ? 'payment.refund' : 'payment.dispute';
+    await this.audit(action, order, null, { refused: 'currency_mismatch', event: event.id, type: event.type, currency: String(currency), order_currency: order.currency }, STRIPE);
+    return false;
   }
 
   private async orderOf(metadata: Record<string, string> | null | undefined, paymentIntentId: string | null): Promise<PaymentOrder | null> {

@@ -131,6 +131,9 @@ export interface SettledOrder {
 
 export type RechargeRefusal = 'in_flight' | 'monthly_cap';
 
+/** What claiming a Stripe event found: this caller handles it; it was handled before; another handler holds it now. */
+export type EventClaim = 'claimed' | 'handled' | 'in_flight';
+
 export interface PaymentStore {
   createOrder(input: NewOrder): Promise<PaymentOrder>;
   /**
@@ -169,13 +172,15 @@ export interface PaymentStore {
   /** Dispute `disputeId` was won: gives back (a `dispute_won` credit) what the order no longer owes the dispute. */
   disputeWon(id: string, disputedMinor: number, disputeId: string): Promise<SettledOrder | null>;
   /**
-   * Claims a Stripe event id for handling: true for exactly one caller however many race (the row's
-   * insert is the claim), false when it was claimed before.
+   * Claims a Stripe event id for handling at `now`, in one statement: 'claimed' for exactly one caller
+   * however many race, on however many instances (the row's insert is the claim; so is taking over a
+   * claim made before `staleBefore` and never finished, whose handler died); 'handled' once a handler
+   * finished it; 'in_flight' while another handler's claim is younger than that.
    */
-  claimEvent(id: string, type: string): Promise<boolean>;
-  /** The claimed event was handled: the order it concerned, if any, is noted. */
-  finishEvent(id: string, orderId: string | null): Promise<void>;
-  /** Handling the claimed event failed: the claim goes, so Stripe's retry is handled. */
+  claimEvent(id: string, type: string, now: Date, staleBefore: Date): Promise<EventClaim>;
+  /** The claimed event was handled at `at`: the order it concerned, if any, is noted. */
+  finishEvent(id: string, orderId: string | null, at: Date): Promise<void>;
+  /** Handling the claimed event failed: an unfinished claim goes, so Stripe's retry is handled. */
   releaseEvent(id: string): Promise<void>;
   /** Whether this event id was claimed. */
   seenEvent(id: string): Promise<boolean>;

@@ -13,6 +13,7 @@ import {
   newPaymentId,
   profileColumns,
   type DebitKind,
+  type EventClaim,
   type EventContext,
   type NewOrder,
   type OrderFilter,
@@ -263,17 +264,25 @@ export class PostgresPayments implements PaymentStore {
     return this.settleOrder(id, { type: 'dispute_won', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:won`, paymentIntentId: order.paymentIntentId }));
   }
 
-  async claimEvent(id: string, type: string): Promise<boolean> {
-    const result = await this.pool.query('INSERT INTO payment_events (id, type, order_id, received_at) VALUES ($1, $2, NULL, $3) ON CONFLICT (id) DO NOTHING', [id, type, new Date()]);
-    return (result.rowCount ?? 0) > 0;
+  async claimEvent(id: string, type: string, now: Date, staleBefore: Date): Promise<EventClaim> {
+    // The insert, or the takeover of a dead handler's claim, is one statement: one caller changes the row.
+    const { rowCount } = await this.pool.query(
+      `INSERT INTO payment_events (id, type, order_id, received_at, claimed_at, handled_at) VALUES ($1, $2, NULL, $3, $3, NULL)
+       ON CONFLICT (id) DO UPDATE SET claimed_at = EXCLUDED.claimed_at
+        WHERE payment_events.handled_at IS NULL AND payment_events.claimed_at < $4`,
+      [id, type, now, staleBefore],
+    );
+    if (rowCount !== 0) return 'claimed';
+    const { rows } = await this.pool.query<{ handled_at: Date | null }>('SELECT handled_at FROM payment_events WHERE id = $1', [id]);
+    return rows[0]?.handled_at == null ? 'in_flight' : 'handled';
   }
 
-  async finishEvent(id: string, orderId: string | null): Promise<void> {
-    await this.pool.query('UPDATE payment_events SET order_id = $2 WHERE id = $1', [id, orderId]);
+  async finishEvent(id: string, orderId: string | null, at: Date): Promise<void> {
+    await this.pool.query('UPDATE payment_events SET order_id = $2, handled_at = $3 WHERE id = $1', [id, orderId, at]);
   }
 
   async releaseEvent(id: string): Promise<void> {
-    await this.pool.query('DELETE FROM payment_events WHERE id = $1', [id]);
+    await this.pool.query('DELETE FROM payment_events WHERE id = $1 AND handled_at IS NULL', [id]);
   }
 
   async seenEvent(id: string): Promise<boolean> {

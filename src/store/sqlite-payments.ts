@@ -11,6 +11,7 @@ import {
   profileColumns,
   newPaymentId,
   type DebitKind,
+  type EventClaim,
   type EventContext,
   type NewOrder,
   type OrderFilter,
@@ -259,19 +260,26 @@ export class SqlitePayments implements PaymentStore {
     return this.settleOrder(id, { type: 'dispute_won', disputeId, amountMinor: disputedMinor }, (order) => ({ source: `${disputeId}:won`, paymentIntentId: order.paymentIntentId }));
   }
 
-  async claimEvent(id: string, type: string): Promise<boolean> {
-    const result = this.db
-      .prepare<[string, string, number]>('INSERT INTO payment_events (id, type, order_id, received_at) VALUES (?, ?, NULL, ?) ON CONFLICT (id) DO NOTHING')
-      .run(id, type, Date.now());
-    return result.changes > 0;
+  async claimEvent(id: string, type: string, now: Date, staleBefore: Date): Promise<EventClaim> {
+    // The insert, or the takeover of a dead handler's claim, is one statement: one caller changes the row.
+    const { changes } = this.db
+      .prepare<[string, string, number, number, number]>(
+        `INSERT INTO payment_events (id, type, order_id, received_at, claimed_at, handled_at) VALUES (?, ?, NULL, ?, ?, NULL)
+         ON CONFLICT (id) DO UPDATE SET claimed_at = excluded.claimed_at
+          WHERE payment_events.handled_at IS NULL AND payment_events.claimed_at < ?`,
+      )
+      .run(id, type, now.getTime(), now.getTime(), staleBefore.getTime());
+    if (changes > 0) return 'claimed';
+    const handledAt = this.db.prepare<[string], number | null>('SELECT handled_at FROM payment_events WHERE id = ?').pluck().get(id);
+    return handledAt === null ? 'in_flight' : 'handled';
   }
 
-  async finishEvent(id: string, orderId: string | null): Promise<void> {
-    this.db.prepare<[string | null, string]>('UPDATE payment_events SET order_id = ? WHERE id = ?').run(orderId, id);
+  async finishEvent(id: string, orderId: string | null, at: Date): Promise<void> {
+    this.db.prepare<[string | null, number, string]>('UPDATE payment_events SET order_id = ?, handled_at = ? WHERE id = ?').run(orderId, at.getTime(), id);
   }
 
   async releaseEvent(id: string): Promise<void> {
-    this.db.prepare<[string]>('DELETE FROM payment_events WHERE id = ?').run(id);
+    this.db.prepare<[string]>('DELETE FROM payment_events WHERE id = ? AND handled_at IS NULL').run(id);
   }
 
   async seenEvent(id: string): Promise<boolean> {

@@ -351,7 +351,7 @@ function webhookSuite(name: string, start: () => Promise<Rig | { problem: string
     });
 
     it('a signed refund whose amount is not a number answers 400, moves nothing, and its corrected retry is handled', async () => {
-      const { session } = await paidAtStripe(1000);
+      const { orderId, session } = await paidAtStripe(1000);
       await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
       const before = await balance();
       const event = rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), amount_refunded: 'abc' });
@@ -361,21 +361,76 @@ function webhookSuite(name: string, start: () => Promise<Rig | { problem: string
       expect(answer.body.error.message).to.match(/amount_refunded/);
       expect(await balance()).to.equal(before);
       expect(await rig.store.payments.seenEvent(event.id)).to.equal(false);
+      // Negative, fractional or a number written as a string: refused alike, for refunds and disputes.
+      for (const bad of [-500, 10.5, '1000', null]) {
+        const refund = rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), amount_refunded: bad });
+        const dispute = rig.fake.event('charge.dispute.created', { ...rig.fake.dispute(session.payment_intent, 1000), amount: bad });
+        for (const [malformed, field] of [[refund, 'amount_refunded'], [dispute, 'amount']] as const) {
+          const refused = await rig.fake.deliver(hooks[0], malformed);
+          expect(refused.status, `${field}: ${JSON.stringify(bad)}`).to.equal(400);
+          expect(refused.body.error.message).to.include(field);
+          expect(await rig.store.payments.seenEvent(malformed.id)).to.equal(false);
+        }
+      }
+      expect(await balance()).to.equal(before);
+      expect((await rig.store.payments.findOrder(orderId))!).to.deep.include({ refundedMinor: 0, disputed: false });
       event.data.object.amount_refunded = 1000;
       expect((await rig.fake.deliver(hooks[0], event)).body).to.deep.include({ duplicate: false });
       expect(before - (await balance())).to.equal(unitsToNano('12.5'));
     });
 
-    it('a refund or dispute in another currency than its order is refused with 400 and moves nothing', async () => {
-      const { session } = await paidAtStripe(1000);
+    it('a refund or dispute in another currency than its order is refused: recorded with nothing moved, audited, and not sent again', async () => {
+      // Answered 200, not 400: the event never changes, so a 400 would have Stripe retry it for days.
+      const { orderId, session } = await paidAtStripe(1000);
       await rig.fake.deliver(hooks[0], rig.fake.event('checkout.session.completed', session));
       const before = await balance();
-      const refund = await rig.fake.deliver(hooks[0], rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), currency: 'eur' }));
-      expect(refund.status).to.equal(400);
-      expect(refund.body.error.message).to.match(/eur/);
-      const dispute = await rig.fake.deliver(hooks[0], rig.fake.event('charge.dispute.created', { ...rig.fake.dispute(session.payment_intent, 1000), currency: 'jpy' }));
-      expect(dispute.status).to.equal(400);
+      const refundEvent = rig.fake.event('charge.refunded', { ...rig.fake.refundedCharge(session.payment_intent, 1000), currency: 'eur' });
+      const refund = await rig.fake.deliver(hooks[0], refundEvent);
+      expect(refund.status, JSON.stringify(refund.body)).to.equal(200);
+      expect(refund.body).to.deep.include({ duplicate: false, ignored: 'currency_mismatch' });
+      const disputeEvent = rig.fake.event('charge.dispute.created', { ...rig.fake.dispute(session.payment_intent, 1000), currency: 'jpy' });
+      const dispute = await rig.fake.deliver(hooks[0], disputeEvent);
+      expect(dispute.status, JSON.stringify(dispute.body)).to.equal(200);
+      expect(dispute.body).to.deep.include({ duplicate: false, ignored: 'currency_mismatch' });
+      for (const event of [refundEvent, disputeEvent]) expect((await rig.fake.deliver(hooks[hooks.length - 1], event)).body).to.deep.include({ duplicate: true });
       expect(await balance()).to.equal(before);
+      const order = (await rig.store.payments.findOrder(orderId))!;
+      expect(order).to.deep.include({ refundedMinor: 0, disputed: false });
+      const refused = (await rig.store.listAudit({ target: orderId })).filter((entry) => entry.after?.refused === 'currency_mismatch');
+      expect(refused.map((entry) => [entry.action, entry.after?.currency])).to.have.deep.members([
+        ['payment.refund', 'eur'],
+        ['payment.dispute', 'jpy'],
+      ]);
+    });
+
+    it('a copy that comes while another handler holds the event answers 409 and moves nothing; once handled, it is a duplicate', async () => {
+      const { session } = await paidAtStripe(1000);
+      const event = rig.fake.event('checkout.session.completed', session);
+      const before = await balance();
+      // Another instance claimed it 30 s ago and is still at it (or died less than 60 s ago).
+      const heldSince = new Date(Date.now() - 30_000);
+      expect(await rig.store.payments.claimEvent(event.id, event.type, heldSince, new Date(heldSince.getTime() - 60_000))).to.equal('claimed');
+      const copy = await rig.fake.deliver(hooks[0], event);
+      expect(copy.status, JSON.stringify(copy.body)).to.equal(409);
+      expect(copy.body.error.code).to.equal('conflict');
+      expect(await balance()).to.equal(before);
+      // That handler finishes: Stripe's next retry is a duplicate, and nothing more is credited.
+      await rig.store.payments.finishEvent(event.id, null, new Date());
+      expect((await rig.fake.deliver(hooks[hooks.length - 1], event)).body).to.deep.include({ duplicate: true });
+      expect(await balance()).to.equal(before);
+    });
+
+    it('an event whose handler claimed it over 60 s ago and never finished is taken over and handled once', async () => {
+      const { orderId, session } = await paidAtStripe(1000);
+      const event = rig.fake.event('checkout.session.completed', session);
+      const before = await balance();
+      const died = new Date(Date.now() - 61_000);
+      expect(await rig.store.payments.claimEvent(event.id, event.type, died, new Date(died.getTime() - 60_000))).to.equal('claimed');
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => rig.fake.deliver(hooks[i % hooks.length], event)));
+      expect(answers.map((answer) => answer.status)).to.deep.equal(answers.map(() => 200));
+      expect(answers.filter((answer) => answer.body.duplicate === false)).to.have.length(1);
+      expect((await balance()) - before).to.equal(unitsToNano('12.5'));
+      expect((await rig.store.payments.findOrder(orderId))!.status).to.equal('paid');
     });
 
     it('makes one auto-recharge order of twenty asked at once, and none past the monthly cap', async () => {

@@ -9,7 +9,7 @@ import { formatUnits, unitsToNano } from '../../billing/money';
 import { readRawBody } from '../../kernel/body';
 import { GatewayError } from '../../kernel/errors';
 import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
-import { PendingCheckoutsError, StripeUnreachableError, WebhookEventError, WebhookSignatureError } from '../../payments/payments';
+import { PendingCheckoutsError, StripeUnreachableError, WebhookEventError, WebhookInFlightError, WebhookSignatureError } from '../../payments/payments';
 import { returnBase } from '../../payments/return-base';
 import type { OrderStatus, PaymentDebit, PaymentOrder, PaymentProfile } from '../../store/payments';
 import { audit } from '../audit';
@@ -203,10 +203,11 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     }
     try {
       const result = await deps.payments.webhook(raw, signature);
-      ctx.body = { received: true, event: result.event, duplicate: result.duplicate };
+      ctx.body = { received: true, event: result.event, duplicate: result.duplicate, ...(result.ignored !== undefined && { ignored: result.ignored }) };
     } catch (error) {
       if (error instanceof WebhookSignatureError) throw new ApiError('invalid_request', `The webhook's signature does not verify: ${error.message}`);
       if (error instanceof WebhookEventError) throw new ApiError('invalid_request', error.message);
+      if (error instanceof WebhookInFlightError) throw new ApiError('conflict', error.message);
       throw error;
     }
   });

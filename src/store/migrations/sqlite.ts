@@ -499,6 +499,19 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
     `,
   },
   {
+    version: 17,
+    description: 'a Stripe event claimed by one handler and marked handled once it finished',
+    sql: `
+      -- claimed_at: when the handler now holding the event took it (its insert, or its takeover of a
+      -- claim older than 60 s that never finished: that handler died). handled_at: when a handler
+      -- finished it; until then a copy of the event is answered 409, so Stripe sends it again.
+      ALTER TABLE payment_events ADD COLUMN claimed_at INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE payment_events ADD COLUMN handled_at INTEGER;
+      -- Rows from before were handled as far as anything can tell now: they stay duplicates.
+      UPDATE payment_events SET claimed_at = received_at, handled_at = received_at;
+    `,
+  },
+  {
     version: 18,
     description: 'session budgets: the most one agent session may spend through a key or an account',
     sql: `
