@@ -33,14 +33,14 @@ export function paymentTable(payments: readonly Payment[], options: { caption: s
 
 export function debitTable(debits: readonly PaymentDebit[]): HTMLElement {
   return dataTable<PaymentDebit>({
-    caption: 'Refunds and disputes',
+    caption: 'Refunds, disputes and adjustments',
     rows: debits,
-    emptyText: 'No refunds or disputes.',
+    emptyText: 'No refunds, disputes or adjustments.',
     columns: [
       { label: 'Date', cell: (d) => timeEl(d.created_at) },
       { label: 'Kind', cell: (d) => badge(d.kind, d.kind === 'dispute' ? 'bad' : 'warn') },
       { label: 'Taken back', numeric: true, cell: (d) => money(d.amount) },
-      { label: 'Payment', cell: (d) => d.order_id },
+      { label: 'Payment', cell: (d) => d.order_id ?? h('span', { title: d.note ?? '' }, `adjustment by ${d.actor}`) },
     ],
   });
 }

@@ -314,9 +314,11 @@ export interface Payment {
 export interface PaymentDebit {
   id: string;
   account_id: string;
-  order_id: string;
-  kind: 'refund' | 'dispute';
+  /** Null for an administrator's adjustment. */
+  order_id: string | null;
+  kind: 'refund' | 'dispute' | 'adjustment';
   amount: string;
+  actor: string;
   note: string | null;
   created_at: string;
 }

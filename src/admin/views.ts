@@ -6,6 +6,7 @@ import { keyStatus } from '../auth/issue-key';
 import { formatUnits } from '../billing/money';
 import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, OperatorLimits, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
+import type { PaymentDebit } from '../store/payments';
 import type { RefusalRecord } from '../store/refusals';
 import { TOKEN_COLUMNS } from '../store/rows';
 import { TOKEN_KINDS } from '../protocols/types';
@@ -113,6 +114,20 @@ export function creditView(credit: CreditRecord) {
     actor: credit.actor,
     note: credit.note,
     created_at: iso(credit.createdAt),
+  };
+}
+
+/** A debit: a card payment's refund or dispute (with its order), or an administrator's adjustment. */
+export function debitView(debit: PaymentDebit) {
+  return {
+    id: debit.id,
+    account_id: debit.accountId,
+    order_id: debit.orderId,
+    kind: debit.kind,
+    amount: formatUnits(debit.amount),
+    actor: debit.actor,
+    note: debit.note,
+    created_at: iso(debit.createdAt),
   };
 }
 

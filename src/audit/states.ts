@@ -5,6 +5,7 @@
  */
 import { formatUnits } from '../billing/money';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
+import type { PaymentDebit } from '../store/payments';
 import type { Account, ApiKeyRecord, Budget, CreditRecord, OperatorLimits, SessionRecord } from '../store/store';
 
 /** An entry minus who made it: what each surface's own `audit` helper completes. */
@@ -81,6 +82,17 @@ export function credited(action: Extract<AuditAction, 'account.credit' | 'code.r
     accountId: credit.accountId,
     before: { balance: formatUnits(balanceBefore) },
     after: { balance: formatUnits(balanceAfter), amount: formatUnits(credit.amount), credit_id: credit.id, note: credit.note },
+  };
+}
+
+/** An administrator's adjustment that took funds back, with the balance before and after it. */
+export function debited(debit: PaymentDebit, balanceBefore: bigint, balanceAfter: bigint): AuditChange {
+  return {
+    action: 'account.debit',
+    target: debit.accountId,
+    accountId: debit.accountId,
+    before: { balance: formatUnits(balanceBefore) },
+    after: { balance: formatUnits(balanceAfter), amount: formatUnits(debit.amount), debit_id: debit.id, note: debit.note },
   };
 }
 

@@ -14,6 +14,7 @@ export type AuditAction =
   | 'account.disable'
   | 'account.enable'
   | 'account.credit'
+  | 'account.debit'
   | 'account.password'
   | 'account.budget'
   | 'budget.alert'
@@ -77,6 +78,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'account.disable',
   'account.enable',
   'account.credit',
+  'account.debit',
   'account.password',
   'account.budget',
   'budget.alert',

@@ -10,7 +10,8 @@ import type { DisputeFact, EntryKind, LedgerMove, OrderBooks, OrderEvent, OrderF
 type OrderKind = 'checkout' | 'auto_recharge';
 /** `pending`: asked of Stripe, not settled; `paid`: credited (once); `failed`/`expired`: nothing credited. */
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'expired';
-export type DebitKind = 'refund' | 'dispute';
+/** What took the funds: a card payment's refund or dispute, or an administrator's adjustment. */
+export type DebitKind = 'refund' | 'dispute' | 'adjustment';
 
 export interface PaymentOrder {
   readonly id: string;
@@ -63,11 +64,23 @@ export interface PaymentDebit {
   /** Nano-units taken, > 0. */
   readonly amount: bigint;
   readonly kind: DebitKind;
-  readonly orderId: string;
-  /** The Stripe object and state it came from (`ch_…:refunded:500`, `dp_…`); unique. */
+  /** The card payment it took from; null for an adjustment, which no order made. */
+  readonly orderId: string | null;
+  /** The Stripe object and state it came from (`ch_…:refunded:500`, `dp_…`), or `adjustment:<id>`; unique. */
   readonly source: string;
   readonly note: string | null;
+  /** Who took it: the administrator of an adjustment, `stripe` for a card payment's. */
+  readonly actor: string;
   readonly createdAt: Date;
+}
+
+/** An administrator takes funds back: always with a note saying why. */
+export interface NewAdjustment {
+  readonly accountId: string;
+  /** Nano-units, > 0. */
+  readonly amount: bigint;
+  readonly actor: string;
+  readonly note: string;
 }
 
 export interface PaymentProfile {
@@ -184,6 +197,8 @@ export interface PaymentStore {
   releaseEvent(id: string): Promise<void>;
   /** Whether this event id was claimed. */
   seenEvent(id: string): Promise<boolean>;
+  /** Takes `amount` from the account's balance as an adjustment: the debit row and the balance in one transaction. */
+  debitAccount(input: NewAdjustment): Promise<PaymentDebit>;
   /** One account's debits (or everyone's when null), newest first. */
   listDebits(accountId: string | null, limit?: number): Promise<PaymentDebit[]>;
   profile(accountId: string): Promise<PaymentProfile | null>;
@@ -193,6 +208,13 @@ export interface PaymentStore {
   listAutoRecharge(): Promise<PaymentProfile[]>;
   /** Takes (or renews) the lease `name` for `holder` until `until`; false while another holder's lease runs. */
   takeLease(name: string, holder: string, until: Date): Promise<boolean>;
+}
+
+/** The debit row of an adjustment, before it is written. */
+export function adjustmentDebit(input: NewAdjustment): PaymentDebit {
+  if (input.amount <= 0n) throw new RangeError('an adjustment must take a positive amount');
+  const id = newPaymentId('db_');
+  return { id, accountId: input.accountId, amount: input.amount, kind: 'adjustment', orderId: null, source: `adjustment:${id}`, note: input.note, actor: input.actor, createdAt: new Date() };
 }
 
 /** The note of a payment's credit: the order and the Stripe object it came from. */
@@ -266,7 +288,7 @@ export function entryOf(order: PaymentOrder, move: LedgerMove, event: OrderEvent
         event.type === 'refunded'
           ? `refund of ${event.refundedMinor} (minor units, cumulative) of card payment ${order.id}`
           : `dispute of ${'amountMinor' in event ? event.amountMinor : 0} (minor units) of card payment ${order.id}: ${context.reason ?? 'no reason given'}`;
-      return { debit: { ...base, id: newPaymentId('db_'), kind: move.kind, orderId: order.id, source: context.source, note } };
+      return { debit: { ...base, id: newPaymentId('db_'), kind: move.kind, orderId: order.id, source: context.source, note, actor: 'stripe' } };
     }
   }
 }

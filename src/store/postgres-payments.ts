@@ -7,6 +7,7 @@
 import type { Pool, PoolClient } from 'pg';
 import { disputesText, parseDisputes, settle, type EntryKind, type OrderEvent } from '../money/card-orders';
 import {
+  adjustmentDebit,
   booksOf,
   entryOf,
   factsOf,
@@ -15,6 +16,7 @@ import {
   type DebitKind,
   type EventClaim,
   type EventContext,
+  type NewAdjustment,
   type NewOrder,
   type OrderFilter,
   type OrderUpdate,
@@ -31,7 +33,7 @@ import { inTransaction } from './postgres-tx';
 
 const ORDER_COLUMNS = `id, account_id, kind, status, currency, amount_minor, credit_amount, session_id, payment_intent_id, credit_id,
   refunded_minor, disputed, disputes, receipt_url, error, created_at, updated_at`;
-const DEBIT_COLUMNS = 'id, account_id, amount, kind, order_id, source, note, created_at';
+const DEBIT_COLUMNS = 'id, account_id, amount, kind, order_id, source, note, actor, created_at';
 const PROFILE_COLUMNS = `account_id, customer_id, payment_method_id, auto_recharge, threshold, recharge_minor, monthly_cap_minor, failures,
   last_error, needs_action, flagged_at, flag_reason, updated_at`;
 
@@ -60,9 +62,10 @@ interface DebitRow {
   account_id: string;
   amount: string;
   kind: DebitKind;
-  order_id: string;
+  order_id: string | null;
   source: string;
   note: string | null;
+  actor: string | null;
   created_at: Date;
 }
 
@@ -105,7 +108,18 @@ function toOrder(row: OrderRow): PaymentOrder {
 }
 
 function toDebit(row: DebitRow): PaymentDebit {
-  return { id: row.id, accountId: row.account_id, amount: BigInt(row.amount), kind: row.kind, orderId: row.order_id, source: row.source, note: row.note, createdAt: row.created_at };
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    amount: BigInt(row.amount),
+    kind: row.kind,
+    orderId: row.order_id,
+    source: row.source,
+    note: row.note,
+    // Debits from before adjustments had no actor column: each was a card payment's, so Stripe's.
+    actor: row.actor ?? 'stripe',
+    createdAt: row.created_at,
+  };
 }
 
 function toProfile(row: ProfileRow): PaymentProfile {
@@ -290,6 +304,12 @@ export class PostgresPayments implements PaymentStore {
     return (rowCount ?? 0) > 0;
   }
 
+  async debitAccount(input: NewAdjustment): Promise<PaymentDebit> {
+    const debit = adjustmentDebit(input);
+    await inTransaction(this.pool, (client) => insertDebit(client, debit));
+    return debit;
+  }
+
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {
     const { rows } = await this.pool.query<DebitRow>(
       `SELECT ${DEBIT_COLUMNS} FROM debits WHERE ($1::text IS NULL OR account_id = $1) ORDER BY created_at DESC, seq DESC LIMIT $2`,
@@ -372,7 +392,7 @@ async function insertCredit(client: PoolClient, credit: PaymentCredit, orderId: 
 }
 
 async function insertDebit(client: PoolClient, debit: PaymentDebit): Promise<void> {
-  await client.query('INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+  await client.query('INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, actor, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
     debit.id,
     debit.accountId,
     String(debit.amount),
@@ -380,6 +400,7 @@ async function insertDebit(client: PoolClient, debit: PaymentDebit): Promise<voi
     debit.orderId,
     debit.source,
     debit.note,
+    debit.actor,
     debit.createdAt,
   ]);
   await client.query('UPDATE accounts SET balance = balance - $1::bigint WHERE id = $2', [String(debit.amount), debit.accountId]);

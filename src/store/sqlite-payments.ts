@@ -5,6 +5,7 @@
 import { disputesText, parseDisputes, settle, type EntryKind, type OrderEvent } from '../money/card-orders';
 import type { SqliteDatabase } from './sqlite-driver';
 import {
+  adjustmentDebit,
   booksOf,
   entryOf,
   factsOf,
@@ -13,6 +14,7 @@ import {
   type DebitKind,
   type EventClaim,
   type EventContext,
+  type NewAdjustment,
   type NewOrder,
   type OrderFilter,
   type OrderUpdate,
@@ -28,7 +30,7 @@ import {
 
 const ORDER_COLUMNS = `id, account_id, kind, status, currency, amount_minor, CAST(credit_amount AS TEXT) AS credit_amount, session_id,
   payment_intent_id, credit_id, refunded_minor, disputed, disputes, receipt_url, error, created_at, updated_at`;
-const DEBIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, order_id, source, note, created_at';
+const DEBIT_COLUMNS = 'id, account_id, CAST(amount AS TEXT) AS amount, kind, order_id, source, note, actor, created_at';
 const PROFILE_COLUMNS = `account_id, customer_id, payment_method_id, auto_recharge, CAST(threshold AS TEXT) AS threshold, recharge_minor,
   monthly_cap_minor, failures, last_error, needs_action, flagged_at, flag_reason, updated_at`;
 
@@ -57,9 +59,10 @@ interface DebitRow {
   account_id: string;
   amount: string;
   kind: DebitKind;
-  order_id: string;
+  order_id: string | null;
   source: string;
   note: string | null;
+  actor: string | null;
   created_at: number;
 }
 
@@ -110,6 +113,8 @@ function toDebit(row: DebitRow): PaymentDebit {
     orderId: row.order_id,
     source: row.source,
     note: row.note,
+    // Debits from before adjustments had no actor column: each was a card payment's, so Stripe's.
+    actor: row.actor ?? 'stripe',
     createdAt: new Date(row.created_at),
   };
 }
@@ -286,6 +291,13 @@ export class SqlitePayments implements PaymentStore {
     return this.db.prepare<[string], number>('SELECT 1 FROM payment_events WHERE id = ?').pluck().get(id) !== undefined;
   }
 
+  async debitAccount(input: NewAdjustment): Promise<PaymentDebit> {
+    const debit = adjustmentDebit(input);
+    this.db.transaction(() => this.insertDebit(debit)).immediate();
+    this.fundsMoved();
+    return debit;
+  }
+
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {
     return this.db
       .prepare<[string | null, string | null, number], DebitRow>(
@@ -396,10 +408,20 @@ export class SqlitePayments implements PaymentStore {
   private insertDebit(debit: PaymentDebit): void {
     this.db
       .prepare<[Record<string, unknown>]>(
-        `INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, created_at)
-         VALUES (@id, @account_id, @amount, @kind, @order_id, @source, @note, @created_at)`,
+        `INSERT INTO debits (id, account_id, amount, kind, order_id, source, note, actor, created_at)
+         VALUES (@id, @account_id, @amount, @kind, @order_id, @source, @note, @actor, @created_at)`,
       )
-      .run({ id: debit.id, account_id: debit.accountId, amount: debit.amount, kind: debit.kind, order_id: debit.orderId, source: debit.source, note: debit.note, created_at: debit.createdAt.getTime() });
+      .run({
+        id: debit.id,
+        account_id: debit.accountId,
+        amount: debit.amount,
+        kind: debit.kind,
+        order_id: debit.orderId,
+        source: debit.source,
+        note: debit.note,
+        actor: debit.actor,
+        created_at: debit.createdAt.getTime(),
+      });
     this.db.prepare<[bigint, string]>('UPDATE accounts SET balance = balance - ? WHERE id = ?').run(debit.amount, debit.accountId);
   }
 }

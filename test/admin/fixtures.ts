@@ -184,6 +184,7 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['POST', '/api/admin/accounts', { name: 'made-by-user', password: 'long enough password', role: 'admin' }],
   ['PATCH', '/api/admin/accounts/{id}', { disabled: true }],
   ['POST', '/api/admin/accounts/{id}/credits', { amount: '100', note: 'self-service' }],
+  ['POST', '/api/admin/accounts/{id}/debits', { amount: '1', note: 'self-service' }],
   ['GET', '/api/admin/redemption-codes'],
   ['GET', '/api/admin/redemption-codes?format=csv'],
   ['POST', '/api/admin/redemption-codes', { count: 1, amount: '100' }],

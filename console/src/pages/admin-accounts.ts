@@ -12,7 +12,7 @@ import { inlinePanel, type Panel } from '../panel.js';
 import { currentAccount } from '../session.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
-import type { Account, AdminAccount, ApiKey, Budget, Credit, KeyStatus, PricedModel } from '../types.js';
+import type { Account, AdminAccount, ApiKey, Budget, Credit, KeyStatus, PaymentDebit, PricedModel } from '../types.js';
 import { badge, buttonRow, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 interface AccountsView {
@@ -76,9 +76,9 @@ function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HT
 
 function accountActions(view: AccountsView, account: AdminAccount): HTMLElement {
   const credit = h('button', {
-    type: 'button', class: 'button button-small', 'aria-label': `Add credit to ${account.name}`,
-    onclick: () => openCreditForm(view, account, credit),
-  }, 'Add credit');
+    type: 'button', class: 'button button-small', 'aria-label': `Adjust the balance of ${account.name}`,
+    onclick: () => openAdjustForm(view, account, credit),
+  }, 'Adjust');
   const budget = h('button', {
     type: 'button', class: 'button button-small', 'aria-label': `Budget for ${account.name}`,
     onclick: () => openBudgetForm(view, account, budget),
@@ -148,25 +148,32 @@ function openCreateForm(view: AccountsView, opener: HTMLElement): void {
   view.panel.open('New account', form, opener);
 }
 
-function openCreditForm(view: AccountsView, account: AdminAccount, opener: HTMLElement): void {
+// One form for both directions: a credit adds funds, a debit takes back what was credited by
+// mistake; either way a note says why, and the account's ledger shows the entry.
+function openAdjustForm(view: AccountsView, account: AdminAccount, opener: HTMLElement): void {
   const form = createForm({
-    submitLabel: 'Add credit',
+    submitLabel: 'Save adjustment',
     secondary: [cancelButton(view.panel)],
     fields: [
+      selectField({ name: 'direction', label: 'Adjustment', value: 'credit', options: [{ value: 'credit', label: 'Credit: add funds' }, { value: 'debit', label: 'Debit: take funds back' }] }),
       inputField({ name: 'amount', label: 'Amount', required: true, hint: `Current balance: ${formatMoney(account.balance)}.`, attrs: { inputmode: 'decimal', pattern: AMOUNT_PATTERN, 'data-pattern-message': AMOUNT_PATTERN_MESSAGE, autocomplete: 'off' } }),
-      inputField({ name: 'note', label: 'Note', hint: 'Optional, e.g. an invoice number. Shown in the account’s credit history.', attrs: { maxlength: 200, autocomplete: 'off' } }),
+      inputField({ name: 'note', label: 'Note', required: true, hint: 'Why, e.g. an invoice number or the mistake it corrects. Shown in the account’s ledger.', attrs: { maxlength: 200, autocomplete: 'off' } }),
     ],
     async onSubmit(form) {
-      const note = valueOf(form, 'note');
-      const result = await apiPost<{ credit: Credit; balance: string }>(
-        `/api/admin/accounts/${encodeURIComponent(account.id)}/credits`,
-        { amount: valueOf(form, 'amount'), ...(note ? { note } : {}) });
+      const body = { amount: valueOf(form, 'amount'), note: valueOf(form, 'note') };
+      const path = `/api/admin/accounts/${encodeURIComponent(account.id)}`;
+      if (valueOf(form, 'direction') === 'debit') {
+        const result = await apiPost<{ debit: PaymentDebit; balance: string }>(`${path}/debits`, body);
+        view.status.show(`Took ${formatMoney(result.debit.amount)} from “${account.name}”. Balance now ${formatMoney(result.balance)}.`, 'success');
+      } else {
+        const result = await apiPost<{ credit: Credit; balance: string }>(`${path}/credits`, body);
+        view.status.show(`Added ${formatMoney(result.credit.amount)} to “${account.name}”. Balance now ${formatMoney(result.balance)}.`, 'success');
+      }
       view.panel.close();
-      view.status.show(`Added ${formatMoney(result.credit.amount)} to “${account.name}”. Balance now ${formatMoney(result.balance)}.`, 'success');
       void refresh(view);
     },
   });
-  view.panel.open(`Add credit to ${account.name}`, form, opener);
+  view.panel.open(`Adjust the balance of ${account.name}`, form, opener);
 }
 
 function describeAccountBudget(budget: Budget | null): string {

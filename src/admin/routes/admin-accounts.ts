@@ -8,9 +8,9 @@ import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../con
 import { accountName, amount, boolean, newPassword, optionalAmount, optionalBudget, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
 import { hashPassword } from '../../auth/passwords';
-import { accountSummaryView, accountView, creditView } from '../views';
+import { accountSummaryView, accountView, creditView, debitView } from '../views';
 import { audit } from '../audit';
-import { accountBudgetChanged, accountSessionBudgetChanged, credited, disabledChanged } from '../../audit/states';
+import { accountBudgetChanged, accountSessionBudgetChanged, credited, debited, disabledChanged } from '../../audit/states';
 
 export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   const admin = [signedIn(deps), adminOnly] as const;
@@ -90,5 +90,33 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     await audit(deps, ctx, credited('account.credit', credit, before.balance, balance.balance));
     ctx.status = 201;
     ctx.body = { credit: creditView(credit), balance: formatUnits(balance.balance) };
+  });
+
+  // An adjustment down: takes back what was credited by mistake, with a note, as a ledger entry of
+  // its own. At most what is available now (balance less what running requests hold), so the
+  // account is never taken below zero by an administrator; a request that settles meanwhile may
+  // still spend what it held.
+  router.post('/admin/accounts/:id/debits', ...admin, async (ctx) => {
+    const account = await accountParam(ctx);
+    const body = await readJsonObject(ctx);
+    const worth = amount(body, 'amount');
+    const note = requiredString(body, 'note', 'A note (why this adjustment)', 500);
+    const before = await deps.funds.balance(account.id);
+    const available = before.balance - before.held;
+    if (worth > available) {
+      const heldText = before.held > 0n ? ` (${formatUnits(before.held)} is held by requests running)` : '';
+      throw invalid('amount', `This account has ${formatUnits(available > 0n ? available : 0n)} available${heldText}: an adjustment takes at most that.`);
+    }
+    const actor = callerOf(ctx).account.name;
+    const debit = await deps.funds.applyStored(
+      account.id,
+      () => deps.store.payments.debitAccount({ accountId: account.id, amount: worth, actor, note }),
+      (taken) => -taken.amount,
+    );
+    deps.logger.info({ account: account.name, debit: debit.id, by: actor }, 'console: account adjusted down');
+    const balance = await deps.funds.balance(account.id);
+    await audit(deps, ctx, debited(debit, before.balance, balance.balance));
+    ctx.status = 201;
+    ctx.body = { debit: debitView(debit), balance: formatUnits(balance.balance) };
   });
 }

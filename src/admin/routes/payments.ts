@@ -11,7 +11,8 @@ import { GatewayError } from '../../kernel/errors';
 import { creditForMinor, formatMinor, parseMinor } from '../../payments/amounts';
 import { PendingCheckoutsError, StripeUnreachableError, WebhookEventError, WebhookInFlightError, WebhookSignatureError } from '../../payments/payments';
 import { returnBase } from '../../payments/return-base';
-import type { OrderStatus, PaymentDebit, PaymentOrder, PaymentProfile } from '../../store/payments';
+import type { OrderStatus, PaymentOrder, PaymentProfile } from '../../store/payments';
+import { debitView } from '../views';
 import { audit } from '../audit';
 import { amount } from '../fields';
 import { ApiError, invalid } from '../api-error';
@@ -44,9 +45,7 @@ function orderView(order: PaymentOrder) {
   };
 }
 
-function debitView(debit: PaymentDebit) {
-  return { id: debit.id, account_id: debit.accountId, order_id: debit.orderId, kind: debit.kind, amount: formatUnits(debit.amount), note: debit.note, created_at: debit.createdAt.toISOString() };
-}
+
 
 function rechargeView(profile: PaymentProfile | null, currency: string) {
   return {

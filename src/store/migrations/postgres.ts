@@ -536,6 +536,19 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       );
     `,
   },
+  {
+    version: 20,
+    description: 'adjustments: an administrator takes funds back with a note, a debit of no order',
+    sql: `
+      -- An adjustment is a debit that no card payment made: order_id becomes optional, the CHECK
+      -- widens, and actor names who took it (as credits do).
+      ALTER TABLE debits DROP CONSTRAINT debits_kind_check;
+      ALTER TABLE debits ADD CONSTRAINT debits_kind_check CHECK (kind IN ('refund', 'dispute', 'adjustment'));
+      ALTER TABLE debits ALTER COLUMN order_id DROP NOT NULL;
+      ALTER TABLE debits ADD COLUMN actor TEXT;
+      ALTER TABLE debits ADD CONSTRAINT debits_order_check CHECK ((kind = 'adjustment') = (order_id IS NULL));
+    `,
+  },
 ];
 
 /**

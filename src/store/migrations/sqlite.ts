@@ -548,6 +548,32 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       ) STRICT;
     `,
   },
+  {
+    version: 20,
+    description: 'adjustments: an administrator takes funds back with a note, a debit of no order',
+    rebuildsTables: true,
+    sql: `
+      -- An adjustment is a debit that no card payment made: order_id becomes optional, the CHECK
+      -- widens, and actor names who took it (as credits do); the table is rebuilt for both.
+      CREATE TABLE debits_new (
+        id         TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        amount     INTEGER NOT NULL CHECK (amount > 0),
+        kind       TEXT NOT NULL CHECK (kind IN ('refund', 'dispute', 'adjustment')),
+        order_id   TEXT REFERENCES payment_orders (id),
+        source     TEXT NOT NULL UNIQUE,
+        note       TEXT,
+        created_at INTEGER NOT NULL,
+        actor      TEXT,
+        CHECK ((kind = 'adjustment') = (order_id IS NULL))
+      ) STRICT;
+      INSERT INTO debits_new (rowid, id, account_id, amount, kind, order_id, source, note, created_at)
+        SELECT rowid, id, account_id, amount, kind, order_id, source, note, created_at FROM debits;
+      DROP TABLE debits;
+      ALTER TABLE debits_new RENAME TO debits;
+      CREATE INDEX debits_account_time ON debits (account_id, created_at);
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
