@@ -59,8 +59,8 @@ function adjustments(backendOf: () => Backend): void {
   it('is audited with the balance before and after', async () => {
     const entries = (await root.get(`/api/admin/audit?action=account.debit&target=${umaId}`)).body.entries as { action: string; before: unknown; after: Record<string, unknown> }[];
     expect(entries).to.have.length(1);
-    expect(entries[0]!.before).to.deep.equal({ balance: '10' });
-    expect(entries[0]!.after).to.deep.include({ balance: '6.749999999', amount: '3.250000001', note: 'credited twice by mistake' });
+    expect(entries[0].before).to.deep.equal({ balance: '10' });
+    expect(entries[0].after).to.deep.include({ balance: '6.749999999', amount: '3.250000001', note: 'credited twice by mistake' });
   });
 
   it('refuses a missing note, a bad amount, or more than is available, and takes nothing', async () => {
