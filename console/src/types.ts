@@ -311,6 +311,24 @@ export interface Payment {
   updated_at: string;
 }
 
+/** GET /api/admin/money: decimal strings of the range (and of now, for the balances). */
+export interface MoneyTotals {
+  since: string;
+  until: string;
+  requests: number;
+  usage_charged: string;
+  card_payments: string;
+  refunds: string;
+  disputes: string;
+  disputes_won: string;
+  received: string;
+  admin_credits: string;
+  redemptions: string;
+  adjustments: string;
+  outstanding: string;
+  owed_by_accounts: string;
+}
+
 export interface PaymentDebit {
   id: string;
   account_id: string;

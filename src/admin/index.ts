@@ -10,6 +10,7 @@ import type { AdminDeps, ApiContext, ApiState } from './context';
 import { accountRoutes } from './routes/account';
 import { adminAccountRoutes } from './routes/admin-accounts';
 import { adminAuditRoutes } from './routes/admin-audit';
+import { adminMoneyRoutes } from './routes/admin-money';
 import { adminKeyRoutes } from './routes/admin-keys';
 import { adminCodeRoutes } from './routes/admin-codes';
 import { adminProviderRoutes } from './routes/admin-providers';
@@ -79,6 +80,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);
   adminAuditRoutes(router, deps);
+  adminMoneyRoutes(router, deps);
   paymentRoutes(router, deps);
   return router;
 }

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DisputeFact, EntryKind, LedgerMove, OrderBooks, OrderEvent, OrderFacts } from '../money/card-orders';
+import type { CreditKind } from './store';
 
 type OrderKind = 'checkout' | 'auto_recharge';
 /** `pending`: asked of Stripe, not settled; `paid`: credited (once); `failed`/`expired`: nothing credited. */
@@ -72,6 +73,27 @@ export interface PaymentDebit {
   /** Who took it: the administrator of an adjustment, `stripe` for a card payment's. */
   readonly actor: string;
   readonly createdAt: Date;
+}
+
+/** Credits and debits summed by kind over a range: the money side of the gateway's totals. */
+export interface MovementTotals {
+  readonly credits: Readonly<Record<CreditKind, bigint>>;
+  readonly debits: Readonly<Record<DebitKind, bigint>>;
+}
+
+const CREDIT_KINDS = ['topup', 'redemption', 'admin', 'dispute_won'] as const satisfies readonly CreditKind[];
+const DEBIT_KINDS = ['refund', 'dispute', 'adjustment'] as const satisfies readonly DebitKind[];
+
+/** Sums rows of `{ kind, total }` (one table's GROUP BY kind) into a record with every kind present. */
+export function totalsByKind<K extends string>(kinds: readonly K[], rows: readonly { kind: string; total: string | bigint | number }[]): Record<K, bigint> {
+  const totals = Object.fromEntries(kinds.map((kind) => [kind, 0n])) as Record<K, bigint>;
+  for (const row of rows) if ((kinds as readonly string[]).includes(row.kind)) totals[row.kind as K] += BigInt(row.total);
+  return totals;
+}
+
+/** The movement totals of a range from the two tables' sums by kind. */
+export function movementTotalsOf(credits: readonly { kind: string; total: string }[], debits: readonly { kind: string; total: string }[]): MovementTotals {
+  return { credits: totalsByKind(CREDIT_KINDS, credits), debits: totalsByKind(DEBIT_KINDS, debits) };
 }
 
 /** An administrator takes funds back: always with a note saying why. */
@@ -199,6 +221,8 @@ export interface PaymentStore {
   seenEvent(id: string): Promise<boolean>;
   /** Takes `amount` from the account's balance as an adjustment: the debit row and the balance in one transaction. */
   debitAccount(input: NewAdjustment): Promise<PaymentDebit>;
+  /** What moved in `[since, until)` across every account: credits and debits summed by kind. */
+  movementTotals(since: Date, until: Date): Promise<MovementTotals>;
   /** One account's debits (or everyone's when null), newest first. */
   listDebits(accountId: string | null, limit?: number): Promise<PaymentDebit[]>;
   profile(accountId: string): Promise<PaymentProfile | null>;

@@ -10,12 +10,14 @@ import {
   adjustmentDebit,
   booksOf,
   entryOf,
+  movementTotalsOf,
   factsOf,
   newPaymentId,
   profileColumns,
   type DebitKind,
   type EventClaim,
   type EventContext,
+  type MovementTotals,
   type NewAdjustment,
   type NewOrder,
   type OrderFilter,
@@ -308,6 +310,13 @@ export class PostgresPayments implements PaymentStore {
     const debit = adjustmentDebit(input);
     await inTransaction(this.pool, (client) => insertDebit(client, debit));
     return debit;
+  }
+
+  async movementTotals(since: Date, until: Date): Promise<MovementTotals> {
+    const sums = async (table: 'credits' | 'debits') =>
+      (await this.pool.query<{ kind: string; total: string }>(`SELECT kind, sum(amount)::text AS total FROM ${table} WHERE created_at >= $1 AND created_at < $2 GROUP BY kind`, [since, until])).rows;
+    const [credits, debits] = await Promise.all([sums('credits'), sums('debits')]);
+    return movementTotalsOf(credits, debits);
   }
 
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {

@@ -8,12 +8,14 @@ import {
   adjustmentDebit,
   booksOf,
   entryOf,
+  movementTotalsOf,
   factsOf,
   profileColumns,
   newPaymentId,
   type DebitKind,
   type EventClaim,
   type EventContext,
+  type MovementTotals,
   type NewAdjustment,
   type NewOrder,
   type OrderFilter,
@@ -296,6 +298,16 @@ export class SqlitePayments implements PaymentStore {
     this.db.transaction(() => this.insertDebit(debit)).immediate();
     this.fundsMoved();
     return debit;
+  }
+
+  async movementTotals(since: Date, until: Date): Promise<MovementTotals> {
+    const sums = (table: 'credits' | 'debits') =>
+      this.db
+        .prepare<[number, number], { kind: string; total: string }>(
+          `SELECT kind, CAST(sum(amount) AS TEXT) AS total FROM ${table} WHERE created_at >= ? AND created_at < ? GROUP BY kind`,
+        )
+        .all(since.getTime(), until.getTime());
+    return movementTotalsOf(sums('credits'), sums('debits'));
   }
 
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {

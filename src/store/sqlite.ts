@@ -172,7 +172,7 @@ const RETRIED_METHODS = [
 /** Every payments call may meet another process's lock too (the CLI's reconcile). */
 const PAYMENT_METHODS = [
   'createOrder', 'createCheckoutOrder', 'createRechargeOrder', 'findOrder', 'listOrders', 'updateOrder', 'creditOrder', 'refundOrder', 'disputeOrder',
-  'disputeWon', 'claimEvent', 'finishEvent', 'releaseEvent', 'seenEvent', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
+  'disputeWon', 'claimEvent', 'finishEvent', 'releaseEvent', 'seenEvent', 'debitAccount', 'movementTotals', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
 ] as const satisfies readonly (keyof PaymentStore)[];
 
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */

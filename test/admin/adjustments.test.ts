@@ -5,6 +5,7 @@
  * the embedded store and on PostgreSQL + Redis.
  */
 import { expect } from 'chai';
+import { formatUnits } from '../../src/billing/money';
 import { onEachBackend, type Backend } from '../helpers/backends';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
@@ -86,5 +87,32 @@ function adjustments(backendOf: () => Backend): void {
     expect(await liveBalance()).to.equal('0');
     const refused = await chat(tg.url, key, 'gpt-priced');
     expect(refused.status).to.equal(402);
+  });
+
+  it('GET /api/admin/money puts money received, taken back and outstanding beside usage charged', async () => {
+    // A card payment of 20.00 (credits 20) with 5.00 of it refunded, as Stripe's events would leave it.
+    const order = await tg.store.payments.createOrder({ accountId: umaId, kind: 'checkout', currency: 'usd', amountMinor: 2000, creditAmount: 20_000_000_000n });
+    // Straight to the store: this test reads the ledger's sums, not the live book.
+    await tg.store.payments.creditOrder(order.id, { paymentIntentId: 'pi_money' });
+    await tg.store.payments.refundOrder(order.id, 500, 'ch_money:refunded:500');
+
+    const answer = await root.get('/api/admin/money');
+    expect(answer.status, answer.text).to.equal(200);
+    const charged = await tg.store.chargeTotals({ since: new Date(answer.body.since), until: new Date(answer.body.until) });
+    const balances = (await tg.store.ledgerTotals()).reduce((sum, row) => sum + (row.balance > 0n ? row.balance : 0n), 0n);
+    expect(answer.body).to.deep.include({
+      card_payments: '20',
+      refunds: '5',
+      disputes: '0',
+      received: '15',
+      admin_credits: '10',
+      usage_charged: formatUnits(charged.cost),
+      outstanding: formatUnits(balances),
+    });
+    // Every adjustment of this suite: the mistaken credit and the closing one, to the nano-unit.
+    const taken = (await tg.store.payments.listDebits(umaId)).filter((d) => d.kind === 'adjustment').reduce((sum, d) => sum + d.amount, 0n);
+    expect(answer.body.adjustments).to.equal(formatUnits(taken));
+    expect(charged.cost > 0n, 'the paid request was charged').to.equal(true);
+    expectError(await uma.get('/api/admin/money'), 403, 'forbidden');
   });
 }

@@ -270,12 +270,37 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     expect(models.reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(everything));
     const providers = await tableRows('by-provider');
     expect(providers.reduce((acc, row) => acc + Number(row.Requests), 0)).to.equal(everything.length);
+    // Money received is not usage charged: each is its own line, the credits by hand beside them.
+    const moneyLines = Object.fromEntries((await tableRows('gateway-money')).map((row) => [row.What, shown(row.Amount)]));
+    expect(moneyLines['Usage charged']).to.equal(total(everything));
+    expect(moneyLines['Card payments']).to.equal(0n);
+    const balances = (await tg.store.ledgerTotals()).reduce((acc, row) => acc + (row.balance > 0n ? row.balance : 0n), 0n);
+    expect(moneyLines['Outstanding balances (now)']).to.equal(balances);
     // An administrator's Analytics reads any account, or all of them.
     await page.goto(`${tg.url}/console/analytics?range=30&account_id=all`);
     await heading('Analytics');
     await page.getByTestId('analytics-total-cost').waitFor();
     expect(shown(await exactFigure('analytics-total-cost'))).to.equal(total(everything));
     expect(formatUnits(total(everything))).to.match(/^\d/);
+    expect(problems.all()).to.deep.equal([]);
+  });
+
+  it('lets an administrator take back a credit, with a note, as a ledger entry', async () => {
+    await openPage();
+    await logIn('root');
+    await page.goto(`${tg.url}/console/admin/accounts`);
+    await heading('Accounts');
+    const before = (await tg.store.balance(otto.id)).balance;
+    await page.getByRole('button', { name: 'Adjust the balance of otto' }).click();
+    const dialog = page.getByRole('region', { name: 'Adjust the balance of otto' });
+    await dialog.getByLabel('Adjustment').selectOption('debit');
+    await dialog.getByLabel('Amount').fill('1.25');
+    await dialog.getByLabel('Note').fill('credited twice');
+    await dialog.getByRole('button', { name: 'Save adjustment' }).click();
+    await page.getByText('Took ').waitFor();
+    const [taken] = await tg.store.payments.listDebits(otto.id);
+    expect(taken).to.deep.include({ kind: 'adjustment', amount: unitsToNano('1.25'), actor: 'root', note: 'credited twice' });
+    expect((await tg.store.balance(otto.id)).balance).to.equal(before - unitsToNano('1.25'));
     expect(problems.all()).to.deep.equal([]);
   });
 

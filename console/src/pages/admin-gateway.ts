@@ -1,5 +1,5 @@
-// /console/admin/gateway — the gateway's totals across accounts: revenue per day,
-// the accounts and models that spend most, and each provider's error rate.
+// /console/admin/gateway — the gateway's totals across accounts: usage charged per day beside the
+// money received and taken back, the accounts and models that spend most, each provider's error rate.
 import { apiGet, withQuery } from '../api.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
@@ -8,7 +8,7 @@ import { sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
 import { dataTable } from '../table.js';
-import type { RefusalReason, UsageGrouping, UsageSummary } from '../types.js';
+import type { MoneyTotals, RefusalReason, UsageGrouping, UsageSummary } from '../types.js';
 import { count, money, pageHeading, section, totalMoney } from '../ui.js';
 import { choiceQuery, everyDay, RANGES, rangeFrom, rangeQuery, type RangeChoice } from '../usage-range.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
@@ -22,16 +22,18 @@ export const adminGatewayPage: Page = {
   render(context: PageContext) {
     const formArea = h('div');
     const totals = h('div');
+    const moneyBlock = h('div');
     const chart = h('div', { class: 'chart-block' });
     const accounts = h('div');
     const models = h('div');
     const providers = h('div');
     const refused = h('div');
     context.root.append(
-      pageHeading('Gateway totals', 'Every account together: revenue per day, who and what spends most, and how often each provider fails.'),
+      pageHeading('Gateway totals', 'Every account together: usage charged and money received, who and what spends most, and how often each provider fails.'),
       formArea,
       totals,
-      section('Revenue per day', chart),
+      section('Money in and out', h('p', { class: 'muted' }, 'Usage charged is what accounts spent; money received is what card payments brought in, less refunds and lost disputes. Outstanding is what accounts hold now, unspent.'), moneyBlock),
+      section('Usage charged per day', chart),
       section(`Top ${TOP} accounts`, accounts),
       section(`Top ${TOP} models`, models),
       section('Error rate by provider', providers),
@@ -47,6 +49,7 @@ export const adminGatewayPage: Page = {
           totalMoney(sumDecimals(data.rows.map((row) => row.cost)), 'gateway-revenue'), ' charged in this range.'));
         return dailySpendChart(everyDay(choice, data.rows));
       });
+      void loadInto(moneyBlock, () => apiGet<MoneyTotals>(withQuery('/api/admin/money', rangeQuery(choice)), { signal: context.signal }), moneyTable);
       void loadInto(refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', { ...rangeQuery(choice), account_id: 'all' }), { signal: context.signal }), (data) => refusalTable(data.reasons));
       void loadInto(accounts, () => summary(choice, 'account', TOP), (data) => groupTable('account', data.rows));
       void loadInto(models, () => summary(choice, 'model', TOP), (data) => groupTable('model', data.rows));
@@ -61,7 +64,7 @@ export const adminGatewayPage: Page = {
           { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
           { label: 'Errors (5xx)', cell: (row) => count(row.errors), numeric: true },
           { label: 'Error rate', cell: (row) => `${((row.errors / Math.max(row.requests, 1)) * 100).toFixed(1)}%`, numeric: true },
-          { label: 'Revenue', cell: (row) => money(row.cost), numeric: true },
+          { label: 'Usage charged', cell: (row) => money(row.cost), numeric: true },
         ],
       }));
     };
@@ -85,3 +88,31 @@ export const adminGatewayPage: Page = {
     }));
   },
 };
+
+const MONEY_LINES: readonly [label: string, field: keyof Omit<MoneyTotals, 'since' | 'until' | 'requests'>][] = [
+  ['Usage charged', 'usage_charged'],
+  ['Card payments', 'card_payments'],
+  ['Refunds', 'refunds'],
+  ['Disputes', 'disputes'],
+  ['Disputes won back', 'disputes_won'],
+  ['Money received (payments − refunds − disputes + won)', 'received'],
+  ['Credited by administrators', 'admin_credits'],
+  ['Redemption codes redeemed', 'redemptions'],
+  ['Adjustments down', 'adjustments'],
+  ['Outstanding balances (now)', 'outstanding'],
+  ['Owed by accounts below zero (now)', 'owed_by_accounts'],
+];
+
+function moneyTable(totals: MoneyTotals): HTMLElement {
+  return dataTable({
+    caption: 'Money in and out',
+    hideCaption: true,
+    rows: MONEY_LINES,
+    emptyText: '',
+    testId: 'gateway-money',
+    columns: [
+      { label: 'What', cell: ([label]) => label },
+      { label: 'Amount', cell: ([, field]) => money(totals[field]), numeric: true },
+    ],
+  });
+}

@@ -29,7 +29,7 @@ interface Range {
 }
 
 /** `since`/`until` as `GET /api/usage` takes them; by default the last 30 days up to now. */
-function rangeOf(ctx: ApiContext): Range {
+export function rangeOf(ctx: ApiContext): Range {
   const until = dateParam(ctx.query.until, 'until', 'end') ?? new Date();
   const since = dateParam(ctx.query.since, 'since', 'start') ?? new Date(until.getTime() - DEFAULT_DAYS * DAY_MS);
   if (since.getTime() >= until.getTime()) throw invalid('since', 'since must be before until.');
