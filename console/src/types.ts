@@ -240,6 +240,8 @@ export interface AuditEntry {
   action: string;
   target: string | null;
   account_id: string | null;
+  /** The name of `account_id`'s account now; null when none or deleted. */
+  account_name: string | null;
   before: Record<string, unknown> | null;
   after: Record<string, unknown> | null;
   request_id: string | null;

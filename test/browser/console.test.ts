@@ -352,17 +352,21 @@ describe('browser: console', function () {
     expect(providers.get('openai')?.[2]).to.equal('closed (healthy)');
     expect(providers.get('anthropic')?.[2]).to.equal('closed (healthy)');
 
-    // Audit log: the disabling above, by this admin through the console; filtered by actor and target, with a CSV link.
+    // Audit log: the disabling above, by this admin through the console, the account named beside its
+    // id and the change in words; filtered by actor, action and target, with a CSV link.
     await goToAdmin('Audit log');
     await page.getByTestId('audit-table').waitFor();
+    const victimId = (await tg.store.findAccountByName(victim.name))!.id;
     const disabled = (await tableRows('audit-table')).find((row) => row[3] === 'account.disable');
     expect(disabled?.slice(1, 3)).to.deep.equal([admin.name, 'console']);
-    expect(disabled?.[6]).to.equal('{"disabled":true,"sessions_ended":0}');
+    expect(disabled?.[4]).to.equal(`${victim.name} ${victimId}`);
+    expect(disabled?.[5]).to.equal('disabled: false → truesessions_ended: — → 0');
     await page.getByLabel('Actor').fill(admin.name);
-    await page.getByLabel('Target id (acc_…, key_…)').fill(disabled![4]);
+    await page.getByLabel('Action').selectOption('account.disable');
+    await page.getByLabel('Target id (acc_…, key_…)').fill(victimId);
     await page.getByRole('button', { name: 'Apply filters' }).click();
     // The table is replaced once the filtered list has loaded.
-    const matches = (rows: string[][]) => rows.length > 0 && rows.every((row) => row[1] === admin.name && row[4] === disabled![4]);
+    const matches = (rows: string[][]) => rows.length > 0 && rows.every((row) => row[1] === admin.name && row[3] === 'account.disable' && row[4] === disabled![4]);
     let filtered = await tableRows('audit-table');
     for (let tries = 0; tries < 100 && !matches(filtered); tries++) {
       await page.waitForTimeout(50);
@@ -370,7 +374,7 @@ describe('browser: console', function () {
     }
     expect(matches(filtered), JSON.stringify(filtered)).to.equal(true);
     const csvHref = await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href');
-    expect(csvHref).to.include('/api/admin/audit?').and.include('format=csv').and.include(`target=${disabled![4]}`);
+    expect(csvHref).to.include('/api/admin/audit?').and.include('format=csv').and.include(`target=${victimId}`).and.include('action=account.disable');
     expectCleanConsole();
   });
 

@@ -27,7 +27,12 @@ export function adminAuditRoutes(router: Router<ApiState>, deps: AdminDeps): voi
       limit: limitParam(ctx.query.limit, csv ? 100_000 : 100, csv ? 100_000 : 1000),
     });
     if (!csv) {
-      ctx.body = { entries: entries.map(auditView) };
+      // Names beside ids: the account each entry belongs to, as it is called now.
+      const names = new Map((await deps.store.listAccounts()).map((account) => [account.id, account.name]));
+      ctx.body = {
+        entries: entries.map((entry) => ({ ...auditView(entry), account_name: entry.accountId === null ? null : (names.get(entry.accountId) ?? null) })),
+        actions: AUDIT_ACTIONS,
+      };
       return;
     }
     attachment(ctx, `tollgate-audit-${new Date().toISOString().slice(0, 10)}.csv`);
