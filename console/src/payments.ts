@@ -21,7 +21,7 @@ export function paymentTable(payments: readonly Payment[], options: { caption: s
     emptyText: 'No card payments yet.',
     columns: [
       { label: 'Date', cell: (p) => timeEl(p.created_at) },
-      ...(options.withAccount ? [{ label: 'Account', cell: (p: Payment) => p.account_id }] : []),
+      ...(options.withAccount ? [{ label: 'Account', cell: (p: Payment) => named(p.account_name, p.account_id) }] : []),
       { label: 'Amount', numeric: true, cell: (p) => `${p.amount} ${p.currency.toUpperCase()}` },
       { label: 'Credit', numeric: true, cell: (p) => money(p.credit) },
       { label: 'Kind', cell: (p) => (p.kind === 'auto_recharge' ? 'Auto-recharge' : 'Top up') },
@@ -31,13 +31,19 @@ export function paymentTable(payments: readonly Payment[], options: { caption: s
   });
 }
 
-export function debitTable(debits: readonly PaymentDebit[]): HTMLElement {
+/** An account's name with its id beside it (muted), or the id alone when no name came. */
+export function named(name: string | null | undefined, id: string): HTMLElement {
+  return h('span', null, name ? `${name} ` : '', h('code', { class: name ? 'muted' : '' }, id));
+}
+
+export function debitTable(debits: readonly PaymentDebit[], options: { withAccount?: boolean } = {}): HTMLElement {
   return dataTable<PaymentDebit>({
     caption: 'Refunds, disputes and adjustments',
     rows: debits,
     emptyText: 'No refunds, disputes or adjustments.',
     columns: [
       { label: 'Date', cell: (d) => timeEl(d.created_at) },
+      ...(options.withAccount ? [{ label: 'Account', cell: (d: PaymentDebit) => named(d.account_name, d.account_id) }] : []),
       { label: 'Kind', cell: (d) => badge(d.kind, d.kind === 'dispute' ? 'bad' : 'warn') },
       { label: 'Taken back', numeric: true, cell: (d) => money(d.amount) },
       { label: 'Payment', cell: (d) => d.order_id ?? h('span', { title: d.note ?? '' }, `adjustment by ${d.actor}`) },

@@ -209,6 +209,8 @@ export interface RedemptionCode {
   created_by: string | null;
   expires_at: string | null;
   redeemed_by: string | null;
+  /** The redeeming account's name now. */
+  redeemed_by_name?: string | null;
   redeemed_at: string | null;
 }
 
@@ -299,6 +301,8 @@ export interface UsageRequest extends Usage {
 export interface Payment {
   id: string;
   account_id: string;
+  /** On the administrators' list: the account's name now. */
+  account_name?: string | null;
   kind: 'checkout' | 'auto_recharge';
   status: 'pending' | 'paid' | 'failed' | 'expired';
   currency: string;
@@ -336,6 +340,8 @@ export interface PaymentDebit {
   account_id: string;
   /** Null for an administrator's adjustment. */
   order_id: string | null;
+  /** On the administrators' list: the account's name now. */
+  account_name?: string | null;
   kind: 'refund' | 'dispute' | 'adjustment';
   amount: string;
   actor: string;

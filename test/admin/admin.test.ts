@@ -329,13 +329,13 @@ describe('management API: administrators', function () {
       const { codes } = answer.body;
       expect(codes).to.have.length(6);
       for (const code of codes) {
-        expect(Object.keys(code).sort()).to.deep.equal(['amount', 'created_at', 'created_by', 'expires_at', 'id', 'redeemed_at', 'redeemed_by', 'status']);
+        expect(Object.keys(code).sort()).to.deep.equal(['amount', 'created_at', 'created_by', 'expires_at', 'id', 'redeemed_at', 'redeemed_by', 'redeemed_by_name', 'status']);
       }
       expect(codes[0]).to.deep.include({ id: expired.id, status: 'expired', amount: '1', redeemed_by: null });
       const statuses = codes.map((code: { status: string }) => code.status).sort();
       expect(statuses).to.deep.equal(['expired', 'redeemed', 'unused', 'unused', 'unused', 'unused']);
       const used = codes.find((code: { status: string }) => code.status === 'redeemed');
-      expect(used).to.deep.include({ amount: '5', created_by: 'root', redeemed_by: umaId });
+      expect(used).to.deep.include({ amount: '5', created_by: 'root', redeemed_by: umaId, redeemed_by_name: 'uma' });
       expect(Date.parse(used.redeemed_at)).to.be.closeTo(Date.now(), 5000);
       for (const text of [...issued, expiredText]) expect(answer.text).to.not.include(text);
 

@@ -255,7 +255,8 @@ function webhookSuite(name: string, start: () => Promise<Rig | { problem: string
       await deliverEverywhere(rig.fake.event('charge.refunded', rig.fake.refundedCharge(session.payment_intent, 2000)));
       expect(before - (await balance())).to.equal(unitsToNano('25'));
       const order = await admin.get(`/api/admin/payments?account=ann`);
-      expect(order.body.payments.find((p: { id: string }) => p.id === orderId)).to.deep.include({ refunded: '20.00', status: 'paid' });
+      expect(order.body.payments.find((p: { id: string }) => p.id === orderId)).to.deep.include({ refunded: '20.00', status: 'paid', account_name: 'ann' });
+      for (const debit of order.body.debits) expect(debit).to.include({ account_name: 'ann' });
       expect(order.body.debits.filter((d: { order_id: string }) => d.order_id === orderId).map((d: { amount: string }) => d.amount).sort()).to.deep.equal(['18.75', '6.25']);
     });
 

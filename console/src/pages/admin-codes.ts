@@ -1,6 +1,7 @@
 // /console/admin/codes — generate redemption codes (their texts shown once, with a
 // CSV download built in the browser) and list the codes issued so far.
 import { apiGet, apiPost } from '../api.js';
+import { named } from '../payments.js';
 import { h, replace } from '../dom.js';
 import { downloadText, toCsv } from '../download.js';
 import { createForm, inputField, valueOf } from '../forms.js';
@@ -114,7 +115,7 @@ function codeTable(codes: readonly RedemptionCode[]): HTMLElement {
       { label: 'Created', cell: (code) => timeEl(code.created_at) },
       { label: 'Created by', cell: (code) => code.created_by ?? '—' },
       { label: 'Expires', cell: (code) => (code.expires_at ? timeEl(code.expires_at) : 'Never') },
-      { label: 'Redeemed by', cell: (code) => code.redeemed_by ?? '—' },
+      { label: 'Redeemed by', cell: (code) => (code.redeemed_by === null ? '—' : named(code.redeemed_by_name, code.redeemed_by)) },
       { label: 'Redeemed', cell: (code) => timeEl(code.redeemed_at) },
     ],
   });

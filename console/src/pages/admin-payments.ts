@@ -28,7 +28,7 @@ export const adminPaymentsPage: Page = {
     let filter = { account: '', status: '' };
     const refresh = () => loadInto(list,
       () => apiGet<{ payments: Payment[]; debits: PaymentDebit[] }>(withQuery('/api/admin/payments', { account: filter.account || undefined, status: filter.status || undefined }), { signal: context.signal }),
-      (data) => h('div', null, paymentTable(data.payments, { caption: 'Card payments', withAccount: true, testId: 'admin-payments-table' }), debitTable(data.debits)));
+      (data) => h('div', null, paymentTable(data.payments, { caption: 'Card payments', withAccount: true, testId: 'admin-payments-table' }), debitTable(data.debits, { withAccount: true })));
     const filters = createForm({
       label: 'Filter payments',
       submitLabel: 'Show',

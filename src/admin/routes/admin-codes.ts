@@ -24,7 +24,9 @@ export function adminCodeRoutes(router: Router<ApiState>, deps: AdminDeps): void
     const csv = single(ctx.query.format, 'format') === 'csv';
     const codes = (await deps.store.listRedemptionCodes(limitParam(ctx.query.limit, csv ? 100_000 : 200, 100_000))).map((code) => codeView(code));
     if (!csv) {
-      ctx.body = { codes };
+      // Names beside ids: who redeemed each code, as the account is called now.
+      const names = new Map((await deps.store.listAccounts()).map((account) => [account.id, account.name]));
+      ctx.body = { codes: codes.map((code) => ({ ...code, redeemed_by_name: code.redeemed_by === null ? null : (names.get(code.redeemed_by) ?? null) })) };
       return;
     }
     attachment(ctx, `tollgate-codes-${new Date().toISOString().slice(0, 10)}.csv`);

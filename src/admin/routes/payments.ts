@@ -220,7 +220,10 @@ export function paymentRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       deps.store.payments.listOrders({ ...(accountId !== undefined && { accountId }), ...(status !== undefined && { status: status as OrderStatus }), limit: limitParam(ctx.query.limit, 200, 5000) }),
       deps.store.payments.listDebits(accountId ?? null, 1000),
     ]);
-    ctx.body = { payments: orders.map(orderView), debits: debits.map(debitView) };
+    // Names beside ids: the account of each payment and debit, as it is called now.
+    const names = new Map((await deps.store.listAccounts()).map((named) => [named.id, named.name]));
+    const named = <T extends { account_id: string }>(view: T) => ({ ...view, account_name: names.get(view.account_id) ?? null });
+    ctx.body = { payments: orders.map(orderView).map(named), debits: debits.map(debitView).map(named) };
   });
 
   router.post('/admin/payments/reconcile', ...admin, async (ctx) => {
