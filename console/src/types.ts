@@ -17,6 +17,8 @@ export interface Account {
 export interface AdminAccount extends Account {
   balance: string;
   held: string;
+  /** The account's newest request; null when it never made one. */
+  last_request_at: string | null;
 }
 
 export interface SessionResponse {

@@ -145,6 +145,11 @@ export async function touchSession(pool: Pool, id: string, at: Date): Promise<vo
   await pool.query('UPDATE sessions SET last_used_at = $1 WHERE id = $2', [at, id]);
 }
 
+export async function lastRequests(pool: Pool): Promise<ReadonlyMap<string, Date>> {
+  const { rows } = await pool.query<{ account_id: string; at: Date }>('SELECT account_id, max(created_at) AS at FROM charges GROUP BY account_id');
+  return new Map(rows.map((row) => [row.account_id, row.at]));
+}
+
 export async function dailyUsage(pool: Pool, accountId: string | null, since: Date): Promise<DailyUsage[]> {
   const params: unknown[] = [since];
   let where = 'created_at >= $1';

@@ -514,6 +514,10 @@ export class PostgresStore implements Store {
     return consoleQueries.dailyUsage(this.pool, accountId, since);
   }
 
+  lastRequests(): Promise<ReadonlyMap<string, Date>> {
+    return consoleQueries.lastRequests(this.pool);
+  }
+
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {
     return this.ledger.listCredits(accountId, limit);
   }

@@ -121,6 +121,8 @@ function prepare(db: SqliteDatabase) {
     balance: db.prepare<[string], { balance: string; held: string }>(
       'SELECT CAST(balance AS TEXT) AS balance, CAST(held AS TEXT) AS held FROM accounts WHERE id = ?',
     ),
+    // One index seek per account on charges_account_totals (account_id, created_at, …).
+    lastRequests: db.prepare<[], { account_id: string; at: number }>('SELECT account_id, max(created_at) AS at FROM charges GROUP BY account_id'),
     dailyUsage: db.prepare<[{ account: string | null; since: number }], { day: string; requests: number; cost: string }>(
       `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, count(*) AS requests, CAST(sum(cost) AS TEXT) AS cost
          FROM charges WHERE (@account IS NULL OR account_id = @account) AND created_at >= @since
@@ -307,6 +309,10 @@ export class SqliteLedger {
 
   dailyUsage(accountId: string | null, since: Date): DailyUsage[] {
     return this.sql.dailyUsage.all({ account: accountId, since: since.getTime() }).map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
+  }
+
+  lastRequests(): Map<string, Date> {
+    return new Map(this.sql.lastRequests.all().map((row) => [row.account_id, new Date(row.at)]));
   }
 
   listCredits(accountId: string, limit = 100): CreditRecord[] {

@@ -162,7 +162,7 @@ function isConstraintError(error: unknown, code: string): boolean {
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
   'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'setAccountSessionBudget', 'periodSpend', 'sessionSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
-  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage',
+  'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage', 'lastRequests',
   'verifySecretKey', 'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
   'balance', 'listCharges', 'chargeTotals', 'findCharge', 'usageSummary', 'keyActivity', 'listCredits', 'ledgerTotals', 'createRedemptionCodes', 'redeemCode', 'listRedemptionCodes',
@@ -441,6 +441,10 @@ export class SqliteStore implements Store {
 
   async dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {
     return this.ledger.dailyUsage(accountId, since);
+  }
+
+  async lastRequests(): Promise<ReadonlyMap<string, Date>> {
+    return this.ledger.lastRequests();
   }
 
   async holdFunds(hold: Hold): Promise<HoldResult> {

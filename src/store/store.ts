@@ -654,6 +654,8 @@ export interface Store {
   keyActivity(accountId: string, dayStart: Date, monthStart: Date): Promise<KeyActivity[]>;
   /** Requests and cost per UTC day from `since` on, of one account (or every account when null); days without charges are left out. */
   dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]>;
+  /** When each account last made a request (its newest charge); accounts that never did are absent. */
+  lastRequests(): Promise<ReadonlyMap<string, Date>>;
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]>;
   ledgerTotals(): Promise<LedgerTotals[]>;
 

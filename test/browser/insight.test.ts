@@ -290,6 +290,11 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     await logIn('root');
     await page.goto(`${tg.url}/console/admin/accounts`);
     await heading('Accounts');
+    // Found by a part of its name, the list paged with its count.
+    await page.getByLabel('Name or e-mail contains').fill('OTT');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    await page.getByTestId('accounts-range').filter({ hasText: '1–1 of 1' }).waitFor();
+    expect((await tableRows('accounts-table')).map((row) => row.Name)).to.deep.equal(['otto']);
     const before = (await tg.store.balance(otto.id)).balance;
     await page.getByRole('button', { name: 'Adjust the balance of otto' }).click();
     const dialog = page.getByRole('region', { name: 'Adjust the balance of otto' });

@@ -1,6 +1,7 @@
 // /console/admin/accounts — every account with its balance; create, disable/enable, credit, budget,
 // end its sessions; its keys, with the operator's limits on each.
-import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
+import { apiDelete, apiGet, apiPatch, apiPost, errorMessage, withQuery } from '../api.js';
+import { replaceQuery } from '../router.js';
 import { confirmAction } from '../confirm.js';
 import { h } from '../dom.js';
 import { createForm, inputField, selectField, valueOf } from '../forms.js';
@@ -13,13 +14,15 @@ import { currentAccount } from '../session.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
 import type { Account, AdminAccount, ApiKey, Budget, Credit, KeyStatus, PaymentDebit, PricedModel } from '../types.js';
-import { badge, buttonRow, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
+import { badge, buttonRow, count, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 interface AccountsView {
   context: PageContext;
   panel: Panel;
   status: StatusLine;
   list: HTMLElement;
+  /** What the list shows: the search, the order and the page. */
+  listing: { q: string; sort: string; offset: number };
   /** The price list's model names, loaded once when a key's limits are first edited. */
   models: () => Promise<string[] | null>;
 }
@@ -31,6 +34,7 @@ export const adminAccountsPage: Page = {
     let models: Promise<string[] | null> | undefined;
     const view: AccountsView = {
       context, panel: inlinePanel(), status: statusLine(), list: h('div'),
+      listing: { q: context.query.get('q') ?? '', sort: context.query.get('sort') ?? 'name', offset: 0 },
       models: () => (models ??= loadModelNames(context.signal)),
     };
     const newButton = h('button', {
@@ -40,6 +44,7 @@ export const adminAccountsPage: Page = {
     context.root.append(
       pageHeading('Accounts', 'All accounts on this gateway, with their balances.'),
       buttonRow(newButton),
+      searchForm(view),
       view.status.element,
       view.panel.element,
       view.list);
@@ -47,10 +52,48 @@ export const adminAccountsPage: Page = {
   },
 };
 
+const PAGE_SIZE = 50;
+const SORTS = [
+  { value: 'name', label: 'Name' },
+  { value: 'balance', label: 'Balance, largest first' },
+  { value: 'last_request', label: 'Last request, newest first' },
+  { value: 'created', label: 'Created, newest first' },
+];
+
+function searchForm(view: AccountsView): HTMLFormElement {
+  return createForm({
+    label: 'Find accounts',
+    className: 'form filters',
+    submitLabel: 'Search',
+    fields: [
+      inputField({ name: 'q', label: 'Name or e-mail contains', type: 'search', value: view.listing.q, attrs: { autocomplete: 'off', spellcheck: 'false' } }),
+      selectField({ name: 'sort', label: 'Sort by', value: view.listing.sort, options: SORTS }),
+    ],
+    async onSubmit(form) {
+      view.listing = { q: valueOf(form, 'q'), sort: valueOf(form, 'sort') || 'name', offset: 0 };
+      replaceQuery(new URLSearchParams({ ...(view.listing.q && { q: view.listing.q }), sort: view.listing.sort }));
+      await refresh(view);
+    },
+  });
+}
+
 function refresh(view: AccountsView): Promise<boolean> {
+  const { q, sort, offset } = view.listing;
   return loadInto(view.list,
-    () => apiGet<{ accounts: AdminAccount[] }>('/api/admin/accounts', { signal: view.context.signal }),
-    (data) => accountTable(view, data.accounts));
+    () => apiGet<{ accounts: AdminAccount[]; total: number }>(withQuery('/api/admin/accounts', { q: q || undefined, sort, limit: PAGE_SIZE, offset }), { signal: view.context.signal }),
+    (data) => h('div', null, accountTable(view, data.accounts), pager(view, data.accounts.length, data.total)));
+}
+
+function pager(view: AccountsView, shown: number, total: number): HTMLElement {
+  const { offset } = view.listing;
+  const go = (to: number) => {
+    view.listing = { ...view.listing, offset: to };
+    void refresh(view);
+  };
+  const previous = h('button', { type: 'button', class: 'button button-small', disabled: offset === 0, onclick: () => go(Math.max(0, offset - PAGE_SIZE)) }, 'Previous');
+  const next = h('button', { type: 'button', class: 'button button-small', disabled: offset + shown >= total, onclick: () => go(offset + PAGE_SIZE) }, 'Next');
+  const range = total === 0 ? 'No accounts match.' : `${count(offset + 1)}–${count(offset + shown)} of ${count(total)}`;
+  return h('div', { class: 'button-row pager' }, h('span', { 'data-testid': 'accounts-range' }, range), previous, next);
 }
 
 function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HTMLElement {
@@ -68,6 +111,7 @@ function accountTable(view: AccountsView, accounts: readonly AdminAccount[]): HT
       { label: 'Balance', cell: (account) => money(account.balance), numeric: true },
       { label: 'Held', cell: (account) => money(account.held), numeric: true },
       { label: 'Budget', cell: (account) => describeAccountBudget(account.budget) },
+      { label: 'Last request', cell: (account) => (account.last_request_at === null ? 'never' : timeEl(account.last_request_at, true)) },
       { label: 'Created', cell: (account) => timeEl(account.created_at, true) },
       { label: 'Actions', cell: (account) => accountActions(view, account) },
     ],

@@ -7,6 +7,8 @@ import { adminOnly, signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { accountName, amount, boolean, newPassword, optionalAmount, optionalBudget, optionalEmail, requiredString } from '../fields';
 import { readJsonObject } from '../json-body';
+import { accountQuery, listAccounts } from '../account-listing';
+import { limitParam, offsetParam, single } from './query';
 import { hashPassword } from '../../auth/passwords';
 import { accountSummaryView, accountView, creditView, debitView } from '../views';
 import { audit } from '../audit';
@@ -21,12 +23,25 @@ export function adminAccountRoutes(router: Router<ApiState>, deps: AdminDeps): v
     return account;
   }
 
+  // Every account (other pages choose from them), or with `limit` one page of them; `q`, `sort` and
+  // `order` search and sort either way, and `total` counts every match.
   router.get('/admin/accounts', ...admin, async (ctx) => {
-    const accounts = await deps.store.listAccounts();
+    const query = accountQuery(ctx.query);
+    const [all, lastRequests] = await Promise.all([deps.store.listAccounts(), deps.store.lastRequests()]);
+    const matching = listAccounts(all, lastRequests, query);
+    const paged = single(ctx.query.limit, 'limit') !== undefined;
+    const offset = offsetParam(ctx.query.offset);
+    const accounts = paged ? matching.slice(offset, offset + limitParam(ctx.query.limit, 50, 500)) : matching;
     // The numbers requests are admitted against (the book's: live holds, charges not yet written),
     // the same the account sees on GET /api/account; the store's alone lag behind them.
     const live = await Promise.all(accounts.map((account) => deps.funds.balance(account.id)));
-    ctx.body = { accounts: accounts.map((account, index) => accountSummaryView({ ...account, ...live[index] })) };
+    ctx.body = {
+      accounts: accounts.map((account, index) => ({
+        ...accountSummaryView({ ...account, ...live[index] }),
+        last_request_at: lastRequests.get(account.id)?.toISOString() ?? null,
+      })),
+      total: matching.length,
+    };
   });
 
   router.post('/admin/accounts', ...admin, async (ctx) => {

@@ -1,7 +1,7 @@
 /** Query-string parameters of list routes. */
 import { invalid } from '../api-error';
 
-type QueryValue = string | string[] | undefined;
+export type QueryValue = string | string[] | undefined;
 
 /** A single value; a repeated parameter is a mistake worth saying so. */
 export function single(value: QueryValue, name: string): string | undefined {
@@ -28,4 +28,13 @@ export function dateParam(value: QueryValue, name: string, bound: 'start' | 'end
   const date = new Date(isDay ? `${text}T00:00:00.000Z` : text);
   if (Number.isNaN(date.getTime())) throw invalid(name, `${name} must be a date such as 2026-11-09.`);
   return isDay && bound === 'end' ? new Date(date.getTime() + 86_400_000) : date;
+}
+
+/** Rows skipped before a page: a whole number from 0 up. */
+export function offsetParam(value: QueryValue): number {
+  const text = single(value, 'offset');
+  if (text === undefined) return 0;
+  const offset = Number(text);
+  if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'offset must be a whole number from 0 up.');
+  return offset;
 }
