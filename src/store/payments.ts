@@ -6,11 +6,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DisputeFact, EntryKind, LedgerMove, OrderBooks, OrderEvent, OrderFacts } from '../money/card-orders';
-import type { CreditKind } from './store';
 
 type OrderKind = 'checkout' | 'auto_recharge';
 /** `pending`: asked of Stripe, not settled; `paid`: credited (once); `failed`/`expired`: nothing credited. */
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'expired';
+/** What added the funds: a card payment, a redeemed code, an administrator, or a won dispute's give-back. */
+export type CreditKind = 'topup' | 'redemption' | 'admin' | 'dispute_won';
+
 /** What took the funds: a card payment's refund or dispute, or an administrator's adjustment. */
 export type DebitKind = 'refund' | 'dispute' | 'adjustment';
 

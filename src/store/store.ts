@@ -1,5 +1,5 @@
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
-import type { PaymentStore } from './payments';
+import type { CreditKind, PaymentStore } from './payments';
 import type { RefusalStore } from './refusals';
 import type { RelayedResponseStore } from './relayed-responses';
 
@@ -363,7 +363,7 @@ export interface SetAsideCharge {
   readonly createdAt: Date;
 }
 
-export type CreditKind = 'topup' | 'redemption' | 'admin' | 'dispute_won';
+export type { CreditKind } from './payments';
 
 export interface NewCredit {
   readonly accountId: string;

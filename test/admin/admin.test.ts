@@ -101,8 +101,9 @@ describe('management API: administrators', function () {
       expect(answer.status).to.equal(200);
       const byName = new Map<string, any>(answer.body.accounts.map((account: { name: string }) => [account.name, account]));
       expect([...byName.keys()]).to.include.members(['root', 'uma', 'dan']);
-      expect(Object.keys(byName.get('uma')).sort()).to.deep.equal([...ACCOUNT_FIELDS, 'balance', 'held'].sort());
-      expect(byName.get('uma')).to.deep.include({ id: umaId, role: 'user', disabled: false, balance: '4.2', held: '0' });
+      expect(Object.keys(byName.get('uma')).sort()).to.deep.equal([...ACCOUNT_FIELDS, 'balance', 'held', 'last_request_at'].sort());
+      expect(byName.get('uma')).to.deep.include({ id: umaId, role: 'user', disabled: false, balance: '4.2', held: '0', last_request_at: null });
+      expect(answer.body.total).to.equal(answer.body.accounts.length);
       expect(byName.get('root')).to.deep.include({ id: rootId, role: 'admin', email: 'root@example.com', balance: '0' });
       expect(answer.text).to.not.include('scrypt');
     });

@@ -180,6 +180,7 @@ export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string
 export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, body?: unknown])[] = [
   ['GET', '/api/admin/accounts'],
   ['GET', '/api/admin/payments'],
+  ['GET', '/api/admin/money'],
   ['POST', '/api/admin/payments/reconcile'],
   ['POST', '/api/admin/accounts', { name: 'made-by-user', password: 'long enough password', role: 'admin' }],
   ['PATCH', '/api/admin/accounts/{id}', { disabled: true }],
