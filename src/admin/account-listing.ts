@@ -7,7 +7,7 @@ import type { AccountSummary } from '../store/store';
 import { invalid } from './api-error';
 import { single, type QueryValue } from './routes/query';
 
-export const ACCOUNT_SORTS = ['name', 'balance', 'created', 'last_request'] as const;
+const ACCOUNT_SORTS = ['name', 'balance', 'created', 'last_request'] as const;
 type AccountSort = (typeof ACCOUNT_SORTS)[number];
 
 export interface AccountQuery {

@@ -87,7 +87,7 @@ const CREDIT_KINDS = ['topup', 'redemption', 'admin', 'dispute_won'] as const sa
 const DEBIT_KINDS = ['refund', 'dispute', 'adjustment'] as const satisfies readonly DebitKind[];
 
 /** Sums rows of `{ kind, total }` (one table's GROUP BY kind) into a record with every kind present. */
-export function totalsByKind<K extends string>(kinds: readonly K[], rows: readonly { kind: string; total: string | bigint | number }[]): Record<K, bigint> {
+function totalsByKind<K extends string>(kinds: readonly K[], rows: readonly { kind: string; total: string | bigint | number }[]): Record<K, bigint> {
   const totals = Object.fromEntries(kinds.map((kind) => [kind, 0n])) as Record<K, bigint>;
   for (const row of rows) if ((kinds as readonly string[]).includes(row.kind)) totals[row.kind as K] += BigInt(row.total);
   return totals;
