@@ -7,6 +7,7 @@
  * Two budgets compare only over the same period and time zone: under an operator's budget, the
  * owner's may lower its amount, nothing else (`budgetProblem`).
  */
+import { formatUnits } from '../billing/money';
 import type { ApiKeyRecord, Budget, KeyLimits, KeyRateLimits, OperatorLimits } from '../store/store';
 
 const RATE_FIELDS = ['rpm', 'tpm', 'concurrency'] as const;
@@ -38,6 +39,47 @@ export function budgetProblem(requested: Budget | null | undefined, operator: Op
   const theirs = operator?.budget;
   if (theirs === undefined || requested == null || sameCalendar(requested, theirs)) return null;
   return `The operator set this key's budget per ${theirs.period} (${theirs.timezone}); yours can lower its amount, with the same period and time zone.`;
+}
+
+/** A limit the owner asked for that the operator's is tighter than: the field and what to say. */
+export interface LooserLimit {
+  readonly field: 'spend_limit' | 'session_budget' | 'budget' | 'rate_limits' | 'models';
+  readonly message: string;
+}
+
+function capped(what: string, yours: string, theirs: string): string {
+  return `${what} is capped at the operator's ${theirs}: ${yours} would be looser. Set ${theirs} or less, or clear yours to use the operator's.`;
+}
+
+/**
+ * The first value the owner asked for that is looser than the operator's, or null: said rather than
+ * silently replaced by the operator's, so the owner knows what holds. Clearing a limit is not looser:
+ * the operator's then applies on its own.
+ */
+export function looserLimit(requested: KeyLimits, operator: OperatorLimits | null): LooserLimit | null {
+  if (operator === null) return null;
+  const { spendLimit, sessionBudget, budget, rateLimits, models } = requested;
+  if (spendLimit != null && operator.spendLimit !== undefined && spendLimit > operator.spendLimit) {
+    return { field: 'spend_limit', message: capped('The spend limit', formatUnits(spendLimit), formatUnits(operator.spendLimit)) };
+  }
+  if (sessionBudget != null && operator.sessionBudget !== undefined && sessionBudget > operator.sessionBudget) {
+    return { field: 'session_budget', message: capped('The session budget', formatUnits(sessionBudget), formatUnits(operator.sessionBudget)) };
+  }
+  const theirs = operator.budget;
+  if (budget != null && theirs !== undefined && sameCalendar(budget, theirs) && budget.amount > theirs.amount) {
+    return { field: 'budget', message: capped(`The budget per ${theirs.period}`, formatUnits(budget.amount), formatUnits(theirs.amount)) };
+  }
+  for (const field of RATE_FIELDS) {
+    const yours = rateLimits?.[field];
+    const limit = operator.rateLimits?.[field];
+    if (yours !== undefined && limit !== undefined && yours > limit) return { field: 'rate_limits', message: capped(`The ${field} limit`, String(yours), String(limit)) };
+  }
+  const allowed = operator.models;
+  const extra = models != null && allowed !== undefined ? models.filter((model) => !allowed.includes(model)) : [];
+  if (extra.length > 0) {
+    return { field: 'models', message: `The operator allows this key only ${allowed!.join(', ')}: ${extra.join(', ')} would be looser. Choose among those, or clear yours to use the operator's.` };
+  }
+  return null;
 }
 
 /** Models both allow (null: every model). An empty intersection stays empty: the key can call nothing. */

@@ -66,13 +66,28 @@ describe('admin: operator limits on a key', function () {
     expect(entry).to.deep.include({ actor: 'opadmin', surface: 'console' });
     expect(entry.after).to.deep.include({ operator_limits: { spend_limit: '1', models: ['gpt-free', 'gpt-priced'], rate_limits: { rpm: 2 }, allowed_networks: ['10.0.0.0/8'], budget: { amount: '0.000001', period: 'day', timezone: 'UTC' } } });
 
-    // The owner clears everything, then raises everything: the operator's limits stay.
+    // The owner clears everything: the operator's limits stay.
     const cleared = await owner.patch(`/api/keys/${id}`, { models: null, spend_limit: null, rate_limits: null, allowed_networks: null, budget: null });
     expect(cleared.status, cleared.text).to.equal(200);
-    const loosened = await owner.patch(`/api/keys/${id}`, { models: ['gpt-free', 'claude-priced'], spend_limit: '50', rate_limits: { rpm: 100 }, budget: { amount: '9', period: 'day' } });
-    expect(loosened.status, loosened.text).to.equal(200);
-    expect(loosened.body.key).to.deep.include({ spend_limit: '1', models: ['gpt-free'], rate_limits: { rpm: 2 }, budget: { amount: '0.000001', period: 'day', timezone: 'UTC' } });
-    expect(loosened.body.key.operator_limits).to.deep.equal(set.body.key.operator_limits);
+    // A looser value is refused, saying both figures, and changes nothing: never "saved" and kept the operator's.
+    const looser: [Record<string, unknown>, string, string][] = [
+      [{ spend_limit: '50' }, 'spend_limit', "The spend limit is capped at the operator's 1: 50 would be looser."],
+      [{ rate_limits: { rpm: 100 } }, 'rate_limits', "The rpm limit is capped at the operator's 2: 100 would be looser."],
+      [{ budget: { amount: '9', period: 'day' } }, 'budget', "The budget per day is capped at the operator's 0.000001: 9 would be looser."],
+      [{ models: ['gpt-free', 'claude-priced'] }, 'models', 'The operator allows this key only gpt-free, gpt-priced: claude-priced would be looser.'],
+    ];
+    for (const [body, field, message] of looser) {
+      const refused = await owner.patch(`/api/keys/${id}`, body);
+      expectError(refused, 400, 'invalid_request', field);
+      expect(refused.body.error.message).to.contain(message);
+    }
+    const kept = (await owner.get('/api/keys')).body.keys.find((listed: { id: string }) => listed.id === id);
+    expect(kept).to.deep.include({ spend_limit: '1', models: ['gpt-free', 'gpt-priced'], rate_limits: { rpm: 2 }, budget: { amount: '0.000001', period: 'day', timezone: 'UTC' } });
+    expect(kept.operator_limits).to.deep.equal(set.body.key.operator_limits);
+    // A tighter one is taken as the owner's own.
+    const tightened = await owner.patch(`/api/keys/${id}`, { models: ['gpt-free'] });
+    expect(tightened.status, tightened.text).to.equal(200);
+    expect(tightened.body.key.models).to.deep.equal(['gpt-free']);
     // A budget over another period is neither tighter nor looser: refused, not silently replaced.
     expectError(await owner.patch(`/api/keys/${id}`, { budget: { amount: '0.0000001', period: 'month' } }), 400, 'invalid_request', 'budget');
     // The owner may put the models back to the operator's list.
@@ -114,9 +129,11 @@ describe('admin: operator limits on a key', function () {
     expect(set.body.key.operator_limits).to.deep.include({ session_budget: '0.000001' });
     const [entry] = await tg.store.listAudit({ target: id, action: 'key.limits' });
     expect(entry.after).to.deep.include({ session_budget: '0.000001', operator_limits: { session_budget: '0.000001' } });
-    // The owner cannot clear or raise it; lowering it is theirs.
+    // The owner cannot clear it (the operator's stays) nor raise it (refused); lowering it is theirs.
     expect((await owner.patch(`/api/keys/${id}`, { session_budget: null })).body.key.session_budget).to.equal('0.000001');
-    expect((await owner.patch(`/api/keys/${id}`, { session_budget: '5' })).body.key.session_budget).to.equal('0.000001');
+    const raised = await owner.patch(`/api/keys/${id}`, { session_budget: '5' });
+    expectError(raised, 400, 'invalid_request', 'session_budget');
+    expect(raised.body.error.message).to.contain("The session budget is capped at the operator's 0.000001: 5 would be looser.");
     expect((await owner.patch(`/api/keys/${id}`, { session_budget: '0.0000005' })).body.key.session_budget).to.equal('0.0000005');
     expectError(await owner.patch(`/api/keys/${id}`, { session_budget: '-1' }), 400, 'invalid_request', 'session_budget');
     // Enforced for a request that names a session; one that names none is served.

@@ -100,7 +100,7 @@ describe('keys: allowed networks and operator limits', function () {
     expect((await from(secret, '192.0.2.1')).status).to.equal(200);
   });
 
-  it("an owner's PATCH cannot clear or loosen an operator's limits, only tighten them", async () => {
+  it("an owner's PATCH cannot clear or loosen an operator's limits (a looser value is refused), only tighten them", async () => {
     const account = await addAccount(tg.store, 'operated');
     const { record, key: operated } = await createKeyCommand(
       tg.store,
@@ -116,7 +116,9 @@ describe('keys: allowed networks and operator limits', function () {
     expect(stored).to.deep.include({ models: ['gpt-free', 'gpt-priced'], spendLimit: 1_000_000_000n, rateLimits: { rpm: 2 } });
 
     const loosened = await client.patch(`/api/keys/${record.id}`, { spend_limit: '50', rate_limits: { rpm: 100 }, models: ['gpt-free', 'claude-priced'] });
-    expect(loosened.body.key).to.deep.include({ spend_limit: '1', rate_limits: { rpm: 2 }, models: ['gpt-free'] });
+    expectError(loosened, 400, 'invalid_request', 'spend_limit');
+    expect(loosened.body.error.message).to.contain("capped at the operator's 1: 50 would be looser");
+    expect((await tg.store.listKeys({ accountId: account.id }))[0]).to.deep.include({ models: ['gpt-free', 'gpt-priced'], spendLimit: 1_000_000_000n, rateLimits: { rpm: 2 } });
 
     const tightened = await client.patch(`/api/keys/${record.id}`, { spend_limit: '0.5', rate_limits: { rpm: 1 } });
     expect(tightened.body.key).to.deep.include({ spend_limit: '0.5', rate_limits: { rpm: 1 } });

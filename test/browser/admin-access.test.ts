@@ -108,6 +108,12 @@ describe('browser: an administrator\'s access controls', function () {
     await page.getByRole('button', { name: 'Budget for laptop', exact: true }).click();
     await page.getByTestId('operator-budget').waitFor();
     expect(await page.getByTestId('operator-budget').textContent()).to.include('$1.00 a week (UTC)');
+    // A looser limit than the operator's is refused in words, both figures shown; nothing is saved.
+    await page.getByRole('button', { name: 'Edit limits for laptop', exact: true }).click();
+    await page.getByLabel('Spend limit').fill('50');
+    await page.getByRole('button', { name: 'Save limits', exact: true }).click();
+    await page.getByText("The spend limit is capped at the operator's 2: 50 would be looser.", { exact: false }).waitFor();
+    expect((await tg.store.listKeys({ accountId: owner.id })).find((candidate) => candidate.id === record.id)!.spendLimit).to.equal(2_000_000_000n);
 
     // Clearing every limit from the admin form gives the key back its freedom.
     await admin.getByRole('button', { name: 'Operator limits for laptop', exact: true }).click();

@@ -7,7 +7,7 @@ import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalNetworkList, optionalRateLimits, optionalString } from '../fields';
-import { budgetProblem, ownerChange } from '../../auth/key-limits';
+import { budgetProblem, looserLimit, ownerChange } from '../../auth/key-limits';
 import { readJsonObject } from '../json-body';
 import { activityView, keyView } from '../views';
 import { audit } from '../audit';
@@ -93,7 +93,10 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     };
     const problem = budgetProblem(requested.budget, key.operatorLimits);
     if (problem !== null) throw invalid('budget', problem);
-    // The owner tightens an operator's limits at most: clearing or raising one falls back to it.
+    // The owner tightens an operator's limits at most: a looser value is refused, saying both; a
+    // cleared one falls back to the operator's.
+    const looser = looserLimit(requested, key.operatorLimits);
+    if (looser !== null) throw invalid(looser.field, looser.message);
     await deps.store.setKeyLimits(key.id, ownerChange(requested, key.operatorLimits));
     const changed = await ownKey(ctx);
     await audit(deps, ctx, keyLimitsChanged(key, changed));
