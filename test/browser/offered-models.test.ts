@@ -54,6 +54,17 @@ for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 
       context = null;
     });
 
+    /** The account's unrevoked Playground keys, once `done` holds (or after a few seconds). */
+    async function waitForKeys(accountId: string, done: (keys: { name: string | null }[]) => boolean) {
+      const read = async () => (await tg.store.listKeys({ accountId })).filter((key) => key.revokedAt === null && key.name === 'Playground');
+      for (let tries = 0; tries < 100; tries++) {
+        const keys = await read();
+        if (done(keys)) return keys;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return read();
+    }
+
     async function heading(text: string): Promise<void> {
       await page.getByRole('heading', { level: 1, name: text, exact: true }).waitFor();
     }
@@ -93,6 +104,26 @@ for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 
       await page.getByRole('button', { name: 'Send', exact: true }).click();
       await page.getByTestId('playground-cost-value').waitFor({ timeout: 20_000 });
       expect(await page.getByTestId('playground-reply').textContent()).to.equal('Hello from the default.');
+
+      // Ctrl+Enter sends the next turn from the message box.
+      fake.enqueue(chatStream({ inputTokens: 30, outputTokens: 5, model: 'gpt-priced', text: 'And again.', includeUsage: true }));
+      await page.getByLabel('Message').fill('Once more.');
+      await page.getByLabel('Message').press('Control+Enter');
+      await page.getByTestId('playground-reply').filter({ hasText: 'And again.' }).waitFor({ timeout: 20_000 });
+
+      // Another visit replaces the playground key: one per account, never a pile of them.
+      const account = (await tg.store.findAccountByName(name))!;
+      await page.goto(`${tg.url}/console/dashboard`);
+      await page.goto(`${tg.url}/console/playground`);
+      await heading('Playground');
+      fake.enqueue(chatStream({ inputTokens: 20, outputTokens: 5, model: 'gpt-priced', text: 'A new visit.', includeUsage: true }));
+      await page.getByLabel('Message').fill('Hello again.');
+      await page.getByRole('button', { name: 'Send', exact: true }).click();
+      await page.getByTestId('playground-reply').filter({ hasText: 'A new visit.' }).waitFor({ timeout: 20_000 });
+      const everMade = (await tg.store.listKeys({ accountId: account.id })).filter((key) => key.name === 'Playground');
+      expect(everMade, 'a key per visit was made').to.have.length(2);
+      const live = await waitForKeys(account.id, (keys) => keys.length === 1);
+      expect(live.map((key) => key.id), 'the second visit revoked the first one').to.deep.equal([everMade.find((key) => key.revokedAt === null)!.id]);
       expect(problems.all()).to.deep.equal([]);
     });
 

@@ -89,11 +89,19 @@ function playground(models: readonly string[], signal: AbortSignal): HTMLElement
       numberInput('temperature', 'Temperature', { min: '0', max: '2', step: '0.1', value: '1' }),
       numberInput('max_tokens', 'Max tokens', { min: '1', max: '32000', step: '1', value: '512' })),
     h('div', { class: 'field' }, h('label', { for: 'playground-system' }, 'System prompt (optional)'), system),
-    h('div', { class: 'field' }, h('label', { for: 'playground-prompt' }, 'Message'), prompt),
+    h('div', { class: 'field' }, h('label', { for: 'playground-prompt' }, 'Message'), prompt, h('p', { class: 'hint' }, 'Ctrl+Enter (⌘+Enter) sends.')),
     h('div', { class: 'button-row' },
       h('button', { type: 'submit', class: 'button button-primary' }, 'Send'),
       h('button', { type: 'button', class: 'button', onclick: () => { columns = []; replace(columnsArea); } }, 'New conversation')),
     status);
+
+  // Ctrl+Enter (⌘+Enter on a Mac) sends, as in most chat tools; Enter alone stays a new line.
+  prompt.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();

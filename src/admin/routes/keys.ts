@@ -72,8 +72,15 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   // expires within the hour: billed like any request, and only ever usable by whoever holds it.
   router.post('/playground/key', signedIn(deps), async (ctx) => {
     const { account } = callerOf(ctx);
-    const active = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > Date.now()));
-    if (active.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
+    const listed = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > Date.now()));
+    // One playground key per account: each visit's replaces the last visit's, so they do not pile up
+    // in Tokens and Usage. A playground key is one this route made: its name, and a life of the TTL.
+    const earlier = listed.filter((key) => key.name === PLAYGROUND_KEY_NAME && key.expiresAt !== null && key.expiresAt.getTime() - key.createdAt.getTime() <= PLAYGROUND_KEY_TTL_MS);
+    for (const key of earlier) {
+      if (await deps.store.revokeKey(key.id)) await audit(deps, ctx, keyRevoked(key, new Date()));
+    }
+    const active = listed.length - earlier.length;
+    if (active >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `An account holds at most ${MAX_ACTIVE_KEYS} keys; revoke one first.`);
     const issued = await issueApiKey(deps.store, { accountId: account.id, name: PLAYGROUND_KEY_NAME, expiresAt: new Date(Date.now() + PLAYGROUND_KEY_TTL_MS) });
     await audit(deps, ctx, keyCreated(issued.record));
     ctx.status = 201;
