@@ -9,6 +9,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pipeline } from 'node:stream/promises';
 import { Pool, type Dispatcher } from 'undici';
+import { serveLoopProbe } from './loop-probe';
 
 const pool = new Pool(process.argv[2], { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
 
@@ -36,6 +37,7 @@ const server = createServer((req, res) => {
   });
 });
 server.keepAliveTimeout = 65_000; // Tollgate's default (server.keep_alive_timeout_ms)
+serveLoopProbe();
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
 });

@@ -19,6 +19,7 @@ import { parseConfig } from '../src/config/load';
 import { startGateway } from '../src/gateway';
 import { applyHeapSettings } from '../src/heap-settings';
 import { openStore } from '../src/store/open';
+import { serveLoopProbe } from './loop-probe';
 import { benchConfigText, benchLogger, createBenchAccount } from './gateway-setup';
 
 async function main(upstreamUrl: string, args: readonly string[]): Promise<void> {
@@ -32,6 +33,7 @@ async function main(upstreamUrl: string, args: readonly string[]): Promise<void>
   await store.migrate();
   const key = await createBenchAccount(store, billed);
   const gateway = await startGateway({ config, store, port: 0, logger: benchLogger(silent) });
+  serveLoopProbe();
   process.stdout.write(`${JSON.stringify({ url: gateway.url, key })}\n`);
   // Exit through Node (not a bare signal death) so --cpu-prof can write its profile.
   process.once('SIGTERM', () => process.exit(0));

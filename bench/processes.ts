@@ -3,6 +3,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import type { LoopProbeRequest, LoopReading } from './loop-probe';
+
+export type { LoopReading };
 
 export interface ServerProcess<T> {
   readonly info: T;
@@ -12,14 +15,30 @@ export interface ServerProcess<T> {
 
 /** Spawns `node <script> ...args` (a file beside this one) and resolves with the JSON line it prints. */
 export function startServerProcess<T>(script: string, args: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<ServerProcess<T>> {
+  // The IPC channel is for bench/loop-probe.ts; a script that installs no probe ignores it.
   const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, script), ...args], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
-    createInterface({ input: child.stdout }).once('line', (line) => {
+    createInterface({ input: child.stdout! }).once('line', (line) => {
       resolve({ info: JSON.parse(line) as T, child, stop: () => child.kill('SIGTERM') });
     });
+  });
+}
+
+/** Starts the loop probe of a process started by {@link startServerProcess} (bench/loop-probe.ts). */
+export function startLoopProbe(child: ChildProcess): void {
+  const request: LoopProbeRequest = { loop: 'start' };
+  child.send(request);
+}
+
+/** The longest event-loop block since {@link startLoopProbe}, in ms of wall clock and of CPU. */
+export function readLoopProbe(child: ChildProcess): Promise<LoopReading> {
+  return new Promise((resolve) => {
+    child.once('message', (reading: LoopReading) => resolve(reading));
+    const request: LoopProbeRequest = { loop: 'read' };
+    child.send(request);
   });
 }
 

@@ -3,6 +3,7 @@
  * measured figure, and a short table fit for the README.
  */
 import { quantile, type Tally } from './load';
+import type { LoopReading } from './loop-probe';
 import { BARE, DIRECT, TOLLGATE, type Scenario, type ServedPath } from './run-scenarios';
 
 /** What one path collected in one scenario. */
@@ -13,6 +14,8 @@ export interface PathResult {
   readonly cpuMs: number;
   /** Largest RSS seen during its rounds (a cluster's: primary and workers together), in MiB. */
   readonly rssMaxMiB: number;
+  /** The longest event-loop block during its rounds (wall clock and CPU); null for a path without a loop probe. */
+  readonly loop: LoopReading | null;
 }
 
 /** One scenario's results, direct first, in the order of the paths. */
@@ -25,23 +28,23 @@ const rate = (t: Tally) => (t.seconds === 0 ? 0 : t.ok / t.seconds);
 const p50 = (values: readonly number[]) => quantile(values, 0.5);
 const p99 = (values: readonly number[]) => quantile(values, 0.99);
 const ms = (value: number) => (Number.isNaN(value) ? '' : value.toFixed(2));
-const signed = (value: number, digits = 2) => `${value >= 0 ? '+' : ''}${value.toFixed(digits)}`;
+export const signed = (value: number, digits = 2) => `${value >= 0 ? '+' : ''}${value.toFixed(digits)}`;
 const added = (value: number) => (Number.isNaN(value) ? '' : ` (${signed(value)})`);
-const int = (value: number) => Math.round(value).toLocaleString('en-US');
+export const int = (value: number) => Math.round(value).toLocaleString('en-US');
 const errorText = (t: Tally) => (t.errorCount === 0 ? '0' : [...t.errors].map(([kind, n]) => `${n} ${kind}`).join(', '));
 /** CPU of the serving processes per completed request, in µs. */
 const cpuPerRequest = (r: PathResult) => (r.tally.ok === 0 ? Number.NaN : (r.cpuMs / r.tally.ok) * 1000);
 const µs = (value: number) => (Number.isNaN(value) ? '' : int(value));
 
-export const HEADER = '| path | req/s | p50 ms | p99 ms | TTFT p50 ms | TTFT p99 ms | CPU µs/req | RSS max | errors |';
-export const RULE = '|---|---:|---:|---:|---:|---:|---:|---:|---|';
+export const HEADER = '| path | req/s | p50 ms | p99 ms | TTFT p50 ms | TTFT p99 ms | CPU µs/req | RSS max | loop block max ms (CPU) | errors |';
+export const RULE = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|';
 
 /** A scenario's rows; proxied rows give in brackets their share of the direct rate and what they add to direct. */
 export function rows(m: Measured, withScenario: boolean): string[] {
   const lead = withScenario ? `| ${m.scenario.name} ` : '';
   const direct = m.results[0].tally;
   return m.results.map((r, index) => {
-    if (r.path.unavailable !== undefined) return `${lead}| ${r.path.name} | not available | | | | | | | |`;
+    if (r.path.unavailable !== undefined) return `${lead}| ${r.path.name} | not available | | | | | | | | |`;
     const t = r.tally;
     const isDirect = index === 0;
     const share = !isDirect && rate(direct) > 0 ? ` (${((rate(t) / rate(direct)) * 100).toFixed(0)}%)` : '';
@@ -56,13 +59,14 @@ export function rows(m: Measured, withScenario: boolean): string[] {
       `${ms(p99(t.ttft))}${over(p99, ttft)}`,
       µs(cpuPerRequest(r)),
       r.path.rss ? `${r.rssMaxMiB.toFixed(0)} MiB` : '',
+      r.loop === null ? '' : `${r.loop.loopMaxMs.toFixed(1)} (${r.loop.loopCpuMaxMs.toFixed(1)})`,
       `${errorText(t)} |`,
     ].join(' | ');
   });
 }
 
 /** The figures the targets and the README table read, by scenario and path name. */
-class Figures {
+export class Figures {
   constructor(private readonly measured: readonly Measured[]) {}
 
   result(scenario: string, path: string): PathResult | undefined {
@@ -92,6 +96,13 @@ class Figures {
     return r === undefined ? Number.NaN : quantile(r.tally[of], q);
   }
 
+  /** The longest event-loop block of `path` (wall clock or CPU) over the scenarios whose name has `text`; NaN without a probe. */
+  loopMax(text: string, path: string, of: keyof LoopReading = 'loopMaxMs'): number {
+    const found = this.measured.filter((m) => m.scenario.name.includes(text)).map((m) => m.results.find((x) => x.path.name === path)?.loop?.[of] ?? null);
+    const values = found.filter((v): v is number => v !== null);
+    return values.length === 0 ? Number.NaN : Math.max(...values);
+  }
+
   /** Largest RSS and the errors of `path` over the scenarios whose name has `text`. */
   rssAndErrors(text: string, path: string): { rss: number; errors: number } | undefined {
     const found = this.measured.filter((m) => m.scenario.name.includes(text)).map((m) => m.results.find((x) => x.path.name === path));
@@ -101,14 +112,14 @@ class Figures {
   }
 }
 
-const check = (ok: boolean, text: string) => `${ok ? 'PASS' : 'MISS'}  ${text}`;
+export const check = (ok: boolean, text: string) => `${ok ? 'PASS' : 'MISS'}  ${text}`;
 const info = (text: string) => `info  ${text}`;
 
-const PLAIN_1 = 'plain chat, 1 connection';
-const PLAIN_32 = 'plain chat, 32 connections';
+export const PLAIN_1 = 'plain chat, 1 connection';
+export const PLAIN_32 = 'plain chat, 32 connections';
 const PLAIN_128 = 'plain chat, 128 connections';
-const STREAMS_1 = ['streamed chat, 1 concurrent', 'streamed messages, 1 concurrent', 'translated stream (chat client, claude model), 1 concurrent'];
-const STREAMS_128 = '128 concurrent';
+export const STREAMS_1 = ['streamed chat, 1 concurrent', 'streamed messages, 1 concurrent', 'translated stream (chat client, claude model), 1 concurrent'];
+export const STREAMS_128 = '128 concurrent';
 
 /**
  * The targets of the issue "close to the Node floor", each against the bare proxy measured in the same

@@ -2,6 +2,7 @@
  * What `npm run bench` compares: the paths a request can take to the fake upstream, and the
  * scenarios (plain chat and streams at several concurrencies) each path is driven with.
  */
+import type { ChildProcess } from 'node:child_process';
 import type { Target } from './load';
 
 export const DIRECT = 'direct';
@@ -22,6 +23,10 @@ export interface ServedPath {
   readonly rss: boolean;
   /** Why the path has no figures: it could not be started. */
   readonly unavailable?: string;
+  /** The one process whose longest event-loop block the row reports (bench/loop-probe.ts). */
+  readonly probe?: ChildProcess;
+  /** RSS in MiB after start, before any request. */
+  readonly restRssMiB?: number;
 }
 
 export interface Scenario {

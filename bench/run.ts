@@ -31,8 +31,9 @@ import type { Pool } from 'undici';
 import { startClusterGateway, type ClusterStart } from './cluster-gateway';
 import { streamShapeFromEnv } from './fake-upstream';
 import { plainRound, streamPool, streamRound, Tally, type Target } from './load';
-import { rssMiB, startServerProcess, totalCpuMillis, totalRssMiB } from './processes';
+import { readLoopProbe, rssMiB, startLoopProbe, startServerProcess, totalCpuMillis, totalRssMiB, type LoopReading } from './processes';
 import { directTargets, floorTargets, HEADER, rows, RULE, summaryTable, type Measured, type PathResult } from './run-report';
+import { footprintLines, tailTargets } from './run-targets';
 import { BARE, DIRECT, scenarios, targetOf, TOLLGATE, workersPathName, type Scenario, type ServedPath } from './run-scenarios';
 import { loopTable, measureTurnLoops, WEBSOCKET_SCENARIO } from './websocket-loop';
 
@@ -55,13 +56,14 @@ interface Running {
   readonly tally: Tally;
   cpuMs: number;
   rssMaxMiB: number;
+  loop: LoopReading | null;
 }
 
 async function measure(scenario: Scenario, paths: readonly ServedPath[]): Promise<Measured> {
   const running = paths.map((p): Running => {
     const target = targetOf(scenario, p);
     const pool = scenario.stream && p.unavailable === undefined ? streamPool(target, scenario.connections) : null;
-    return { path: p, target, pool, tally: new Tally(), cpuMs: 0, rssMaxMiB: p.rss && p.unavailable === undefined ? totalRssMiB(p.pids()) : 0 };
+    return { path: p, target, pool, tally: new Tally(), cpuMs: 0, rssMaxMiB: p.rss && p.unavailable === undefined ? totalRssMiB(p.pids()) : 0, loop: null };
   });
   const live = running.filter((r) => r.path.unavailable === undefined);
   const rounds = Math.max(1, Math.round(DURATION / (live.length * ROUND)));
@@ -72,17 +74,23 @@ async function measure(scenario: Scenario, paths: readonly ServedPath[]): Promis
       const before = totalCpuMillis(pids);
       const sample = () => (run.rssMaxMiB = Math.max(run.rssMaxMiB, totalRssMiB(pids)));
       const sampler = run.path.rss ? setInterval(sample, 100) : undefined;
+      const probe = run.path.probe;
+      if (probe !== undefined) startLoopProbe(probe);
       await round(scenario, run.target, run.pool, run.tally);
       clearInterval(sampler);
       if (run.path.rss) sample();
       run.cpuMs += totalCpuMillis(pids) - before;
+      if (probe !== undefined) {
+        const reading = await readLoopProbe(probe);
+        run.loop = { loopMaxMs: Math.max(run.loop?.loopMaxMs ?? 0, reading.loopMaxMs), loopCpuMaxMs: Math.max(run.loop?.loopCpuMaxMs ?? 0, reading.loopCpuMaxMs) };
+      }
     }
   }
   await Promise.all(running.flatMap((r) => (r.pool === null ? [] : [r.pool.close()])));
-  const results = running.map(({ path: p, tally, cpuMs, rssMaxMiB }): PathResult => {
+  const results = running.map(({ path: p, tally, cpuMs, rssMaxMiB, loop }): PathResult => {
     tally.latency.sort((a, b) => a - b);
     tally.ttft.sort((a, b) => a - b);
-    return { path: p, tally, cpuMs, rssMaxMiB };
+    return { path: p, tally, cpuMs, rssMaxMiB, loop };
   });
   return { scenario, results };
 }
@@ -138,10 +146,11 @@ async function main(): Promise<void> {
     WORKERS > 0 ? await startClusterGateway({ upstreamUrl: upstream.info.url, dir, workers: WORKERS, logLevel: silent ? 'warn' : 'info' }) : { available: false, reason: 'BENCH_WORKERS=0' };
   const workersName = workersPathName(WORKERS);
 
+  // At rest: started, listening, no request served yet.
   const paths: ServedPath[] = [
     { name: DIRECT, url: upstream.info.url, pids: () => [upstream.child.pid!], rss: false },
-    { name: BARE, url: bare.info.url, pids: () => [bare.child.pid!], rss: true },
-    { name: TOLLGATE, url: gateway.info.url, key: gateway.info.key, pids: () => [gateway.child.pid!], rss: true },
+    { name: BARE, url: bare.info.url, pids: () => [bare.child.pid!], rss: true, probe: bare.child, restRssMiB: rssMiB(bare.child.pid!) },
+    { name: TOLLGATE, url: gateway.info.url, key: gateway.info.key, pids: () => [gateway.child.pid!], rss: true, probe: gateway.child, restRssMiB: rssMiB(gateway.child.pid!) },
   ];
   if (cluster.available) {
     paths.push({ name: workersName, url: cluster.gateway.url, key: cluster.gateway.key, pids: cluster.gateway.pids, rss: true });
@@ -170,7 +179,7 @@ async function main(): Promise<void> {
       ? `${workersName}: bin/tollgate.js serve with server.workers ${WORKERS}, its own SQLite ledger file; CPU and RSS are primary and workers together`
       : `${workersName}: not available (${cluster.reason})`,
   );
-  const idleRss = rssMiB(gateway.child.pid!);
+  const idleRss = paths[2].restRssMiB ?? 0;
   await warmUp(list, paths);
   truncateLogs(logs);
   console.log(`Tollgate RSS: ${idleRss.toFixed(0)} MiB idle at start, ${rssMiB(gateway.child.pid!).toFixed(0)} MiB after warm-up\n`);
@@ -188,10 +197,14 @@ async function main(): Promise<void> {
       ? loopTable(await measureTurnLoops({ url: gateway.info.url, key: gateway.info.key, pid: gateway.child.pid! }, ['gpt-bench', 'claude-bench'], WS_LOOPS))
       : [];
   if (socketRows.length > 0) console.log(`### ${WEBSOCKET_SCENARIO} (Tollgate, one process)\n${socketRows.join('\n')}\n`);
+  const tail = tailTargets(results);
+  const footprint = footprintLines(results, paths);
   const floor = floorTargets(results, workersName);
   const earlier = directTargets(results);
   const summary = summaryTable(results, paths);
-  console.log(`Targets (issue "close to the Node floor"; same-run figures, not assertions):\n${floor.join('\n')}\n`);
+  console.log(`Memory (RSS):\n${footprint.join('\n')}\n`);
+  console.log(`Targets (issue 47, "the tail and the footprint"; same-run figures, not assertions):\n${tail.join('\n')}\n`);
+  console.log(`Earlier targets (issue "close to the Node floor"):\n${floor.join('\n')}\n`);
   console.log(`Earlier targets (issue 8, against direct):\n${earlier.join('\n')}\n`);
   console.log(`README table:\n${summary.join('\n')}\n`);
   console.log(`Took ${((performance.now() - startedAt) / 1000).toFixed(0)} s`);
@@ -215,7 +228,11 @@ async function main(): Promise<void> {
     '',
     ...socketRows,
     '',
+    ...footprint.map((line) => `- ${line}`),
+    '',
     '```',
+    ...tail,
+    '',
     ...floor,
     '',
     ...earlier,
