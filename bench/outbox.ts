@@ -21,7 +21,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pino from 'pino';
 import { LedgerWriter } from '../src/billing/ledger-writer';
-import { Outbox, type OutboxEntry } from '../src/billing/outbox';
+import { Outbox, type OutboxEntry } from '../src/outbox/outbox';
 import type { ChargePrices, ChargeRecord, Store } from '../src/store/store';
 
 const APPENDS = Number(process.env.APPENDS ?? 50_000);

@@ -8,7 +8,7 @@
  * record is alone; that record is set aside (`Store.setAsideCharge`, with the error) and the rest is
  * written, so one bad record never stops every other account's charges.
  *
- * With an outbox (`outbox.ts`), each charge is appended to it as it is queued, and reported drained
+ * With an outbox (`src/outbox/outbox.ts`), each charge is appended to it as it is queued, and reported drained
  * once the store has it, so a kill -9 loses only what the outbox had not synced yet; records a
  * previous process left are queued again (`adopt`) and a record the store already holds is a no-op,
  * counted. Without one, what a kill -9 can lose is what is queued; `backlog()` tells the billing
@@ -19,7 +19,7 @@ import type { Logger } from 'pino';
 import { isRefusedRecord } from '../store/set-aside';
 import type { ChargeRecord, Store } from '../store/store';
 import type { AdoptedCharge } from './book';
-import type { Outbox, OutboxEntry, ReplayedRecord } from './outbox';
+import type { Outbox, OutboxEntry, ReplayedRecord } from '../outbox/outbox';
 
 export interface LedgerWriterOptions {
   readonly intervalMs: number;

@@ -5,7 +5,7 @@
  */
 import type { BalanceBook, BudgetDrift } from '../billing/book';
 import { formatUnits } from '../billing/money';
-import { scanOutboxes } from '../billing/outbox-scan';
+import { scanOutboxes } from '../outbox/scan';
 import type { LedgerTotals, Store } from '../store/store';
 
 /** What is wrong with one account's totals; empty when nothing is. */

@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { issueApiKey } from '../../src/auth/issue-key';
-import { readRecords } from '../../src/billing/outbox-record';
+import { readRecords } from '../../src/outbox/record-reader';
 import { openStore } from '../../src/store/open';
 import { openSqlite } from '../../src/store/sqlite-driver';
 import type { Store } from '../../src/store/store';

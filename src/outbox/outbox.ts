@@ -1,8 +1,8 @@
 /**
  * A per-instance, append-only outbox on local disk for ledger writes the store has not confirmed
  * yet. A settled charge is appended before it is queued for the store: on the request path that is an
- * encode into a reused buffer (`outbox-record.ts`: a short binary record, no key names) and a copy
- * into a ring shared with a syncing thread (`outbox-syncer.ts`), no allocation or I/O per charge. The
+ * encode into a reused buffer (`record-format.ts`: a short binary record, no key names) and a copy
+ * into a ring shared with a syncing thread (`syncer.ts`), no allocation or I/O per charge. The
  * syncer writes and `fdatasync`s in groups on its own clock (one writev per group, about `syncMs` after
  * the group's first record, sooner once it reaches GROUP_BYTES), so a kill -9 loses only what was
  * appended since the last sync, however busy the request thread is.
@@ -18,20 +18,20 @@
  * damaged is skipped with an error line naming the file and offset, never a refusal to start. New
  * records always go to a new segment, so a torn tail is never written after.
  *
- * One process per folder: a lock file holding the owner's pid keeps a second one out (a lock whose
- * pid is gone is taken over). A second process given the same path takes the first free of `<path>-2`,
- * `<path>-3` and so on: instances sharing a working directory share the store too, so whichever of them
- * restarts first drains what a dead one left. Within a process the outbox is shared by reference
- * count, so the plugin chains of a config reload use the same one.
+ * One process per folder (`folder-lock.ts`); a second process given the same path takes a sibling
+ * folder, and within a process the outbox is shared by reference count (`shared-outboxes.ts`).
  */
-import { readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
-import { makePrivateDir, PRIVATE_FILE_MODE } from '../private-files';
+import { readdirSync, readFileSync } from 'node:fs';
+import { makePrivateDir } from '../private-files';
 import { unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
 import type { ChargePrices, ChargeRecord } from '../store/store';
-import { encodeRecord, readRecords, RecordEncoder, type OutboxRecord } from './outbox-record';
+import { lock, unlock } from './folder-lock';
+import { encodeRecord, RecordEncoder } from './record-encoder';
+import type { OutboxRecord } from './record-format';
+import { readRecords } from './record-reader';
 import {
   CLOSING,
   CONTROL_SLOTS,
@@ -48,7 +48,7 @@ import {
   WANT,
   type SyncerData,
   type SyncerMessage,
-} from './outbox-ring';
+} from './ring';
 
 /** A group is synced at once when it reaches this size, without waiting for its time. */
 const GROUP_BYTES = 256 * 1024;
@@ -58,9 +58,6 @@ const ROTATE_IDLE_MS = 1000;
 /** After a failed write or sync, the next attempt waits this long. */
 const RETRY_MS = 100;
 const SEGMENT = /^(\d{10})\.log$/;
-const LOCK_FILE = 'lock';
-/** Folders tried after the configured one is in use by another process. */
-const SIBLING_FOLDERS = 64;
 /** The syncing thread allocates next to nothing: a small heap keeps its memory small. */
 const SYNCER_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 };
 /** A record naming ids the store has confirmed; never replayed itself. */
@@ -115,36 +112,6 @@ class Segment {
   get drainedAll(): boolean {
     return this.sealed && this.drained >= this.records;
   }
-}
-
-class OutboxInUseError extends Error {
-  override readonly name = 'OutboxInUseError';
-  constructor(dir: string, owner: number) {
-    super(`the outbox ${dir} is in use by process ${owner}`);
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Takes the folder's lock file, or says which live process holds it. */
-function lock(dir: string): void {
-  const file = path.join(dir, LOCK_FILE);
-  try {
-    writeFileSync(file, String(process.pid), { flag: 'wx', mode: PRIVATE_FILE_MODE });
-    return;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-  }
-  const owner = Number.parseInt(readFileSync(file, 'utf8'), 10);
-  if (Number.isInteger(owner) && owner !== process.pid && pidAlive(owner)) throw new OutboxInUseError(dir, owner);
-  writeFileSync(file, String(process.pid), { mode: PRIVATE_FILE_MODE });
 }
 
 export class Outbox {
@@ -211,7 +178,7 @@ export class Outbox {
       groupBytes: GROUP_BYTES,
       retryMs: RETRY_MS,
     };
-    this.syncer = new Worker(path.join(__dirname, 'outbox-syncer.js'), { workerData, resourceLimits: SYNCER_LIMITS });
+    this.syncer = new Worker(path.join(__dirname, 'syncer.js'), { workerData, resourceLimits: SYNCER_LIMITS });
     this.syncer.on('message', (message: SyncerMessage) => this.heard(message));
     this.exited = new Promise((resolve) => this.syncer.once('exit', () => resolve()));
     this.online = new Promise((resolve) => {
@@ -426,11 +393,7 @@ export class Outbox {
       segment.end = Math.min(segment.end, this.head);
     }
     await this.removeDone();
-    try {
-      unlinkSync(path.join(this.dir, LOCK_FILE));
-    } catch {
-      // Already gone: nothing to release.
-    }
+    unlock(this.dir);
     for (const { resolve } of this.waiters.splice(0)) resolve();
   }
 
@@ -520,37 +483,4 @@ export class Outbox {
       if (error.code !== 'ENOENT') this.options.logger.warn({ err: error, file: segment.file }, 'outbox: deleting a drained segment failed');
     });
   }
-}
-
-/** Outboxes open in this process, by folder: a config reload's new plugin chain shares the running one. */
-const shared = new Map<string, { outbox: Outbox; users: number }>();
-
-/** The outbox at `dir` (or the first free sibling, see the file comment), shared within the process. */
-export function acquireOutbox(dir: string, options: OutboxOptions): Outbox {
-  const resolved = path.resolve(dir);
-  let entry = shared.get(resolved);
-  if (entry === undefined) shared.set(resolved, (entry = { outbox: openFree(resolved, options), users: 0 }));
-  entry.users += 1;
-  return entry.outbox;
-}
-
-function openFree(dir: string, options: OutboxOptions): Outbox {
-  for (let index = 1; ; index++) {
-    const candidate = index === 1 ? dir : `${dir}-${index}`;
-    try {
-      return Outbox.open(candidate, options);
-    } catch (error) {
-      if (!(error instanceof OutboxInUseError) || index >= SIBLING_FOLDERS) throw error;
-    }
-  }
-}
-
-export async function releaseOutbox(outbox: Outbox): Promise<void> {
-  const found = [...shared].find(([, entry]) => entry.outbox === outbox);
-  if (found === undefined) return outbox.close();
-  const [dir, entry] = found;
-  entry.users -= 1;
-  if (entry.users > 0) return;
-  shared.delete(dir);
-  await outbox.close();
 }

@@ -1,5 +1,5 @@
 /**
- * The memory the outbox shares with its syncing thread (`outbox-syncer.ts`): a ring of record bytes
+ * The memory the outbox shares with its syncing thread (`syncer.ts`): a ring of record bytes
  * the request thread appends to and the syncer writes to disk, and a few 32-bit control slots. The
  * counters are byte counts since the outbox opened, kept modulo 2^32 (the ring is far smaller, so a
  * difference of two of them is exact); a position in the ring is a counter masked by RING_MASK.

@@ -5,7 +5,8 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { readRecords } from './outbox-record';
+import { LOCK_FILE } from './folder-lock';
+import { readRecords } from './record-reader';
 
 export interface OutboxHolding {
   readonly dir: string;
@@ -35,7 +36,7 @@ function folders(configured: string): string[] {
 
 function owner(dir: string): number | null {
   try {
-    const pid = Number.parseInt(readFileSync(path.join(dir, 'lock'), 'utf8'), 10);
+    const pid = Number.parseInt(readFileSync(path.join(dir, LOCK_FILE), 'utf8'), 10);
     return Number.isInteger(pid) ? pid : null;
   } catch {
     return null;

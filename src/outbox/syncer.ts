@@ -12,7 +12,7 @@ import { closeSync, fdatasyncSync, fsyncSync, openSync, writevSync } from 'node:
 import { PRIVATE_FILE_MODE } from '../private-files';
 import path from 'node:path';
 import { parentPort, workerData } from 'node:worker_threads';
-import { CLOSING, DURABLE, HEAD, IDLE, KICK, RING_BYTES, RING_MASK, segmentName, SWITCH, SWITCH_BYTES, SYNCS, WANT, type SyncerData, type SyncerMessage } from './outbox-ring';
+import { CLOSING, DURABLE, HEAD, IDLE, KICK, RING_BYTES, RING_MASK, segmentName, SWITCH, SWITCH_BYTES, SYNCS, WANT, type SyncerData, type SyncerMessage } from './ring';
 
 const data = workerData as SyncerData;
 const control = new Int32Array(data.control);

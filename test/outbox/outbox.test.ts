@@ -11,9 +11,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
-import { acquireOutbox, Outbox, releaseOutbox } from '../../src/billing/outbox';
-import { encodeRecord, readRecords } from '../../src/billing/outbox-record';
-import { scanOutboxes } from '../../src/billing/outbox-scan';
+import { Outbox } from '../../src/outbox/outbox';
+import { acquireOutbox, releaseOutbox } from '../../src/outbox/shared-outboxes';
+import { encodeRecord } from '../../src/outbox/record-encoder';
+import { readRecords } from '../../src/outbox/record-reader';
+import { scanOutboxes } from '../../src/outbox/scan';
 import type { ChargeRecord } from '../../src/store/store';
 import { SqliteStore } from '../../src/store/sqlite';
 import { captureLogger } from '../helpers/capture-logger';
@@ -25,7 +27,7 @@ function segments(dir: string): string[] {
   return readdirSync(dir).filter((name) => name.endsWith('.log')).sort();
 }
 
-describe('billing/outbox', () => {
+describe('outbox', () => {
   let dir: string;
   const open: Outbox[] = [];
 
