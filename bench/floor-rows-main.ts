@@ -255,6 +255,7 @@ function tollgateLogVariant(file: string): Variant {
       durationMs: values.latencyMs,
       ttfbMs: null,
       overheadMs: 0.4,
+      settleMs: 0.1,
     };
     lines.info(requestLogLine(summary), 'request');
   });

@@ -95,6 +95,7 @@ function recordCost(): number {
     durationMs: 2,
     ttfbMs: 1.5,
     overheadMs: 0.5,
+    settleMs: 0.1,
   };
   const rounds = 200_000;
   for (let i = 0; i < rounds; i++) metrics.record(summary, { labelAccounts: false });

@@ -110,7 +110,7 @@ async function spanCost(sinkUrl: string, rounds = 20_000): Promise<{ on: number;
     requestId: 'req_bench', endpoint: 'messages', model: 'claude-bench', stream: false, accountId: 'acc_bench', keyPrefix: 'sk-bench', status: 200,
     errorCode: null, outcome: 'delivered', provider: 'up', providerProtocol: 'anthropic', attempts: 1, attemptLog: [], upstreamRequestId: null,
     clientRequestId: null, tokens: { inputTokens: 12, cacheWriteTokens: 0, cacheWrite1hTokens: 0, cacheReadTokens: 0, outputTokens: 7, imageInputTokens: 0, imageOutputTokens: 0 }, toolCalls: {}, unpricedTools: [],
-    usageSource: 'upstream', cost: 141_000n, overage: 0n, unbilled: 0n, rateLimited: null, durationMs: 2, ttfbMs: 1.5, overheadMs: 0.2,
+    usageSource: 'upstream', cost: 141_000n, overage: 0n, unbilled: 0n, rateLimited: null, durationMs: 2, ttfbMs: 1.5, overheadMs: 0.2, settleMs: 0.1,
   } satisfies RequestSummary;
   const headers = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' };
   const once = (with_: Tracing) => {

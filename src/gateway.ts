@@ -164,7 +164,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const settled = new SettledCharges();
   const reloader = new Reloader({
     config,
-    chain: await buildChain(PLUGINS, { config, store, logger, metrics, settled }),
+    chain: await buildChain(PLUGINS, { config, store, logger, metrics, settled, stages: metrics.stages }),
     store,
     logger,
     metrics,

@@ -128,7 +128,8 @@ export class Reloader {
     if (applied.length > 0) {
       let chain: Chain;
       try {
-        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger, metrics: this.options.metrics, settled: this.options.settled });
+        const { metrics, settled } = this.options;
+        chain = await buildChain(PLUGINS, { config: effective, store: this.options.store, logger, metrics, settled, stages: metrics.stages });
       } catch (err) {
         return this.refuse(`cannot apply ${configFile}: ${err instanceof Error ? err.message : String(err)}`);
       }

@@ -124,6 +124,7 @@ function usable({ key, account }: KeyIdentity, now: number): boolean {
 export const authPlugin: PluginDefinition<'auth'> = {
   name: 'auth',
   priority: 2000,
+  stage: 'auth',
   setup(config, { store }) {
     const cache = new KeyCache(config.cache_ttl_ms, config.cache_max_entries);
     const failures = new AuthFailureLimiter(config.failures_per_minute);

@@ -258,6 +258,7 @@ function replyWeight(charge: ChargeRecord): number {
 export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
   name: 'billing',
   priority: 1200,
+  stage: 'hold',
   dependsOn: ['auth'],
   async setup(config: BillingPluginConfig, kit) {
     const book: BalanceBook = await openBook(kit.config, kit.store, kit.logger);

@@ -133,6 +133,7 @@ function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly 
 export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> = {
   name: 'rate-limit',
   priority: 1500,
+  stage: 'limits',
   async setup(config, kit): Promise<PluginInstance<RateLimitService>> {
     // Opened at setup when gateway.yaml limits anyone; otherwise on the first request of a key whose
     // owner set limits in the console, so a gateway that limits nobody never connects for it.

@@ -6,7 +6,8 @@
 import { ResponseOwnership } from '../../src/upstream/response-ownership';
 import type { Logger } from 'pino';
 import type { AffinityConfig, GatewayConfig, UpstreamPluginConfig } from '../../src/config/types';
-import type { GatewayContext } from '../../src/kernel/context';
+import type { Exchange, GatewayContext } from '../../src/kernel/context';
+import type { StageObserver } from '../../src/kernel/stages';
 import { need } from '../../src/kernel/need';
 import { GatewayError } from '../../src/kernel/errors';
 import type { PluginInstance } from '../../src/kernel/plugin';
@@ -44,15 +45,27 @@ function routeOf(ctx: GatewayContext, target: Target): RouteTranslator {
   return route;
 }
 
-/** `route`, counting the client headers each of its native requests leaves behind. */
-function countingDroppedHeaders(route: RouteTranslator, metrics: GatewayMetrics): RouteTranslator {
+/**
+ * `route`, counting the client headers each of its native requests leaves behind, and timing each
+ * attempt's upstream request as it is built (the translation stage).
+ */
+function countingDroppedHeaders(route: RouteTranslator, metrics: GatewayMetrics, translation: StageObserver | undefined): RouteTranslator {
   return {
     begin(ctx, target) {
+      const startedAt = translation === undefined ? 0 : performance.now();
       const leg = route.begin(ctx, target);
+      translation?.observe((performance.now() - startedAt) / 1000);
       if (leg.droppedHeaders !== undefined && leg.droppedHeaders.length > 0) metrics.recordDroppedHeaders(target.provider.protocol, leg.droppedHeaders);
       return leg;
     },
   };
+}
+
+/** The time of every upstream attempt of the exchange, in ms. */
+function attemptsTime(exchange: Exchange | undefined): number {
+  let total = 0;
+  for (const attempt of exchange?.attemptLog ?? []) total += attempt.durationMs;
+  return total;
 }
 
 /** The session table: in process, or shared through Redis when the gateway has one. */
@@ -86,10 +99,12 @@ export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
       breakers,
       retryBudget,
       failover: config.failover,
-      routeFor: (ctx: GatewayContext, target: Target) => countingDroppedHeaders(routeOf(ctx, target), kit.metrics),
+      routeFor: (ctx: GatewayContext, target: Target) => countingDroppedHeaders(routeOf(ctx, target), kit.metrics, translation),
       affinity: { config: config.affinity, store: affinity.store },
     };
     const ownership = new ResponseOwnership(kit.store.relayedResponses, kit.logger);
+    const translation = kit.stages?.observer('translation');
+    const route = kit.stages?.observer('route');
 
     return {
       service: {
@@ -97,10 +112,13 @@ export const upstreamPlugin: PluginDefinition<'upstream', UpstreamService> = {
         providerHealth: () => new Map([...clients.keys()].map((provider) => [provider, breakers.health(provider)])),
       },
       handle: async function upstreamPlugin(ctx: GatewayContext) {
+        const startedAt = route === undefined ? 0 : performance.now();
         // Before any provider is called: a native route would hand another account's response id to OpenAI.
         await ownership.check(ctx);
         await dispatch(ctx, deps);
         ownership.recordAfter(ctx);
+        // The route stage: this plugin's time outside its attempts (each attempt is the provider's time).
+        if (route !== undefined) route.observe(Math.max(0, performance.now() - startedAt - attemptsTime(ctx.state.exchange)) / 1000);
       },
       async close() {
         breakers.shutdown();

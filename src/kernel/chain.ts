@@ -6,6 +6,7 @@ import type { GatewayConfig, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
 import type { AnyPluginDefinition, BaseKit, PluginInstance, PluginServices } from './plugin';
 import { requestStage } from './request-stage';
+import type { StageObserver } from './stages';
 
 /**
  * Where the kernel's own request stage (reading and checking the body) sits among the plugins' bands:
@@ -19,6 +20,8 @@ export interface Link {
   readonly name: string;
   readonly priority: number;
   readonly handle: Handler;
+  /** Told the time from the link's start to its call of `next()`, when the link is timed. */
+  readonly timing?: StageObserver;
 }
 
 export interface Chain {
@@ -67,13 +70,13 @@ export async function buildChain<Kit extends BaseKit>(definitions: readonly AnyP
     }
   }
 
+  const timing = (stage: AnyPluginDefinition<Kit>['stage']) => (stage === undefined ? undefined : kit.stages?.observer(stage));
   const links = orderLinks<Link>([
-    { name: 'request', priority: REQUEST_STAGE_PRIORITY, handle: withAuthorization(instances.map(({ instance }) => instance).reverse()) },
-    ...instances.map(({ name, instance }) => ({
-      name,
-      priority: enabled.find((def) => def.name === name)?.priority ?? 0,
-      handle: instance.handle.bind(instance),
-    })),
+    { name: 'request', priority: REQUEST_STAGE_PRIORITY, handle: withAuthorization(instances.map(({ instance }) => instance).reverse()), timing: timing('parse') },
+    ...instances.map(({ name, instance }) => {
+      const def = enabled.find((d) => d.name === name);
+      return { name, priority: def?.priority ?? 0, handle: instance.handle.bind(instance), timing: timing(def?.stage) };
+    }),
   ]);
   const instanceOf = (name: PluginName) => instances.find((entry) => entry.name === name)?.instance;
   return {
@@ -103,15 +106,26 @@ function withAuthorization(instances: readonly PluginInstance<unknown>[]): Handl
   };
 }
 
-/** The onion over `links`, outermost first, with koa-compose's guard against `next()` called twice. */
+/**
+ * The onion over `links`, outermost first, with koa-compose's guard against `next()` called twice.
+ * A timed link's inbound time is read at its start and at its `next()`: one clock read per boundary.
+ */
 export function compose(links: readonly Link[]): (ctx: GatewayContext) => Promise<void> {
   const handlers = links.map((link) => link.handle);
+  const timings = links.map((link) => link.timing ?? null);
   return function runChain(ctx) {
     let reached = -1;
+    let enteredAt = 0;
     const dispatch = (i: number): Promise<void> => {
       // A plugin calling next() twice would send the request upstream twice.
       if (i <= reached) return Promise.reject(new Error(`${links[i - 1]?.name ?? 'a plugin'} called next() twice`));
       reached = i;
+      const before = i === 0 ? null : timings[i - 1];
+      if (before !== null || (i < timings.length && timings[i] !== null)) {
+        const now = performance.now();
+        if (before !== null) before.observe((now - enteredAt) / 1000);
+        enteredAt = now;
+      }
       return i === handlers.length ? Promise.resolve() : handlers[i](ctx, () => dispatch(i + 1));
     };
     return dispatch(0);

@@ -1,6 +1,7 @@
 /** The contract every plugin in `plugins/` implements (docs/architecture.md#the-plugin-contract). */
 import type { GatewayConfig, PluginConfigs, PluginName } from '../config/types';
 import type { GatewayContext, Next } from './context';
+import type { Stage, StageTimer } from './stages';
 
 /**
  * What a plugin gets besides its own section of gateway.yaml, as far as the kernel knows it. The
@@ -10,6 +11,8 @@ import type { GatewayContext, Next } from './context';
 export interface BaseKit {
   /** The whole config at boot; a request reads its own snapshot from `ctx.state.config`. */
   readonly config: GatewayConfig;
+  /** Where the chain times its stages (`PluginDefinition.stage`); absent: nothing is timed. */
+  readonly stages?: StageTimer;
 }
 
 /**
@@ -57,6 +60,8 @@ export interface PluginDefinition<N extends PluginName = PluginName, Service = u
   readonly priority: number;
   /** Plugins that must be enabled for this one to work; checked at boot. */
   readonly dependsOn?: readonly PluginName[];
+  /** The stage its inbound time (from its start to its call of `next()`) counts as; untimed when absent. */
+  readonly stage?: Stage;
   /** Receives config the kernel already validated against `plugins/<name>/schema.json`. */
   setup(config: PluginConfigs[N], kit: Kit): PluginInstance<Service> | Promise<PluginInstance<Service>>;
 }

@@ -8,6 +8,7 @@
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import { PaymentMetrics } from './payment-metrics';
 import { LedgerMetrics } from './ledger-metrics';
+import { StageMetrics } from './stage-metrics';
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { CellCounter, CellGauge, CellHistogram, type ValueCell } from './cells';
 import { RequestCellsCache, TOKEN_KIND_LABELS, type RequestCells } from './request-cells';
@@ -91,6 +92,9 @@ export class GatewayMetrics {
   readonly ledger = new LedgerMetrics(this.registry);
   /** Card payments and auto-recharge. */
   readonly payments = new PaymentMetrics(this.registry);
+  /** The gateway's own time per stage: the chain and the plugins time their stages into it. */
+  readonly stages = new StageMetrics(this.registry);
+  private readonly settleStage = this.stages.observer('settle');
   private live: LiveView | null = null;
   private scrapeSource: (() => Promise<{ body: string; contentType: string }>) | null = null;
   /** Event-loop delay since the last scrape (docs/limits.md: no request may block the loop > ~50 ms). */
@@ -433,6 +437,7 @@ export class GatewayMetrics {
     cells.duration().observe(summary.durationMs / 1000);
     if (summary.ttfbMs !== null) cells.ttfb().observe(summary.ttfbMs / 1000);
     if (summary.overheadMs !== null) cells.overhead().observe(summary.overheadMs / 1000);
+    if (summary.settleMs !== null) this.settleStage.observe(summary.settleMs / 1000);
 
     let previous: string | null = null;
     for (const attempt of summary.attemptLog) {

@@ -62,6 +62,8 @@ export interface RequestSummary {
    * (failed attempts before the commit are the providers' time, not ours). Null otherwise.
    */
   readonly overheadMs: number | null;
+  /** From the answer's end to its charge being settled (billing's settle stage); null when billing did not settle. */
+  readonly settleMs: number | null;
 }
 
 /** What the observer knows when the chain (or the whole app) has returned or thrown. */
@@ -116,6 +118,7 @@ async function computeSummary(state: Partial<GatewayState>, observed: Observed, 
   onEnded?.();
   // `charged` always resolves (billing settles on every path once it has held); guard regardless.
   const charge = state.billing === undefined ? null : await state.billing.charged.catch(() => null);
+  const settleMs = charge === null ? null : performance.now() - endedAt;
 
   const { startedAt } = observed;
   const request = state.request;
@@ -169,6 +172,7 @@ async function computeSummary(state: Partial<GatewayState>, observed: Observed, 
     durationMs,
     ttfbMs,
     overheadMs,
+    settleMs,
   };
 }
 

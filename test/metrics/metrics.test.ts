@@ -34,6 +34,7 @@ function summary(overrides: Partial<RequestSummary> = {}): RequestSummary {
     durationMs: 8,
     ttfbMs: 7,
     overheadMs: 3,
+    settleMs: 1,
     ...overrides,
   };
 }
