@@ -119,6 +119,8 @@ export interface ApiKey {
   allowed_networks: string[] | null;
   operator_limits: OperatorLimits | null;
   budget: Budget | null;
+  /** The Playground's own key: left out of the Tokens page. */
+  playground: boolean;
 }
 
 /** What an operator set on a key: the owner can tighten it, never loosen it. */

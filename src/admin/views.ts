@@ -3,6 +3,7 @@
  * decimal strings of balance units (never JSON numbers, which would round), times as ISO strings.
  */
 import { keyStatus } from '../auth/issue-key';
+import { isPlaygroundKey } from '../auth/playground-key';
 import { formatUnits } from '../billing/money';
 import type { Account, AccountSummary, AlertRecord, ApiKeyRecord, Budget, BudgetCheck, ChargeRecord, KeyActivity, CreditRecord, OperatorLimits, RedemptionCodeRecord, ServiceLevel, SessionRecord } from '../store/store';
 import type { AuditRecord } from '../store/audit';
@@ -81,6 +82,8 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     session_budget: key.sessionBudget === null ? null : formatUnits(key.sessionBudget),
     allowed_networks: key.allowedNetworks,
     operator_limits: operatorLimitsView(key.operatorLimits),
+    // The console playground's own key (src/auth/playground-key): the Tokens page leaves it out.
+    playground: isPlaygroundKey(key),
   };
 }
 

@@ -11,7 +11,7 @@ import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError } from './api-client';
 import { addAccount, chat, consoleYaml, PASSWORD, passwordHash } from './fixtures';
 
-const KEY_FIELDS = ['id', 'name', 'prefix', 'last4', 'status', 'created_at', 'expires_at', 'revoked_at', 'spend_limit', 'spent', 'models', 'rate_limits', 'budget', 'session_budget', 'allowed_networks', 'operator_limits'];
+const KEY_FIELDS = ['id', 'name', 'prefix', 'last4', 'status', 'created_at', 'expires_at', 'revoked_at', 'spend_limit', 'spent', 'models', 'rate_limits', 'budget', 'session_budget', 'allowed_networks', 'operator_limits', 'playground'];
 
 describe('management API: keys', function () {
   this.timeout(20_000);
@@ -54,6 +54,7 @@ describe('management API: keys', function () {
       spent: '0',
       models: null,
       rate_limits: null,
+      playground: false,
     });
     expect(key.id).to.match(/^key_/);
     expect(Date.parse(key.created_at)).to.be.closeTo(Date.now(), 5000);
@@ -99,6 +100,34 @@ describe('management API: keys', function () {
     const again = await kim.delete(`/api/keys/${id}`);
     expect(again.status).to.equal(200);
     expect(again.body.key.revoked_at).to.equal(revoked.body.key.revoked_at);
+  });
+
+  it("flags the playground's key (playground: true) in what it answers and in the list, and no other", async () => {
+    const made = await kim.post('/api/playground/key', {});
+    expect(made.status, made.text).to.equal(201);
+    expect(made.body.key).to.deep.include({ name: 'Playground', playground: true, status: 'active' });
+    // A key named Playground that lives past the hour is the owner's own: not flagged.
+    const own = await kim.createKey({ name: 'Playground', expires_at: '2099-12-31' });
+    expect(own.key.playground).to.equal(false);
+    const listed = (await kim.get('/api/keys')).body.keys as { id: string; playground: boolean }[];
+    expect(listed.filter((key) => key.playground).map((key) => key.id)).to.deep.equal([made.body.key.id]);
+
+    // The next playground key replaces the first; the owner's key of the same name stays.
+    const next = await kim.post('/api/playground/key', {});
+    const active = (await kim.get('/api/keys')).body.keys.filter((key: { status: string }) => key.status === 'active') as { id: string; playground: boolean }[];
+    expect(active.filter((key) => key.playground).map((key) => key.id)).to.deep.equal([next.body.key.id]);
+    expect(active.map((key) => key.id)).to.include(own.id);
+  });
+
+  it('refuses by hand a key that would pass for the playground\'s (named Playground, expiring within the hour)', async () => {
+    const before = await keyCount();
+    const soon = new Date(Date.now() + 30 * 60 * 1000).toISOString();
+    const answer = await kim.post('/api/keys', { name: 'Playground', expires_at: soon });
+    expectError(answer, 400, 'invalid_request', 'name');
+    expect(answer.body.error.message).to.include('playground');
+    expect(await keyCount()).to.equal(before);
+    // Any other name with the same expiry is fine.
+    expect((await kim.post('/api/keys', { name: 'quick test', expires_at: soon })).status).to.equal(201);
   });
 
   it('answers 404 for a key id that does not exist', async () => {

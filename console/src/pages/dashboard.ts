@@ -50,7 +50,8 @@ async function firstSteps(account: Promise<AccountSummary>, signal: AbortSignal)
   ]);
   const steps: Step[] = [
     { done: !isZero(summary.balance) && !summary.balance.startsWith('-'), text: 'Top up your balance', href: '/console/topup', link: 'Top Up' },
-    { done: keys.keys.some((key) => key.status === 'active'), text: 'Create a key for your program', href: '/console/token', link: 'Add Token' },
+    // The Playground's own key is not a key for a program.
+    { done: keys.keys.some((key) => key.status === 'active' && !key.playground), text: 'Create a key for your program', href: '/console/token', link: 'Add Token' },
     { done: usage.usage.length > 0, text: 'Make a first call with it: Add Token shows the base URL and snippets for curl, the SDKs, Claude Code and Codex', href: '/console/token', link: 'Tokens' },
   ];
   if (steps.every((step) => step.done)) return null;

@@ -26,6 +26,8 @@ interface TokensView {
   budgets: HTMLElement;
   /** The models that can answer, fetched once per visit; null when it failed. */
   offered(): Promise<PricedModel[] | null>;
+  /** Whether the Playground's own key is listed too (it is left out unless asked for). */
+  showPlayground: boolean;
 }
 
 async function modelNames(view: TokensView): Promise<string[] | null> {
@@ -50,6 +52,7 @@ export const tokensPage: Page = {
       list: h('div'),
       budgets: budgetsSection(context.signal, false),
       offered: () => (offered ??= loadOfferedModels(context.signal)),
+      showPlayground: false,
     };
     const addButton = h('button', {
       type: 'button',
@@ -81,7 +84,25 @@ async function loadOfferedModels(signal: AbortSignal): Promise<PricedModel[] | n
 function refreshList(view: TokensView): Promise<boolean> {
   return loadInto(view.list,
     () => apiGet<{ keys: ApiKey[] }>('/api/keys', { signal: view.context.signal }),
-    (data) => keyTable(view, data.keys));
+    (data) => {
+      // The Playground makes its own short-lived key: not one of the account's tokens, so not listed
+      // unless asked for.
+      const playground = data.keys.filter((key) => key.playground);
+      const listed = view.showPlayground ? data.keys : data.keys.filter((key) => !key.playground);
+      return [playground.length === 0 ? null : playgroundToggle(view, playground.length), keyTable(view, listed)];
+    });
+}
+
+function playgroundToggle(view: TokensView, hidden: number): HTMLElement {
+  const box = h('input', { type: 'checkbox', id: 'show-playground-keys', 'data-testid': 'show-playground-keys' });
+  box.checked = view.showPlayground;
+  box.addEventListener('change', () => {
+    view.showPlayground = box.checked;
+    void refreshList(view);
+  });
+  return h('p', { class: 'hint' },
+    box, ' ', h('label', { for: 'show-playground-keys' }, `Show the Playground's own key${hidden === 1 ? '' : 's'} (${hidden})`),
+    ' — made by the Playground for its turns; each visit replaces the last, and it expires within the hour.');
 }
 
 function keyLabel(key: ApiKey): string {

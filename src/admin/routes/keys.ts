@@ -2,6 +2,7 @@
 import type Router from '@koa/router';
 import { issueApiKey } from '../../auth/issue-key';
 import { isValidKeyName } from '../../auth/key-name';
+import { isPlaygroundKey, passesForPlaygroundKey, PLAYGROUND_KEY_NAME, PLAYGROUND_KEY_TTL_MS } from '../../auth/playground-key';
 import type { ApiKeyRecord } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
@@ -20,9 +21,6 @@ function startOfUtcDay(at: Date): Date {
 function startOfUtcMonth(at: Date): Date {
   return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
 }
-
-const PLAYGROUND_KEY_NAME = 'Playground';
-const PLAYGROUND_KEY_TTL_MS = 60 * 60 * 1000;
 
 /** Active keys an account may hold; far more than a person uses, few enough to list on one page. */
 const MAX_ACTIVE_KEYS = 200;
@@ -55,6 +53,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const name = optionalString(body, 'name', 'A name', 60);
     if (name !== null && !isValidKeyName(name)) throw invalid('name', 'A name cannot hold control characters (line breaks, escape sequences, direction overrides).');
     const expiresAt = optionalFutureDate(body, 'expires_at', 'The expiry');
+    if (passesForPlaygroundKey(name, expiresAt, new Date())) throw invalid('name', `A key named ${PLAYGROUND_KEY_NAME} that expires within the hour is the playground's; choose another name or a later expiry.`);
     const spendLimit = optionalAmount(body, 'spend_limit', 'The spend limit') ?? null;
     const models = optionalModelList(body, 'models', knownModels()) ?? null;
     const rateLimits = optionalRateLimits(body, 'rate_limits') ?? null;
@@ -74,8 +73,8 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const { account } = callerOf(ctx);
     const listed = (await deps.store.listKeys({ accountId: account.id })).filter((key) => key.revokedAt === null && (key.expiresAt === null || key.expiresAt.getTime() > Date.now()));
     // One playground key per account: each visit's replaces the last visit's, so they do not pile up
-    // in Tokens and Usage. A playground key is one this route made: its name, and a life of the TTL.
-    const earlier = listed.filter((key) => key.name === PLAYGROUND_KEY_NAME && key.expiresAt !== null && key.expiresAt.getTime() - key.createdAt.getTime() <= PLAYGROUND_KEY_TTL_MS);
+    // in Tokens and Usage.
+    const earlier = listed.filter(isPlaygroundKey);
     for (const key of earlier) {
       if (await deps.store.revokeKey(key.id)) await audit(deps, ctx, keyRevoked(key, new Date()));
     }
