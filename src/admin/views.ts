@@ -82,7 +82,7 @@ export function keyView(key: ApiKeyRecord, now = Date.now()) {
     session_budget: key.sessionBudget === null ? null : formatUnits(key.sessionBudget),
     allowed_networks: key.allowedNetworks,
     operator_limits: operatorLimitsView(key.operatorLimits),
-    // The console playground's own key (src/auth/playground-key): the Tokens page leaves it out.
+    // The console playground's own key (src/auth/playground-key.ts): the Tokens page leaves it out.
     playground: isPlaygroundKey(key),
   };
 }
