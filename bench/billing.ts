@@ -45,7 +45,7 @@ function charge(requestId: string, who: { accountId: string; keyId: string }): C
 /** Median and p99 of hold + settle (+ queueing the ledger write) per request, in µs. */
 async function reserveAndSettle(book: BalanceBook, store: Store): Promise<string> {
   const who = await account(store);
-  const writer = new LedgerWriter(store, { intervalMs: 10, maxRecords: 500, onWritten: (charges) => book.written?.(charges) }, pino({ level: 'silent' }));
+  const writer = new LedgerWriter(store, { intervalMs: 10, maxRecords: 500, onWritten: (charges) => book.written(charges) }, pino({ level: 'silent' }));
   const samples: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const requestId = `req_${i}_${randomBytes(4).toString('hex')}`;

@@ -54,7 +54,7 @@ function charge(requestId: string, who: Who): ChargeRecord {
 async function holdAndSettle(book: BalanceBook, store: Store, count: number): Promise<string> {
   const who = await account(store);
   const budgets = budgetsFor(who, count);
-  const writer = new LedgerWriter(store, { intervalMs: 10, maxRecords: 500, onWritten: (charges) => book.written?.(charges) }, pino({ level: 'silent' }));
+  const writer = new LedgerWriter(store, { intervalMs: 10, maxRecords: 500, onWritten: (charges) => book.written(charges) }, pino({ level: 'silent' }));
   const samples: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const requestId = `req_${i}_${randomBytes(4).toString('hex')}`;

@@ -142,9 +142,10 @@ function outboxRefusal(config: BillingPluginConfig, outbox: Outbox): GatewayErro
  * its own copy (Redis) are compared with the ledger. Null when there is nothing to compare or it is off.
  */
 function startDriftCheck(book: BalanceBook, kit: PluginKit, intervalMs: number): NodeJS.Timeout | null {
-  if (book.drift === undefined || intervalMs === 0) return null;
+  const live = book.liveCopy;
+  if (live === null || intervalMs === 0) return null;
   const check = async (): Promise<void> => {
-    const drifts = await book.drift!(await kit.store.ledgerTotals());
+    const drifts = await live.drift(await kit.store.ledgerTotals());
     kit.metrics.ledger.recordDrift(new Map(drifts.map((drift) => [drift.accountId, drift.live - drift.ledger])));
     if (drifts.length > 0) {
       kit.logger.error({ accounts: drifts.map((drift) => drift.accountId) }, 'ledger: live balances differ from the ledger; tollgate ledger verify names them, tollgate ledger heal rebuilds them');
@@ -267,19 +268,20 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
     const replySizes = await openReplySizes(kit.config, kit.logger);
     const outbox = config.outbox_max_bytes > 0 && kit.store.durable !== false ? acquireOutbox(outboxFolder(config.outbox_path), { syncMs: OUTBOX_SYNC_MS, logger: kit.logger }) : null;
     if (outbox !== null) warnIfReadableByOthers(kit.logger, [outbox.dir]);
+    const live = book.liveCopy;
     const writer = new LedgerWriter(
       kit.store,
       {
         intervalMs: config.flush_interval_ms,
         maxRecords: config.flush_max_records,
-        onWritten: book.writeLedger === undefined ? (charges) => book.written?.(charges) : undefined,
-        writeThrough: book.writeLedger?.bind(book),
+        onWritten: live === null ? (charges) => book.written(charges) : undefined,
+        writeThrough: live?.writeLedger.bind(live),
         // No longer queued: a book that counts queued charges stops counting it (the ledger has not got it).
-        onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written?.([charge])),
+        onSetAside: (charge) => (kit.metrics.ledger.recordSetAside(), book.written([charge])),
         outbox: outbox ?? undefined,
-        instance: book.instance ?? null,
+        instance: live?.instance ?? null,
         onAdopt: (charges) => {
-          book.adopt?.(charges).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: counting replayed charges in the live balances failed; the drift check shows what it left'));
+          book.adopt(charges).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: counting replayed charges in the live balances failed; the drift check shows what it left'));
         },
         onReplayed: (written, alreadyRecorded) => kit.metrics.ledger.recordReplayed(written, alreadyRecorded),
       },
@@ -293,10 +295,10 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
     if (outbox !== null) {
       kit.metrics.ledger.watchOutbox(() => outbox.undrainedBytes);
       // Kept in Redis past this process: a check or a seed made while it is stopped counts its charges as on their way.
-      book.registerOutbox?.(`${hostname()}:${outbox.dir}`).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: registering the outbox in Redis failed'));
+      live?.registerOutbox(`${hostname()}:${outbox.dir}`).catch((error: unknown) => kit.logger.warn({ err: error }, 'billing: registering the outbox in Redis failed'));
     }
     kit.metrics.ledger.watchBacklog(() => writer.backlog());
-    book.countUnwritten?.((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
+    book.countUnwritten((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
     /** Paid requests admitted (held) and not yet settled: their charges will join the writer's queue. */
     let admitted = 0;
     /** Set when billing closes: no new hold, and the close waits for the admitted ones to settle. */
@@ -485,9 +487,8 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
       },
       // Billing fails closed: without its balance book no request can be served, so readiness asks it.
       ready: () => book.ping(),
-      // Only a book with its own copy of the balances (Redis, which has an instance id) holds without the
-      // store; the store's own tables and the in-process book read it.
-      coversStoreOutage: () => outbox !== null && book.instance !== undefined && outboxRefusal(config, outbox) === null,
+      // Only a book with its own copy of the balances (Redis) holds without the store; the store's own tables and the in-process book read it.
+      coversStoreOutage: () => outbox !== null && live !== null && outboxRefusal(config, outbox) === null,
       async close() {
         clearInterval(sweeper);
         if (driftCheck !== null) clearInterval(driftCheck);
@@ -498,7 +499,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
         await Promise.all(settling);
         await alerts.close();
         await writer.close();
-        if (outbox !== null && outbox.undrainedBytes === 0) await book.registerOutbox?.(null).catch(() => undefined);
+        if (outbox !== null && outbox.undrainedBytes === 0) await live?.registerOutbox(null).catch(() => undefined);
         await book.close();
         if (outbox !== null) await releaseOutbox(outbox);
         await replySizes.close?.();

@@ -62,6 +62,8 @@ function add(map: Map<string, bigint>, id: string, amount: bigint): void {
 }
 
 export class LocalBook implements BalanceBook {
+  /** The live figures are this process's, rebuilt at each start: nothing to check against the ledger. */
+  readonly liveCopy = null;
   private readonly holds = new Map<string, Hold>();
   private readonly heldByAccount = new Map<string, bigint>();
   private readonly heldByKey = new Map<string, bigint>();
@@ -126,6 +128,9 @@ export class LocalBook implements BalanceBook {
   budgetSpent(check: BudgetCheck): Promise<bigint> {
     return this.periodSpend(check);
   }
+
+  /** Not needed: this book keeps its own record of the queued charges (`settle`, `adopt`, `written`). */
+  countUnwritten(): void {}
 
   /** The ledger writer wrote these charges: the store's balance now includes them. */
   written(charges: readonly ChargeRecord[]): void {

@@ -28,7 +28,8 @@ import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis } from '../shared-state/redis';
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
-import { BookUnavailableError, type AccountDrift, type AdoptedCharge, type BalanceBook, type BudgetDrift, type StoppedOutbox } from './book';
+import { BookUnavailableError, type AdoptedCharge, type BalanceBook } from './book';
+import type { AccountDrift, BudgetDrift, LiveCopy, StoppedOutbox } from './live-copy';
 import { chargedInPeriod, PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 import { EPOCH_CHECK_MS, EPOCH_MOVED, InstanceFigures, RedisEpoch } from './redis-epoch';
@@ -75,7 +76,9 @@ export async function openRedisBook(config: RedisConfig, store: Store, options: 
   return book;
 }
 
-export class RedisBook implements BalanceBook {
+export class RedisBook implements BalanceBook, LiveCopy {
+  /** This book is its own live copy: the drift checks, heal and outbox bookkeeping are on Redis's figures. */
+  readonly liveCopy: LiveCopy = this;
   private readonly run: RunScript;
   private readonly expiries: string;
   private unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint;

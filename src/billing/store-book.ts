@@ -11,6 +11,8 @@ import { chargedInPeriod } from './budget-period';
 const SWEEP_BATCH = 500;
 
 export class StoreBook implements BalanceBook {
+  /** The live figures are the store's rows: nothing to check against the ledger or rebuild. */
+  readonly liveCopy = null;
   private unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint = () => 0n;
 
   constructor(private readonly store: Store) {}
@@ -31,6 +33,12 @@ export class StoreBook implements BalanceBook {
   countUnwritten(unwritten: (counts: (charge: ChargeRecord) => boolean) => bigint): void {
     this.unwritten = unwritten;
   }
+
+  /** Nothing to count: a charge reaches the balance when `recordCharges` writes it, not before. */
+  written(): void {}
+
+  /** Nothing to count: a replayed charge is in the balance once the ledger writer writes it. */
+  async adopt(): Promise<void> {}
 
   credit(input: NewCredit): Promise<CreditRecord> {
     return this.store.credit(input);

@@ -3,7 +3,8 @@
  * ledger write updates the account row in the same transaction, so any difference is a bug or a hand
  * edit, and worth a non-zero exit for a cron job to catch.
  */
-import type { BalanceBook, BudgetDrift } from '../billing/book';
+import type { BalanceBook } from '../billing/book';
+import type { BudgetDrift, LiveCopy } from '../billing/live-copy';
 import { formatUnits } from '../billing/money';
 import { scanOutboxes } from '../outbox/scan';
 import type { LedgerTotals, Store } from '../store/store';
@@ -52,7 +53,7 @@ export async function reportOutboxes(outboxPath: string, book: BalanceBook, out:
     const who = holding.owner !== null && pidAlive(holding.owner) ? `gateway pid ${holding.owner} is draining them` : 'written when a gateway starts with this folder';
     out(`OUTBOX ${holding.dir}: ${holding.charges} charges (${formatUnits(holding.amount)}) not in the ledger yet; ${who}`);
   }
-  for (const pending of (await book.stoppedOutboxes?.()) ?? []) {
+  for (const pending of (await book.liveCopy?.stoppedOutboxes()) ?? []) {
     out(`OUTBOX instance ${pending.instance} (${pending.where}), stopped: ${formatUnits(pending.amount)} on ${pending.accounts} accounts not in the ledger yet; written when it starts again (not counted as drift)`);
   }
 }
@@ -73,15 +74,16 @@ function pidAlive(pid: number): boolean {
  * without its own copy of the balances (the store's own, or an instance's memory) has nothing to check.
  */
 export async function verifyLiveBalances(store: Store, book: BalanceBook, out: (line: string) => void): Promise<number> {
-  if (book.drift === undefined) return 0;
-  const drifts = await book.drift(await store.ledgerTotals());
+  const live = book.liveCopy;
+  if (live === null) return 0;
+  const drifts = await live.drift(await store.ledgerTotals());
   for (const drift of drifts) {
     out(
       `DRIFT  ${drift.accountName} (${drift.accountId}): live balance (with unwritten charges) ${formatUnits(drift.live)} but the ledger says ${formatUnits(drift.ledger)} (off by ${formatUnits(drift.live - drift.ledger)}); run tollgate ledger heal`,
     );
   }
   out(drifts.length === 0 ? 'live balances OK' : `live balances DRIFT: ${drifts.length} accounts differ from the ledger`);
-  return drifts.length + (await verifyLiveBudgets(book, out));
+  return drifts.length + (await verifyLiveBudgets(live, out));
 }
 
 function budgetLine(drift: BudgetDrift): string {
@@ -92,9 +94,8 @@ function budgetLine(drift: BudgetDrift): string {
  * The live period spends (Redis) against the ledger: each budget's spend less what live instances have
  * not written yet must be the ledger's charges in its period. Prints DRIFT per budget; returns how many.
  */
-async function verifyLiveBudgets(book: BalanceBook, out: (line: string) => void): Promise<number> {
-  if (book.budgetDrift === undefined) return 0;
-  const drifts = await book.budgetDrift();
+async function verifyLiveBudgets(live: LiveCopy, out: (line: string) => void): Promise<number> {
+  const drifts = await live.budgetDrift();
   for (const drift of drifts) {
     out(
       `DRIFT  budget of ${budgetLine(drift)}: live period spend (less unwritten charges) ${formatUnits(drift.live)} but the ledger says ${formatUnits(drift.ledger)} (off by ${formatUnits(drift.live - drift.ledger)}); run tollgate ledger heal`,
@@ -110,19 +111,20 @@ async function verifyLiveBudgets(book: BalanceBook, out: (line: string) => void)
  * stopped. True when nothing drifts any more.
  */
 export async function healLiveBalances(store: Store, book: BalanceBook, out: (line: string) => void): Promise<boolean> {
-  if (book.drift === undefined || book.rebuild === undefined) {
+  const live = book.liveCopy;
+  if (live === null) {
     out('nothing to heal: this configuration keeps no live balances apart from the ledger');
     return true;
   }
-  const drifts = await book.drift(await store.ledgerTotals());
-  await book.rebuild(drifts.map((drift) => drift.accountId));
+  const drifts = await live.drift(await store.ledgerTotals());
+  await live.rebuild(drifts.map((drift) => drift.accountId));
   for (const drift of drifts) out(`HEALED ${drift.accountName} (${drift.accountId}): live balance rebuilt from the ledger (${formatUnits(drift.ledger)})`);
   out(`healed ${drifts.length} accounts`);
-  const budgets = (await book.budgetDrift?.()) ?? [];
-  await book.rebuildBudgets?.(budgets);
+  const budgets = await live.budgetDrift();
+  await live.rebuildBudgets(budgets);
   for (const drift of budgets) out(`HEALED budget of ${budgetLine(drift)}: live period spend rebuilt from the ledger (${formatUnits(drift.ledger)})`);
   if (budgets.length > 0) out(`healed ${budgets.length} budgets`);
-  const left = await book.drift(await store.ledgerTotals());
-  const budgetsLeft = (await book.budgetDrift?.()) ?? [];
+  const left = await live.drift(await store.ledgerTotals());
+  const budgetsLeft = await live.budgetDrift();
   return left.length === 0 && budgetsLeft.length === 0;
 }

@@ -65,7 +65,7 @@ for (const [name, open] of Object.entries(bookSetups('budgets'))) {
     async function settle(book: BalanceBook, record: ChargeRecord, budgets: readonly BudgetCheck[]): Promise<void> {
       await book.settle(record, budgets);
       await setup.store.recordCharges([record]);
-      book.written?.([record]);
+      book.written([record]);
     }
 
     function holdAll(requests: number, who: (i: number) => Who, budgets: (who: Who) => BudgetCheck[]) {

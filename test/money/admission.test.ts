@@ -150,7 +150,7 @@ for (const [name, open] of Object.entries(bookSetups('admission'))) {
     async function settle(book: BalanceBook, record: ChargeRecord, budgets: readonly BudgetCheck[]): Promise<void> {
       await book.settle(record, budgets);
       await setup.store.recordCharges([record]);
-      book.written?.([record]);
+      book.written([record]);
     }
 
     for (const c of CASES) {

@@ -342,9 +342,9 @@ export class BookSession {
     const book = this.instances[0].book;
     const totals = (await this.store.ledgerTotals()).filter((total) => this.accounts.some((account) => account.id === total.accountId));
     const found: string[] = [];
-    for (const drift of (await book.drift?.(totals)) ?? []) found.push(`account ${drift.accountName}: live ${drift.live}, ledger ${drift.ledger}`);
+    for (const drift of (await book.liveCopy?.drift(totals)) ?? []) found.push(`account ${drift.accountName}: live ${drift.live}, ledger ${drift.ledger}`);
     const ours = new Set([...this.accounts.map((account) => account.id), ...this.keys.map((key) => key.id)]);
-    for (const drift of (await book.budgetDrift?.()) ?? []) if (ours.has(drift.id)) found.push(`${drift.scope} budget ${drift.id}: live ${drift.live}, ledger ${drift.ledger}`);
+    for (const drift of (await book.liveCopy?.budgetDrift()) ?? []) if (ours.has(drift.id)) found.push(`${drift.scope} budget ${drift.id}: live ${drift.live}, ledger ${drift.ledger}`);
     return found;
   }
 
@@ -363,20 +363,21 @@ export class BookSession {
 
   private async startInstance(): Promise<Instance> {
     const book = await this.rig.book(this.store);
+    const live = book.liveCopy;
     const gate = new WriterGate();
     const writer = new LedgerWriter(
       gate.store(this.store),
       {
         intervalMs: 3_600_000,
         maxRecords: 100_000,
-        onWritten: book.writeLedger === undefined ? (charges) => book.written?.(charges) : undefined,
-        writeThrough: book.writeLedger?.bind(book),
-        onSetAside: (charge) => book.written?.([charge]),
-        instance: book.instance ?? null,
+        onWritten: live === null ? (charges) => book.written(charges) : undefined,
+        writeThrough: live?.writeLedger.bind(live),
+        onSetAside: (charge) => book.written([charge]),
+        instance: live?.instance ?? null,
       },
       silent,
     );
-    book.countUnwritten?.((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
+    book.countUnwritten((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
     const payments = new Payments({
       store: this.store,
       funds: { applyStored: (accountId, write, moved) => book.applyStored(accountId, write, moved) },
