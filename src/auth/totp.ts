@@ -4,8 +4,16 @@
  * carries the URI to the phone, through `qrcode`; and one-time recovery codes.
  */
 import { randomBytes } from 'node:crypto';
-import { Secret, TOTP } from 'otpauth';
-import QRCode from 'qrcode';
+import type * as OtpAuth from 'otpauth';
+import type * as QrCode from 'qrcode';
+import { onFirstUse } from '../on-first-use';
+
+/**
+ * Loaded by the first enrolment or sign-in with a second factor: a gateway serving requests never
+ * needs them, and together (qrcode brings pngjs) they are about 60 modules resident for nothing.
+ */
+const otpauth = onFirstUse(() => require('otpauth') as typeof OtpAuth);
+const qrcode = onFirstUse(() => require('qrcode') as typeof QrCode);
 
 const PERIOD_SECONDS = 30;
 const DIGITS = 6;
@@ -15,11 +23,12 @@ const RECOVERY_CODE_COUNT = 10;
 
 /** A new shared secret (160 bits, RFC 4226's recommendation), base32. */
 export function newTotpSecret(): string {
-  return new Secret({ size: 20 }).base32;
+  return new (otpauth().Secret)({ size: 20 }).base32;
 }
 
 /** The `otpauth://totp/…` URI an authenticator app enrols from. */
 export function totpUri(secret: string, accountName: string, issuer: string): string {
+  const { Secret, TOTP } = otpauth();
   return new TOTP({ issuer, label: accountName, secret: Secret.fromBase32(secret), period: PERIOD_SECONDS, digits: DIGITS, algorithm: 'SHA1' }).toString();
 }
 
@@ -29,6 +38,7 @@ export function totpUri(secret: string, accountName: string, issuer: string): st
  */
 export function totpStep(secret: string, code: string, now: number): number | null {
   if (!/^\d{6}$/.test(code)) return null;
+  const { Secret, TOTP } = otpauth();
   const delta = TOTP.validate({ token: code, secret: Secret.fromBase32(secret), period: PERIOD_SECONDS, digits: DIGITS, timestamp: now, window: WINDOW_STEPS });
   if (delta === null) return null;
   return TOTP.counter({ period: PERIOD_SECONDS, timestamp: now }) + delta;
@@ -36,7 +46,7 @@ export function totpStep(secret: string, code: string, now: number): number | nu
 
 /** The QR code of `text` as its modules, row by row ('1' dark): the console draws it without any HTML string. */
 export function qrModules(text: string): { size: number; modules: string } {
-  const { modules } = QRCode.create(text, { errorCorrectionLevel: 'M' });
+  const { modules } = qrcode().create(text, { errorCorrectionLevel: 'M' });
   let bits = '';
   for (let i = 0; i < modules.data.length; i += 1) bits += modules.data[i] === 0 ? '0' : '1';
   return { size: modules.size, modules: bits };

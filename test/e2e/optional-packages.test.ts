@@ -17,10 +17,11 @@ import { exitCode, serveChild, type ServedChild } from '../helpers/serve-child';
 const PRELOAD = path.join(__dirname, '..', 'helpers', 'loaded-packages-preload.js');
 
 /**
- * The packages a configuration may only load when it uses them. `@opentelemetry/api` is not one:
+ * The packages a configuration may only load when it uses them (the second factor's otpauth and
+ * qrcode, WebSocket mode's ws, at their first use). `@opentelemetry/api` is not one:
  * prom-client's default metrics load it (for exemplars), and it is small.
  */
-const OPTIONAL = /^(ioredis|pg|gpt-tokenizer|stripe|@opentelemetry\/(?!api$).+|@smithy\/.+|@aws-sdk\/.+)$/;
+const OPTIONAL = /^(ioredis|pg|gpt-tokenizer|stripe|qrcode|pngjs|otpauth|ws|@opentelemetry\/(?!api$).+|@smithy\/.+|@aws-sdk\/.+)$/;
 
 /** Serves `dir` with the preload, runs `use` against it, stops it with SIGTERM and returns what it loaded. */
 async function packagesLoaded(dir: string, use: (served: ServedChild) => Promise<void>): Promise<string[]> {

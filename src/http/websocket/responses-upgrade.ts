@@ -8,7 +8,8 @@
 import { ServerResponse, type IncomingMessage, type RequestListener } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer } from 'ws';
+import type * as Ws from 'ws';
+import type { WebSocketServer } from 'ws';
 import type { GatewayContext, GatewayState } from '../../kernel/context';
 import { GatewayError } from '../../kernel/errors';
 import type { RuntimeRef } from '../../kernel/runtime';
@@ -18,6 +19,10 @@ import { EndpointContext } from '../endpoint-context';
 import { runModelRequest, type ModelRequestDeps } from '../model-request';
 import type { OpenSockets } from './open-sockets';
 import { SocketSession } from './socket-session';
+import { onFirstUse } from '../../on-first-use';
+
+/** Loaded by the first WebSocket upgrade: a gateway whose clients only POST never holds it. */
+const ws = onFirstUse(() => require('ws') as typeof Ws);
 
 export interface UpgradeDeps {
   readonly runtime: RuntimeRef;
@@ -66,7 +71,7 @@ export function responsesUpgrade(deps: UpgradeDeps, endpoint: Endpoint) {
     if (servers?.limit !== limit) {
       // Frames up to the limit are read and run; up to twice it, read and refused with an error frame;
       // beyond, closed (1009) without being held whole.
-      servers = { limit, wss: new WebSocketServer({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: limit * 2 }) };
+      servers = { limit, wss: new (ws().WebSocketServer)({ noServer: true, clientTracking: false, perMessageDeflate: false, maxPayload: limit * 2 }) };
     }
     return servers.wss;
   }
