@@ -8,7 +8,8 @@
 import type { BalanceBook } from '../billing/book';
 import { hashRedemptionCode } from '../billing/redemption';
 import type { RuntimeRef } from '../kernel/runtime';
-import type { AccountBalance, CreditRecord, NewCredit, RedeemResult, Store } from '../store/store';
+import type { AccountBalance, CreditRecord, LedgerStore, NewCredit } from '../store/ledger-store';
+import type { PaymentsStore, RedeemResult } from '../store/payments-store';
 
 export interface Funds {
   balance(accountId: string): Promise<AccountBalance>;
@@ -23,7 +24,7 @@ function bookOf(runtime: RuntimeRef): BalanceBook | null {
 }
 
 /** Funds through whichever book serves requests at the moment of each call (a reload may swap it). */
-export function liveFunds(runtime: RuntimeRef, store: Store): Funds {
+export function liveFunds(runtime: RuntimeRef, store: LedgerStore & PaymentsStore): Funds {
   return {
     balance: (accountId) => (bookOf(runtime) ?? store).balance(accountId),
     credit: (input) => (bookOf(runtime) ?? store).credit(input),

@@ -7,7 +7,7 @@
  */
 import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { AlertRecord, Store } from '../store/store';
+import type { AlertRecord, AuditStore } from '../store/audit-store';
 
 export interface WebhookSettings {
   readonly url: string;
@@ -41,7 +41,7 @@ export class AlertWebhook {
 
   constructor(
     private readonly settings: WebhookSettings,
-    private readonly store: Store,
+    private readonly store: AuditStore,
     private readonly logger: Logger,
   ) {}
 

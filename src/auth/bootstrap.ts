@@ -4,7 +4,7 @@
  * starts); without it a password is generated and shown once.
  */
 import { generatePassword, hashPassword, MIN_PASSWORD_LENGTH, verifyPassword } from './passwords';
-import type { Account, Store } from '../store/store';
+import type { AccessStore, Account } from '../store/access-store';
 import { issueApiKey } from './issue-key';
 
 /** The account and key names a first run creates. */
@@ -30,7 +30,7 @@ export function checkAdminPassword(password: string): void {
  * When the store has no accounts, creates the `admin` account (role admin, console password
  * `password` or a generated one) with one key named `first-run`; otherwise returns null.
  */
-export async function ensureFirstAdmin(store: Store, options: { password?: string } = {}): Promise<FirstAdmin | null> {
+export async function ensureFirstAdmin(store: AccessStore, options: { password?: string } = {}): Promise<FirstAdmin | null> {
   if ((await store.countAccounts()) > 0) return null;
 
   const generatedPassword = options.password === undefined ? generatePassword() : null;
@@ -54,7 +54,7 @@ export async function ensureFirstAdmin(store: Store, options: { password?: strin
  * when the store has none by that name. Returns what it did; the hash is only rewritten when the
  * password changed, so restarts with the same variable leave the store alone.
  */
-export async function applyAdminPassword(store: Store, password: string): Promise<'created' | 'changed' | 'unchanged'> {
+export async function applyAdminPassword(store: AccessStore, password: string): Promise<'created' | 'changed' | 'unchanged'> {
   checkAdminPassword(password);
   const found = await store.findLogin(FIRST_ADMIN_NAME);
   if (found === null) {

@@ -2,7 +2,7 @@
  * Issuing and judging keys against the store: the one place a new key is generated and saved (CLI,
  * first run, console later), and the one rule for whether a stored key still works.
  */
-import type { ApiKeyRecord, Budget, KeyRateLimits, OperatorLimits, Store } from '../store/store';
+import type { AccessStore, ApiKeyRecord, Budget, KeyRateLimits, OperatorLimits } from '../store/access-store';
 import { generateApiKey } from './keys';
 
 export interface IssuedKey {
@@ -13,7 +13,7 @@ export interface IssuedKey {
 
 /** Generates a key for an account and stores its hash and display parts. */
 export async function issueApiKey(
-  store: Store,
+  store: AccessStore,
   input: {
     accountId: string;
     name: string | null;

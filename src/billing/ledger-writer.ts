@@ -17,7 +17,7 @@
  */
 import type { Logger } from 'pino';
 import { isRefusedRecord } from '../store/set-aside';
-import type { ChargeRecord, Store } from '../store/store';
+import type { ChargeRecord, LedgerStore } from '../store/ledger-store';
 import type { AdoptedCharge } from './book';
 import type { Outbox, OutboxEntry, ReplayedRecord } from '../outbox/outbox';
 
@@ -87,7 +87,7 @@ export class LedgerWriter {
   private readonly drainer = (records: readonly ReplayedRecord[]): void => this.adopt(records);
 
   constructor(
-    private readonly store: Store,
+    private readonly store: LedgerStore,
     private readonly options: LedgerWriterOptions,
     private readonly logger: Logger,
   ) {

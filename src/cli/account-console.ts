@@ -4,7 +4,7 @@
  */
 import { generatePassword, hashPassword, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords';
 import { DEFAULT_TOKEN_DAYS, hashSecret, newManagementToken } from '../admin/secrets';
-import type { Account, SessionRecord, Store } from '../store/store';
+import type { AccessStore, Account, SessionRecord } from '../store/access-store';
 import { requireAccount } from './lookup';
 import { UsageError } from './args';
 
@@ -27,7 +27,7 @@ export async function passwordHashFor(given: string | undefined, out: (line: str
 
 /** Sets the password and ends every console session and management token of the account. */
 export async function setPasswordCommand(
-  store: Store,
+  store: AccessStore,
   input: { name: string; password?: string },
   out: (line: string) => void,
 ): Promise<{ account: Account; ended: number }> {
@@ -43,7 +43,7 @@ export async function setPasswordCommand(
  * account's second factor and recovery codes and ends its sessions and tokens. They sign in with the
  * password and, where `console.require_2fa` says so, enrol again.
  */
-export async function resetSecondFactorCommand(store: Store, name: string, out: (line: string) => void): Promise<{ account: Account; removed: boolean; ended: number }> {
+export async function resetSecondFactorCommand(store: AccessStore, name: string, out: (line: string) => void): Promise<{ account: Account; removed: boolean; ended: number }> {
   const account = await requireAccount(store, name);
   const removed = await store.removeSecondFactor(account.id);
   const ended = await store.endSessions(account.id);
@@ -52,7 +52,7 @@ export async function resetSecondFactorCommand(store: Store, name: string, out: 
 }
 
 export async function createTokenCommand(
-  store: Store,
+  store: AccessStore,
   input: { name: string; label: string | null; days?: string },
   out: (line: string) => void,
 ): Promise<{ token: string; record: SessionRecord }> {

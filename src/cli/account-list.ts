@@ -1,12 +1,12 @@
 /** `tollgate account list|disable|enable`: the operator's view of every account, and switching one off. */
 import { formatUnits } from '../billing/money';
-import type { Account, AccountSummary, Store } from '../store/store';
+import type { AccessStore, Account, AccountSummary } from '../store/access-store';
 import { printJson } from './json';
 import { requireAccount } from './lookup';
 import { formatTable, formatTime } from './table';
 
 /** `account list [--json]`: every account with its role, state and stored balance. */
-export async function listAccountsCommand(store: Store, out: (line: string) => void, json = false): Promise<AccountSummary[]> {
+export async function listAccountsCommand(store: AccessStore, out: (line: string) => void, json = false): Promise<AccountSummary[]> {
   const accounts = await store.listAccounts();
   if (json) {
     printJson(accounts, out);
@@ -37,7 +37,7 @@ export async function listAccountsCommand(store: Store, out: (line: string) => v
  * ledger stay as they are. Returns the account as it was and how many sessions and tokens ended.
  */
 export async function setAccountDisabledCommand(
-  store: Store,
+  store: AccessStore,
   name: string,
   disabled: boolean,
   out: (line: string) => void,

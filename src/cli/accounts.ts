@@ -1,5 +1,5 @@
 /** `tollgate account …`: account commands, written against `Store` so tests call them without a process. */
-import type { Account, Store } from '../store/store';
+import type { AccessStore, Account } from '../store/access-store';
 import { passwordHashFor } from './account-console';
 
 /**
@@ -20,7 +20,7 @@ function checkAccountName(name: string): void {
  * one given, else a generated one printed once) and prints a line describing it.
  */
 export async function createAccountCommand(
-  store: Store,
+  store: AccessStore,
   input: { name: string; admin: boolean; email?: string; password?: string },
   out: (line: string) => void,
 ): Promise<Account> {

@@ -5,14 +5,14 @@
  */
 import type { AuditChange } from '../audit/states';
 import { AUDIT_ACTIONS, type AuditAction, type AuditRecord } from '../store/audit';
-import type { Store } from '../store/store';
+import type { AuditStore } from '../store/audit-store';
 import { toCsv } from '../admin/csv';
 import { AUDIT_FIELDS, auditCsvRow } from '../admin/views';
 import { UsageError } from './args';
 import { cliActor, type CliIo } from './context';
 import { formatTable, formatTime } from './table';
 
-export async function auditFromCli(store: Store, io: CliIo, change: AuditChange): Promise<void> {
+export async function auditFromCli(store: AuditStore, io: CliIo, change: AuditChange): Promise<void> {
   await store.appendAudit({ ...change, actor: cliActor(io), surface: 'cli', requestId: null });
 }
 
@@ -54,7 +54,7 @@ function change(entry: AuditRecord): string {
 }
 
 /** `audit list`: newest first, as a table or (with --csv) the console's CSV. */
-export async function listAuditCommand(store: Store, input: AuditListInput, out: (line: string) => void): Promise<AuditRecord[]> {
+export async function listAuditCommand(store: AuditStore, input: AuditListInput, out: (line: string) => void): Promise<AuditRecord[]> {
   const entries = await store.listAudit({
     actor: input.actor,
     target: input.target,

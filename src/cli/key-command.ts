@@ -6,14 +6,14 @@ import { EXIT_OK, withStore } from './context';
 import { rateLimitFlags } from './key-limits';
 import { createKeyCommand, listKeysCommand, revokeKeyCommand, setKeyLimitsCommand } from './keys';
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../audit/states';
-import type { ApiKeyRecord, Store } from '../store/store';
+import type { AccessStore, ApiKeyRecord } from '../store/access-store';
 import { auditFromCli } from './audit';
 import { formatBudget, formatSessionBudget, parseBudgetFlags, parseSessionBudgetFlags } from './budget';
 import { changedOperatorLimits, operatorChange } from '../auth/key-limits';
 import { requireKey } from './lookup';
 
 /** The key as stored now; null when there is none (the command itself then says so). */
-async function keyById(store: Store, id: string): Promise<ApiKeyRecord | null> {
+async function keyById(store: AccessStore, id: string): Promise<ApiKeyRecord | null> {
   return (await store.listKeys()).find((key) => key.id === id) ?? null;
 }
 

@@ -6,7 +6,7 @@
 import { issueApiKey, keyStatus } from '../auth/issue-key';
 import { isValidKeyName, printableKeyName } from '../auth/key-name';
 import { formatUnits } from '../billing/money';
-import type { ApiKeyRecord, KeyRateLimits, OperatorLimits, Store } from '../store/store';
+import type { AccessStore, ApiKeyRecord, KeyRateLimits, OperatorLimits } from '../store/access-store';
 import { UsageError } from './args';
 import { printJson } from './json';
 import {
@@ -48,7 +48,7 @@ function operatorLimitsOf(limits: {
  * the plaintext key and its record.
  */
 export async function createKeyCommand(
-  store: Store,
+  store: AccessStore,
   input: {
     account: string;
     name?: string | null;
@@ -84,7 +84,7 @@ export async function createKeyCommand(
  * `Store` has no lookup of accounts by id.
  */
 export async function listKeysCommand(
-  store: Store,
+  store: AccessStore,
   filter: { account?: string },
   out: (line: string) => void,
   now: Date = new Date(),
@@ -120,7 +120,7 @@ export async function listKeysCommand(
  * afterwards.
  */
 export async function setKeyLimitsCommand(
-  store: Store,
+  store: AccessStore,
   input: { id: string; spendLimit?: string; models?: string; rateLimits?: RateLimitFlags; allowedNetworks?: string },
   out: (line: string) => void,
 ): Promise<ApiKeyRecord> {
@@ -146,7 +146,7 @@ export async function setKeyLimitsCommand(
 }
 
 /** `key revoke ID`: revokes the key and prints `revoked <id>`; an unknown id is an error. */
-export async function revokeKeyCommand(store: Store, id: string, out: (line: string) => void): Promise<void> {
+export async function revokeKeyCommand(store: AccessStore, id: string, out: (line: string) => void): Promise<void> {
   if (!(await store.revokeKey(id))) throw new Error(`no key with id "${id}"`);
   out(`revoked ${id}`);
 }

@@ -7,7 +7,7 @@ import type { BalanceBook } from '../billing/book';
 import type { BudgetDrift, LiveCopy } from '../billing/live-copy';
 import { formatUnits } from '../billing/money';
 import { scanOutboxes } from '../outbox/scan';
-import type { LedgerTotals, Store } from '../store/store';
+import type { LedgerStore, LedgerTotals } from '../store/ledger-store';
 
 /** What is wrong with one account's totals; empty when nothing is. */
 function driftOf(totals: LedgerTotals): string[] {
@@ -27,7 +27,7 @@ function driftOf(totals: LedgerTotals): string[] {
 }
 
 /** Prints OK or DRIFT per account and a summary; returns how many accounts drifted. */
-export async function verifyLedgerCommand(store: Store, out: (line: string) => void): Promise<{ accounts: number; drifted: number }> {
+export async function verifyLedgerCommand(store: LedgerStore, out: (line: string) => void): Promise<{ accounts: number; drifted: number }> {
   const all = await store.ledgerTotals();
   let drifted = 0;
   for (const totals of all) {
@@ -73,7 +73,7 @@ function pidAlive(pid: number): boolean {
  * edit or a lost Redis write shows here. Prints DRIFT per account; returns how many drift. A book
  * without its own copy of the balances (the store's own, or an instance's memory) has nothing to check.
  */
-export async function verifyLiveBalances(store: Store, book: BalanceBook, out: (line: string) => void): Promise<number> {
+export async function verifyLiveBalances(store: LedgerStore, book: BalanceBook, out: (line: string) => void): Promise<number> {
   const live = book.liveCopy;
   if (live === null) return 0;
   const drifts = await live.drift(await store.ledgerTotals());
@@ -110,7 +110,7 @@ async function verifyLiveBudgets(live: LiveCopy, out: (line: string) => void): P
  * open on those accounts are forgotten by the live book, so run it when the gateway is quiet or
  * stopped. True when nothing drifts any more.
  */
-export async function healLiveBalances(store: Store, book: BalanceBook, out: (line: string) => void): Promise<boolean> {
+export async function healLiveBalances(store: LedgerStore, book: BalanceBook, out: (line: string) => void): Promise<boolean> {
   const live = book.liveCopy;
   if (live === null) {
     out('nothing to heal: this configuration keeps no live balances apart from the ledger');

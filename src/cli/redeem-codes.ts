@@ -4,7 +4,7 @@
  */
 import { formatUnits } from '../billing/money';
 import { generateRedemptionCode, hashRedemptionCode } from '../billing/redemption';
-import type { RedemptionCodeRecord, Store } from '../store/store';
+import type { PaymentsStore, RedemptionCodeRecord } from '../store/payments-store';
 import { parsePositiveAmount } from './amount';
 import { UsageError } from './args';
 import { printJson } from './json';
@@ -29,7 +29,7 @@ function parseWholeNumber(text: string, flag: string, min: number, max: number):
  * records, in the same order.
  */
 export async function createRedemptionCodesCommand(
-  store: Store,
+  store: PaymentsStore,
   input: { amount: string; count: string; expiresDays?: string; actor: string },
   out: (line: string) => void,
   now: Date = new Date(),
@@ -64,7 +64,7 @@ function codeStatus(code: RedemptionCodeRecord, now: number): string {
 
 /** `redeem-codes list`: the newest codes (at most `limit`), never their text, which is not stored. */
 export async function listRedemptionCodesCommand(
-  store: Store,
+  store: PaymentsStore,
   out: (line: string) => void,
   now: Date = new Date(),
   limit = 100,

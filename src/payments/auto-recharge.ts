@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Funds } from '../admin/funds';
 import type { SettledCharges } from '../billing/settled';
 import type { PaymentProfile } from '../store/payments';
-import type { Store } from '../store/store';
+import type { PaymentsStore } from '../store/payments-store';
 import type { Payments } from './payments';
 
 /** How often the watched accounts are read again: settings another instance changed show up by then. */
@@ -24,7 +24,7 @@ export class AutoRecharge {
 
   constructor(
     private readonly payments: Payments,
-    private readonly store: Store,
+    private readonly store: PaymentsStore,
     private readonly funds: Pick<Funds, 'balance'>,
     private readonly logger: Logger,
   ) {}

@@ -12,7 +12,9 @@ import type { StripeConfig } from '../config/types';
 import type { PaymentMetrics, RechargeOutcome } from '../metrics/payment-metrics';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
 import type { EventClaim, PaymentOrder, PaymentProfile, SettledOrder } from '../store/payments';
-import type { Account, Store } from '../store/store';
+import type { Account } from '../store/access-store';
+import type { AuditStore } from '../store/audit-store';
+import type { PaymentsStore } from '../store/payments-store';
 import { creditForMinor, formatMinor } from './amounts';
 import { openStripe, type CheckoutSession, type PaymentIntent, type StripeClient, type StripeEvent } from './stripe-client';
 
@@ -79,7 +81,7 @@ interface Handled {
 }
 
 export interface PaymentsDeps {
-  readonly store: Store;
+  readonly store: PaymentsStore & AuditStore;
   /** Where a payment's credit or debit reaches the live balances (the gateway's funds, or the CLI's book). */
   readonly funds: Pick<Funds, 'applyStored'>;
   readonly logger: Logger;

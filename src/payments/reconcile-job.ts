@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { StripeConfig } from '../config/types';
-import type { Store } from '../store/store';
+import type { PaymentsStore } from '../store/payments-store';
 import type { Payments } from './payments';
 
 const LEASE = 'payments-reconcile';
@@ -18,7 +18,7 @@ export interface ReconcileJob {
   stop(): void;
 }
 
-export function startReconcileJob(payments: Payments, store: Store, config: () => StripeConfig | undefined, logger: Logger): ReconcileJob {
+export function startReconcileJob(payments: Payments, store: PaymentsStore, config: () => StripeConfig | undefined, logger: Logger): ReconcileJob {
   const holder = randomUUID();
   let timer: NodeJS.Timeout | null = null;
   let stopped = false;

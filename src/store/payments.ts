@@ -171,7 +171,7 @@ export type RechargeRefusal = 'in_flight' | 'monthly_cap';
 /** What claiming a Stripe event found: this caller handles it; it was handled before; another handler holds it now. */
 export type EventClaim = 'claimed' | 'handled' | 'in_flight';
 
-export interface PaymentStore {
+export interface CardPaymentStore {
   createOrder(input: NewOrder): Promise<PaymentOrder>;
   /**
    * A checkout order, made only while the account has fewer than `maxPending` checkouts pending:

@@ -26,7 +26,7 @@ import {
   type PaymentDebit,
   type PaymentOrder,
   type PaymentProfile,
-  type PaymentStore,
+  type CardPaymentStore,
   type ProfileChanges,
   type RechargeRefusal,
   type SettledOrder,
@@ -167,7 +167,7 @@ async function upsertProfile(client: PoolClient, accountId: string, changes: Pro
   return toProfile(rows[0]);
 }
 
-export class PostgresPayments implements PaymentStore {
+export class PostgresPayments implements CardPaymentStore {
   constructor(private readonly pool: Pool) {}
 
   createOrder(input: NewOrder): Promise<PaymentOrder> {

@@ -4,7 +4,7 @@
  * statement (statement_timeout_ms on the server, a little more on the client for a dead network), so
  * a slow or unreachable database turns into an error the caller can answer with 503, never a hang.
  */
-import type { PaymentStore } from './payments';
+import type { CardPaymentStore } from './payments';
 import { PostgresPayments } from './postgres-payments';
 import type { RefusalStore } from './refusals';
 import { PostgresRefusals } from './postgres-refusals';
@@ -107,7 +107,7 @@ export class PostgresStore implements Store {
   private readonly pool: Pool;
   private readonly ledger: PostgresLedger;
   /** Card payments (postgres-payments.ts). */
-  readonly payments: PaymentStore;
+  readonly payments: CardPaymentStore;
   /** Refused requests (postgres-refusals.ts). */
   readonly refusals: RefusalStore;
   /** Relayed response ids (postgres-relayed-responses.ts). */

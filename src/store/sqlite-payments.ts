@@ -24,7 +24,7 @@ import {
   type PaymentDebit,
   type PaymentOrder,
   type PaymentProfile,
-  type PaymentStore,
+  type CardPaymentStore,
   type ProfileChanges,
   type RechargeRefusal,
   type SettledOrder,
@@ -139,7 +139,7 @@ function toProfile(row: ProfileRow): PaymentProfile {
   };
 }
 
-export class SqlitePayments implements PaymentStore {
+export class SqlitePayments implements CardPaymentStore {
   constructor(
     private readonly db: SqliteDatabase,
     /** Told when a balance moved, so a book keeping balances in memory reads them again. */

@@ -5,7 +5,7 @@
  * the async methods of `Store` simply return settled promises, and every query here is an indexed
  * lookup that takes microseconds.
  */
-import type { PaymentStore } from './payments';
+import type { CardPaymentStore } from './payments';
 import { SqlitePayments } from './sqlite-payments';
 import type { RefusalStore } from './refusals';
 import { SqliteRefusals } from './sqlite-refusals';
@@ -173,14 +173,14 @@ const RETRIED_METHODS = [
 const PAYMENT_METHODS = [
   'createOrder', 'createCheckoutOrder', 'createRechargeOrder', 'findOrder', 'listOrders', 'updateOrder', 'creditOrder', 'refundOrder', 'disputeOrder',
   'disputeWon', 'claimEvent', 'finishEvent', 'releaseEvent', 'seenEvent', 'debitAccount', 'movementTotals', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
-] as const satisfies readonly (keyof PaymentStore)[];
+] as const satisfies readonly (keyof CardPaymentStore)[];
 
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 
 export class SqliteStore implements Store {
   readonly shared = false;
   readonly durable: boolean;
-  readonly payments: PaymentStore;
+  readonly payments: CardPaymentStore;
   readonly refusals: RefusalStore;
   readonly relayedResponses: RelayedResponseStore;
   private readonly db: SqliteDatabase;
@@ -234,7 +234,7 @@ export class SqliteStore implements Store {
     this.selectOne = this.db.prepare<[], number>('SELECT 1').pluck();
     retryWhileBusy<SqliteStore>(this, RETRIED_METHODS);
     this.payments = new SqlitePayments(this.db, () => (this.localFundsRevision += 1));
-    retryWhileBusy<PaymentStore>(this.payments, PAYMENT_METHODS);
+    retryWhileBusy<CardPaymentStore>(this.payments, PAYMENT_METHODS);
     this.refusals = new SqliteRefusals(this.db);
     retryWhileBusy<RefusalStore>(this.refusals, ['record', 'list', 'summary']);
     this.relayedResponses = new SqliteRelayedResponses(this.db);
