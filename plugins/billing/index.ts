@@ -23,7 +23,7 @@ import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
 import { chargedLevel, FREE_RATES, rateTable, tierRates, type ModelRates } from '../../src/billing/service-levels';
 import { billedTokens } from '../../src/billing/settlement';
 import { withTranslatedSearches } from '../../src/billing/translated-searches';
-import { imageCharge } from '../../src/billing/image-billing';
+import { imageCharge, unreportedToolImages } from '../../src/billing/image-billing';
 import type { BillingPluginConfig, GatewayConfig } from '../../src/config/types';
 import type { ExchangeOutcome, GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import type { AuthState } from '../auth';
@@ -187,6 +187,8 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
   let imageKey: string | null = null;
   if (bill.reach.image !== undefined) {
     ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body, bill.hold));
+  } else {
+    ({ tokens, source } = unreportedToolImages({ tokens, source }));
   }
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);

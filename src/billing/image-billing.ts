@@ -9,7 +9,8 @@
  * - A token-priced model whose reply reported no usage is charged each image at the largest table
  *   entry the request reaches (what was held for it), and the charge says `estimated`.
  * - Each partial image a stream delivers is billed by OpenAI as `PARTIAL_IMAGE_OUTPUT_TOKENS` image
- *   output tokens; a finished image's usage already counts its own partials.
+ *   output tokens; a finished image's usage already counts its own partials. The same holds for the
+ *   Responses `image_generation` tool: a stream cut before its usage is charged its partial images.
  * - A streamed generation the upstream ran (an image event came) but did not finish (fewer images
  *   completed than asked: the client left, or the upstream ended or broke) is charged at least what its
  *   hold estimated, the partial images delivered on top of what completed, and the charge says `partial`.
@@ -28,9 +29,27 @@ const ANY: ImageAsk = { size: null, quality: null };
 /** The image output tokens OpenAI bills for each partial image it streams (its image generation guide). */
 const PARTIAL_IMAGE_OUTPUT_TOKENS = 100;
 
+/** The image output tokens OpenAI bills for `count` partial images: the one place the figure is applied. */
+export function partialImagesOutput(count: number): number {
+  return count * PARTIAL_IMAGE_OUTPUT_TOKENS;
+}
+
 /** The image output tokens of the partial images an ask streams before each image. */
 export function partialImageTokens(ask: ImageAsk | undefined): number {
-  return (ask?.partials ?? 0) * PARTIAL_IMAGE_OUTPUT_TOKENS;
+  return partialImagesOutput(ask?.partials ?? 0);
+}
+
+/**
+ * A Responses stream whose `image_generation` tool streamed partial images and whose usage never came
+ * (the client left, or the upstream ended or broke off before `response.completed`): each partial image
+ * delivered is charged as OpenAI bills it, on top of the text counted, and the charge says `partial`.
+ * Usage that came already counts its partial images: then, and without partial images, `billed` as it is.
+ */
+export function unreportedToolImages(billed: BilledTokens): BilledTokens {
+  const { tokens } = billed;
+  const partials = tokens.partialImages ?? 0;
+  if (partials === 0 || billed.source === 'upstream') return billed;
+  return { source: 'partial', tokens: { ...tokens, imageOutputTokens: tokens.imageOutputTokens + partialImagesOutput(partials) } };
 }
 
 /** The keys of `table` an ask reaches, in their listed order. */
@@ -148,7 +167,7 @@ function unfinishedCharge(billed: BilledTokens, price: NanoPrice, ask: ImageAsk 
   const { tokens } = billed;
   const images = tokens.images ?? 0;
   const unaccounted = Math.max(0, (tokens.partialImages ?? 0) - images * (ask?.partials ?? 0));
-  const delivered = tokens.imageOutputTokens + unaccounted * PARTIAL_IMAGE_OUTPUT_TOKENS;
+  const delivered = tokens.imageOutputTokens + partialImagesOutput(unaccounted);
   const perImage = pricedPerImage(price);
   return {
     imageKey: perImage ? heldImageKey(price, ask) : null,

@@ -34,23 +34,28 @@ export async function billedTokens(
   endpoint?: string,
 ): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
-  const { usage, end } = outcome;
+  const { end } = outcome;
+  // Counts the upstream never reported (a Responses stream's partial images) are no usage: the
+  // tokens are counted here, and the partial images kept for billing to charge.
+  const usage = outcome.usage?.unreported === true ? null : outcome.usage;
+  const partialImages = usage === null ? outcome.usage?.partialImages : undefined;
   const inputEstimate = async (): Promise<number> => (await countTokensAsync(requestText(body))) + (endpoint === 'chat' ? chatFramingTokens(body) : 0);
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens()), source: 'estimated' };
+    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens(), partialImages), source: 'estimated' };
   }
   const output = await outcome.outputTokens();
-  if (usage === null && output === 0) return NOTHING;
-  const input = usage === null ? estimated(await inputEstimate(), 0) : counts(usage);
+  if (usage === null && output === 0 && partialImages === undefined) return NOTHING;
+  const input = usage === null ? estimated(await inputEstimate(), 0, partialImages) : counts(usage);
   // Cut before any content: the upstream's early output count (Anthropic's message_start says 1) is a
   // placeholder, not output the client got, so only the input is billed.
   return { tokens: { ...input, outputTokens: output === 0 ? 0 : Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 
-function estimated(input: number, output: number): UsageCounts {
-  return { ...NO_TOKENS, inputTokens: input, outputTokens: output, toolCalls: {} };
+function estimated(input: number, output: number, partialImages: number | undefined): UsageCounts {
+  const tokens: UsageCounts = { ...NO_TOKENS, inputTokens: input, outputTokens: output, toolCalls: {} };
+  return partialImages === undefined ? tokens : { ...tokens, partialImages };
 }
 
 /** The counts alone, without the usage's source: field by field, cheaper than a rest pattern per charge. */

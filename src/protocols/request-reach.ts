@@ -22,6 +22,8 @@ export interface RequestReach {
   readonly toolCalls: Readonly<Record<string, number | null>>;
   /** An Images request's size and quality (null: not named, or `auto`); null on every other endpoint. */
   readonly image?: ImageAsk;
+  /** Partial images each call of the Responses `image_generation` tool streams (`stream: true`); absent: none. */
+  readonly toolImagePartials?: number;
 }
 
 /** What an Images request asks of each image: the parts of a `size/quality` price or token-table key. */
@@ -103,14 +105,16 @@ function responsesReach(body: Json, fileInput: boolean): RequestReach {
   const toolCalls: Record<string, number | null> = {};
   const cap = limit(body.max_tool_calls);
   let toolInput = false;
+  let toolImagePartials = 0;
   for (const tool of arrayOf(body.tools)) {
     const name = RESPONSES_HOSTED_TOOLS[String(tool.type)];
     if (name === undefined) continue;
     toolCalls[name] = cap;
     toolInput = true;
+    if (name === 'image_generation' && body.stream === true) toolImagePartials = Math.max(toolImagePartials, partialsOf(tool.partial_images));
   }
   const conversation = typeof body.conversation === 'string' ? body.conversation : isObject(body.conversation) ? body.conversation.id : undefined;
-  return {
+  const reach: RequestReach = {
     outputLimit: firstLimit(body, ['max_output_tokens']),
     choices: 1,
     responseIds: typeof body.previous_response_id === 'string' ? [body.previous_response_id] : [],
@@ -118,6 +122,7 @@ function responsesReach(body: Json, fileInput: boolean): RequestReach {
     unsizedInput: fileInput || toolInput || isObject(body.prompt),
     toolCalls,
   };
+  return toolImagePartials === 0 ? reach : { ...reach, toolImagePartials };
 }
 
 function messagesReach(body: Json, fileInput: boolean): RequestReach {

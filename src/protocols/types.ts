@@ -118,8 +118,17 @@ export interface UsageCounts extends TokenCounts {
   readonly servedTier?: string;
   /** Images the reply delivered (Images API `data`, or `image_generation.completed` events); absent elsewhere. */
   readonly images?: number;
-  /** Partial images a streamed Images reply delivered (`image_generation.partial_image` events); absent elsewhere. */
+  /**
+   * Partial images a stream delivered: an Images reply's `image_generation.partial_image` events, or a
+   * Responses stream's `response.image_generation_call.partial_image` events before its usage came;
+   * absent elsewhere.
+   */
   readonly partialImages?: number;
+  /**
+   * True when no usage was reported: a Responses stream whose terminal event has not come, of which
+   * only what it showed (its partial images) is known. Billing then counts the tokens itself.
+   */
+  readonly unreported?: true;
 }
 
 export interface Usage extends UsageCounts {

@@ -10,7 +10,7 @@ import { readLargeAsync } from '../billing/tokenizer';
 import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { mentionsUsage } from './large-json';
 import { chatUsageFromChunk } from './openai-chat/usage';
-import { responseIdFromEvent, responsesUsageFromEvent } from './openai-responses/usage';
+import { responseIdFromEvent, responsesPartialImage, responsesUsageFromEvent } from './openai-responses/usage';
 import { imagesUsageFromEvent } from './openai-images/usage';
 import { OutputTokenCount } from './output-count';
 import { SseParser } from './sse';
@@ -108,7 +108,9 @@ class StreamUsageTap implements UsageTap {
   }
 
   result(): Usage | null {
-    return this.unreadable || this.counts === null ? null : { ...this.counts, source: 'upstream' };
+    if (this.unreadable || this.counts === null) return null;
+    // Counts the upstream never reported (partial images seen) are partial whatever the end.
+    return { ...this.counts, source: this.counts.unreported === true ? 'partial' : 'upstream' };
   }
 
   replyId(): string | null {
@@ -128,7 +130,11 @@ export function usageTapFor(endpoint: EndpointId, maxEventBytes?: number): Usage
     case 'chat':
       return new StreamUsageTap(endpoint, (_event, data, sofar) => chatUsageFromChunk(data) ?? (mentionsUsage(data) ? null : sofar), maxEventBytes);
     case 'responses':
-      return new StreamUsageTap(endpoint, (event, data, sofar) => responsesUsageFromEvent(event, data) ?? (mentionsUsage(data) ? null : sofar), maxEventBytes);
+      return new StreamUsageTap(
+        endpoint,
+        (event, data, sofar) => responsesUsageFromEvent(event, data) ?? responsesPartialImage(event, data, sofar) ?? (mentionsUsage(data) ? null : sofar),
+        maxEventBytes,
+      );
     case 'messages':
       return new StreamUsageTap(endpoint, messagesUsageFromEvent, maxEventBytes);
     case 'images':

@@ -76,6 +76,17 @@ describe('usage taps', () => {
     });
   });
 
+  it('counts the image_generation partial images of a Responses stream as unreported until its usage comes, which replaces them', () => {
+    const partial = (index: number, named: boolean) =>
+      `${named ? 'event: response.image_generation_call.partial_image\n' : ''}data: {"type":"response.image_generation_call.partial_image","item_id":"ig_1","partial_image_index":${index},"partial_image_b64":"iVBORw0KGgo="}\n\n`;
+    const cut = 'event: response.created\ndata: {"type":"response.created","response":{"usage":null}}\n\n' + partial(0, true) + partial(1, false);
+    expect(tapped('responses', cut)).to.deep.include({ partialImages: 2, unreported: true, inputTokens: 0, imageOutputTokens: 0, source: 'partial' });
+    const completed = cut + 'event: response.completed\ndata: {"type":"response.completed","response":{"usage":{"input_tokens":5,"output_tokens":1},"tool_usage":{"image_gen":{"input_tokens":3,"output_tokens":1784}}}}\n\n';
+    const usage = tapped('responses', completed);
+    expect(usage).to.deep.include({ imageOutputTokens: 1784, source: 'upstream' });
+    expect(usage).to.not.have.any.keys('partialImages', 'unreported');
+  });
+
   it('reads usage from plain bodies of each protocol', () => {
     expect(replyUsage('chat', JSON.parse('{"usage":{"prompt_tokens":5,"completion_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
     expect(replyUsage('messages', JSON.parse('{"usage":{"input_tokens":5,"output_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
