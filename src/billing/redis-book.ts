@@ -24,9 +24,8 @@
  *   run it with `maxmemory-policy noeviction`).
  */
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
-import { closeRedis, connectRedis } from '../shared-state/redis';
+import { closeRedis, connectRedis, hashTag, scanEveryPrimary, type RedisClient } from '../shared-state/redis';
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
 import { BookUnavailableError, type AdoptedCharge, type BalanceBook } from './book';
 import type { AccountDrift, BudgetDrift, LiveCopy, StoppedOutbox } from './live-copy';
@@ -60,6 +59,9 @@ const UNDRAINED_TTL_MS = 24 * 60 * 60 * 1000;
 const BUDGET_KEPT_AFTER_MS = 2 * 24 * 60 * 60 * 1000;
 /** A session's hash is kept this long after its last hold; a session idle longer is seeded again from the ledger. */
 const SESSION_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** A hold that found the state copied (a Cluster's promoted replica) looks at the epoch and tries again this often at most. */
+const HOLD_EPOCH_ATTEMPTS = 3;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
@@ -97,12 +99,17 @@ export class RedisBook implements BalanceBook, LiveCopy {
   /** The connection whose server the epoch was last looked at on: only there may scripts run unchecked. */
   private checkedConnection = -1;
 
+  /** Every key's prefix: the configured one, and on a Cluster the book's hash tag after it. */
+  private readonly prefix: string;
+
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly store: Store,
-    private readonly prefix: string,
+    keyPrefix: string,
     private readonly options: RedisBookOptions = {},
   ) {
+    this.prefix = bookKeyPrefix(redis, keyPrefix);
+    const prefix = this.prefix;
     this.run = defineBookScripts(redis);
     this.unwritten = () => 0n;
     this.instance = randomUUID();
@@ -176,12 +183,19 @@ export class RedisBook implements BalanceBook, LiveCopy {
       keys.push(this.sessionKey(budget.scope, budget.id, budget.sessionId));
       args.push(String(budget.amount));
     }
-    args.push(String(SESSION_KEPT_MS));
-    for (let attempt = 1; ; attempt++) {
+    // On a Cluster the hold itself asks whether the epoch stands on the server it runs on: a replica
+    // promoted there is reached through a redirection, with no new connection to look at first.
+    args.push(String(SESSION_KEPT_MS), this.redis.isCluster ? this.epochKey() : '');
+    for (let attempt = 1, epochLooks = 0; ; attempt++) {
       const reply = replyList(await this.script('hold', keys, args));
       switch (reply[0]) {
         case 'ok':
           return { ok: true };
+        case 'epoch':
+          if (++epochLooks > HOLD_EPOCH_ATTEMPTS) throw new BookUnavailableError('the Redis epoch kept moving under a hold');
+          await this.guard(() => this.epoch.look());
+          attempt -= 1;
+          break;
         case 'balance':
           return { ok: false, reason: 'balance', available: atLeastZero(big(reply[1]) - big(reply[2])) };
         case 'key_spend_limit':
@@ -516,15 +530,8 @@ export class RedisBook implements BalanceBook, LiveCopy {
     if (dropped.length > 0) await this.guard(() => this.redis.del(...dropped));
   }
 
-  private async scanKeys(pattern: string): Promise<string[]> {
-    const names: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.guard(() => this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
-      cursor = next;
-      names.push(...batch);
-    } while (cursor !== '0');
-    return names;
+  private scanKeys(pattern: string): Promise<string[]> {
+    return this.guard(() => scanEveryPrimary(this.redis, pattern));
   }
 
   /** The budget's period spend in Redis, seeded from the ledger when its hash is missing. */
@@ -772,6 +779,15 @@ export class RedisBook implements BalanceBook, LiveCopy {
   private fenceKey(accountId: string): string {
     return `${this.prefix}credit-fence:${accountId}`;
   }
+}
+
+/**
+ * The book's key prefix. On a Cluster every book key carries one hash tag, so they share a slot: the
+ * seed, the sweep and the epoch work across accounts inside one script, and a script may only touch
+ * one slot. A single Redis keeps the names it always had, so upgrading one changes nothing in it.
+ */
+function bookKeyPrefix(redis: RedisClient, keyPrefix: string): string {
+  return redis.isCluster ? `${keyPrefix}${hashTag(redis, 'book')}:` : keyPrefix;
 }
 
 function checkAmount(what: string, amount: bigint, min: bigint): void {

@@ -26,11 +26,12 @@
  *                             Redis's state since it was last found empty or copied; no seed runs
  *                             before it opens (`redis-epoch.ts`)
  *
- * The sweep and the seed derive key names inside the script (an account's and key's from a hold's
- * fields, each instance's undrained hash from `instances`): fine on a single Redis (or a primary with
- * replicas), not on Redis Cluster, where keys must be declared up front.
+ * The sweep, the seed and the epoch derive key names inside the script (an account's and key's from a
+ * hold's fields, each instance's undrained hash from `instances`, the live money by a scan). On Redis
+ * Cluster a script may touch one slot only, so there the prefix ends in the book's hash tag
+ * (`<prefix>{book}:`): every key above shares one slot, and a derived key is in the declared keys' slot.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared-state/redis';
 
 const HELPERS = `
 local function cmp(a, b)
@@ -79,14 +80,23 @@ end
  * KEYS: account, key, hold, hold-expiries, then one budget hash per budget, then one session hash per
  * session budget. ARGV: amount, account id, key id, expiry ms, request id, the count of budgets, then
  * per budget its scope ('account' or 'key') and its amount, then per session budget its amount, then
- * how long a session hash is kept (ms). Replies {'seed', account missing 0|1, key missing 0|1, budgets
- * and sessions missing ('0'/'1' each)}, {'ok'}, {'conflict'}, {'balance', balance, held},
+ * how long a session hash is kept (ms), then the epoch's key on a Cluster ('' elsewhere). Replies
+ * {'epoch'} on a Cluster when the epoch was made on another server (the state is a copy: look at the
+ * epoch first), {'seed', account missing 0|1, key missing 0|1, budgets and sessions missing ('0'/'1'
+ * each)}, {'ok'}, {'conflict'}, {'balance', balance, held},
  * {'key_spend_limit', limit, spent, held}, {'budget', budget number (1-based), spent, held} or
  * {'session_budget', session budget number (1-based), spent, held}. The order of the checks is the
  * admission rule's (src/money/admission.ts); the admission test runs this script on the rule's cases.
  */
 const HOLD = `
 local account, key, hold, expiries = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local epochKey = ARGV[#ARGV]
+if epochKey ~= '' then
+  -- INFO is not deterministic; replicate what this script writes, not the script.
+  if redis.replicate_commands then redis.replicate_commands() end
+  local madeOn = redis.call('HGET', epochKey, 'run_id')
+  if madeOn and madeOn ~= string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') then return {'epoch'} end
+end
 local amount = ARGV[1]
 local firstSession = 5 + tonumber(ARGV[6])
 local sessionArgs = 7 + tonumber(ARGV[6]) * 2
@@ -139,7 +149,7 @@ redis.call('HSET', hold, 'account', ARGV[2], 'key', ARGV[3], 'amount', amount)
 local sessions = {}
 for i = firstSession, #KEYS do
   redis.call('HINCRBY', KEYS[i], 'held', amount)
-  redis.call('PEXPIRE', KEYS[i], ARGV[#ARGV])
+  redis.call('PEXPIRE', KEYS[i], ARGV[#ARGV - 1])
   table.insert(sessions, KEYS[i])
 end
 if #sessions > 0 then redis.call('HSET', hold, 'sessions', table.concat(sessions, '\\n')) end
@@ -536,7 +546,7 @@ export type RunScript = (name: BookScript, keys: readonly string[], args: readon
  * Registers the scripts on a client; ioredis sends each by EVALSHA and falls back to EVAL when the
  * server does not know it yet (after a restart or a SCRIPT FLUSH).
  */
-export function defineBookScripts(redis: Redis): RunScript {
+export function defineBookScripts(redis: RedisClient): RunScript {
   for (const [name, script] of Object.entries(SCRIPTS)) {
     redis.defineCommand(commandName(name), script.numberOfKeys === null ? { lua: HELPERS + script.lua } : { numberOfKeys: script.numberOfKeys, lua: HELPERS + script.lua });
   }

@@ -5,10 +5,9 @@
  * instance; in Redis, with the provider's retention as expiry, where several instances share the work.
  * An id neither remembers is unknown, and the hold takes the model's whole context window instead.
  */
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { GatewayConfig } from '../config/types';
-import { closeRedis, connectRedis, redisConfigured } from '../shared-state/redis';
+import { closeRedis, connectRedis, redisConfigured, type RedisClient } from '../shared-state/redis';
 
 export interface ReplySizes {
   /** The remembered tokens of each id, summed; null when any id is unknown. */
@@ -46,7 +45,7 @@ class LocalReplySizes implements ReplySizes {
 
 class RedisReplySizes implements ReplySizes {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly onError: (error: unknown) => void,
   ) {}
@@ -54,7 +53,10 @@ class RedisReplySizes implements ReplySizes {
   async total(ids: readonly string[]): Promise<number | null> {
     if (ids.length === 0) return 0;
     // Redis unreachable: the reference is treated as unknown, which holds more, never less.
-    const values = await this.redis.mget(ids.map((id) => this.key(id))).catch((error: unknown) => (this.onError(error), null));
+    const keys = ids.map((id) => this.key(id));
+    // On a Cluster the ids' keys lie in many slots, which one MGET may not span.
+    const read = this.redis.isCluster ? Promise.all(keys.map((key) => this.redis.get(key))) : this.redis.mget(keys);
+    const values = await read.catch((error: unknown) => (this.onError(error), null));
     if (values === null || values.some((value) => value === null)) return null;
     return values.reduce((sum, value) => sum + Number(value), 0);
   }

@@ -42,30 +42,46 @@ export function crossCheck(
 /** What a Sentinel needs to find the primary; a single server's url says all of it. */
 const SENTINEL_ONLY = {
   name: 'redis.name is the master name the Sentinels monitor: it needs redis.sentinels',
-  password: 'redis.password is for the servers behind redis.sentinels; with redis.url the password goes in the url (redis://:password@host:port)',
   sentinel_password: 'redis.sentinel_password is the Sentinels\' own password: it needs redis.sentinels',
 } as const;
+const PASSWORD_WITH_URL = 'redis.password is for the servers behind redis.sentinels or redis.cluster; with redis.url the password goes in the url (redis://:password@host:port)';
 
-/** One Redis or one Sentinel deployment, never both; Sentinels need the master name they watch. */
+/** One Redis, one Sentinel deployment or one Cluster, never two; Sentinels need the master name they watch. */
 function checkRedis(redis: GatewayConfig['redis'] | undefined, locator: YamlLocator): ConfigIssue[] {
   if (redis === undefined) return [];
   const issues: ConfigIssue[] = [];
   const sentinels = redis.sentinels ?? [];
-  if (sentinels.length === 0) {
-    for (const [field, message] of Object.entries(SENTINEL_ONLY)) {
-      if (locator.has(['redis', field])) issues.push(locator.issue(['redis', field], message));
-    }
-    return issues;
+  const cluster = redis.cluster ?? [];
+  // Each at its own line, in the file's order of the fields.
+  const misplaced: Record<string, string | null> = {
+    name: sentinels.length === 0 ? SENTINEL_ONLY.name : null,
+    password: sentinels.length === 0 && cluster.length === 0 ? PASSWORD_WITH_URL : null,
+    sentinel_password: sentinels.length === 0 ? SENTINEL_ONLY.sentinel_password : null,
+  };
+  for (const [field, message] of Object.entries(misplaced)) {
+    if (message !== null && locator.has(['redis', field])) issues.push(locator.issue(['redis', field], message));
   }
+  if (cluster.length > 0) {
+    if (redis.url !== '') issues.push(locator.issue(['redis', 'cluster'], 'redis.url and redis.cluster are exclusive: give one server\'s url, or some nodes of the Cluster, not both'));
+    if (sentinels.length > 0) issues.push(locator.issue(['redis', 'cluster'], 'redis.sentinels and redis.cluster are exclusive: a Cluster fails over by itself, without Sentinels'));
+    // A brace in the prefix would become the hash tag that places every key, putting them all in one slot.
+    if (/[{}]/.test(redis.key_prefix)) issues.push(locator.issue(['redis', 'key_prefix'], 'with redis.cluster the key prefix may not hold { or }: Tollgate places its keys on the Cluster\'s slots with hash tags of its own'));
+    issues.push(...portIssues(cluster, ['redis', 'cluster'], locator));
+  }
+  if (sentinels.length === 0) return issues;
   if (redis.url !== '') {
     issues.push(locator.issue(['redis', 'sentinels'], 'redis.url and redis.sentinels are exclusive: give one server\'s url, or the Sentinels that know the primary, not both'));
   }
   if ((redis.name ?? '') === '') issues.push(locator.issue(['redis', 'sentinels'], 'redis.sentinels needs redis.name: the master name the Sentinels monitor'));
-  sentinels.forEach((sentinel, index) => {
-    const port = Number(sentinel.slice(sentinel.lastIndexOf(':') + 1));
-    if (port < 1 || port > 65535) issues.push(locator.issue(['redis', 'sentinels', index], `port ${port} of "${sentinel}" is outside 1..65535`));
-  });
+  issues.push(...portIssues(sentinels, ['redis', 'sentinels'], locator));
   return issues;
+}
+
+function portIssues(addresses: readonly string[], at: readonly string[], locator: YamlLocator): ConfigIssue[] {
+  return addresses.flatMap((address, index) => {
+    const port = Number(address.slice(address.lastIndexOf(':') + 1));
+    return port < 1 || port > 65535 ? [locator.issue([...at, index], `port ${port} of "${address}" is outside 1..65535`)] : [];
+  });
 }
 
 /** Card amounts must make sense together, and the rate must be exact in nano-units. */

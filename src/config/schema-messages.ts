@@ -21,7 +21,7 @@ const PATTERN_HINTS: Readonly<Record<string, PatternHint>> = {
   '^[^\\r\\n]*$': { what: 'header value', rule: 'must not contain a line break (CR or LF)' },
   '^(sqlite:|postgres(ql)?://)': { what: 'store url', rule: 'expected sqlite:<path> or postgres://user:password@host/db' },
   '^[0-9]{4}-[0-9]{2}-[0-9]{2}$': { what: 'version', rule: 'expected a date like 2023-06-01' },
-  '^([^\\s:\\[\\]]+|\\[[0-9A-Fa-f:.]+\\]):[0-9]{1,5}$': { what: 'Sentinel address', rule: 'expected host:port, such as 10.0.0.5:26379 or [::1]:26379' },
+  '^([^\\s:\\[\\]]+|\\[[0-9A-Fa-f:.]+\\]):[0-9]{1,5}$': { what: 'Sentinel or Cluster node address', rule: 'expected host:port, such as 10.0.0.5:26379 or [::1]:26379' },
 };
 
 // YAML words for JSON types: operators write mappings and lists, not objects and arrays.

@@ -161,8 +161,8 @@ export interface GatewayData {
   };
   /**
    * Optional shared state for many instances: balances and holds (and rate-limit counters) live in Redis
-   * behind atomic Lua scripts. One server (url) or a Sentinel deployment (sentinels and name); neither for a
-   * single instance.
+   * behind atomic Lua scripts. One server (url), a Sentinel deployment (sentinels and name) or a Redis
+   * Cluster (cluster); neither for a single instance.
    */
   readonly redis: {
     /** redis://[:password@]host:port[/db]; empty to keep this state in the store and in process. */
@@ -175,8 +175,8 @@ export interface GatewayData {
     /** With sentinels: the master name the Sentinels monitor (the name in their `sentinel monitor` line). */
     readonly name?: string;
     /**
-     * With sentinels: the password of the Redis servers (primary and replicas), as ${REDIS_PASSWORD}. With
-     * url, the password goes in the url.
+     * With sentinels: the password of the Redis servers (primary and replicas); with cluster: the password of
+     * its nodes; as ${REDIS_PASSWORD} either way. With url, the password goes in the url.
      */
     readonly password?: string;
     /**
@@ -184,6 +184,11 @@ export interface GatewayData {
      * ${REDIS_SENTINEL_PASSWORD}; empty or absent when they take none.
      */
     readonly sentinel_password?: string;
+    /**
+     * Redis Cluster instead of url: some of its nodes (host:port), any of which tells the client the rest;
+     * the client follows MOVED and ASK redirections, a resharding and a replica's promotion.
+     */
+    readonly cluster?: readonly string[];
     /** Prefix of every key Tollgate writes, so several gateways (or tests) can share one Redis. */
     readonly key_prefix: string;
     /**
@@ -815,8 +820,8 @@ export interface MetricsPluginConfig {
 /**
  * Limits requests per minute, tokens per minute and requests in flight, per key and per account; 429 past a
  * limit. Windows are fixed, one minute long, opened by a key's (or account's) first request. Counters live in
- * process, or in Redis when the gateway has one (redis.url or redis.sentinels) (exact across instances; local
- * limits while Redis is unreachable).
+ * process, or in Redis when the gateway has one (redis.url, redis.sentinels or redis.cluster) (exact across
+ * instances; local limits while Redis is unreachable).
  */
 export interface RateLimitPluginConfig {
   /**
@@ -916,7 +921,7 @@ export interface UpstreamPluginConfig {
    * Session affinity: within a priority level, requests of one conversation go to the route that last
    * answered it, so the provider's prompt cache keeps hitting. Failover still moves a session whose route
    * fails; the route that answers becomes its new one. Shared through Redis when the gateway has one
-   * (redis.url or redis.sentinels).
+   * (redis.url, redis.sentinels or redis.cluster).
    */
   readonly affinity: {
     /** Whether requests of one session keep to one route. */

@@ -9,7 +9,7 @@
  *   rl:conc:<subject>  zset  request ids in flight, scored by when their lease ends (server ms);
  *                            expires a lease after the last admission, so a dead instance's slots go too
  */
-import type { Redis } from 'ioredis';
+import { hashTag, type RedisClient } from '../shared-state/redis';
 import { WINDOW_MS, type Admission, type Decision, type Dimension, type LimitRequest, type Limiter, type SubjectUsage } from './limiter';
 
 /** Lua numbers print as `1.7e+12` through tostring; `%d` keeps integers whole. */
@@ -102,7 +102,7 @@ export class RedisLimiter implements Limiter {
   private readonly windowMs: number;
 
   constructor(
-    readonly redis: Redis,
+    readonly redis: RedisClient,
     private readonly options: RedisLimiterOptions,
   ) {
     this.windowMs = options.windowMs ?? WINDOW_MS;
@@ -146,6 +146,8 @@ export class RedisLimiter implements Limiter {
   }
 
   private keysOf(subject: string): [string, string] {
-    return [`${this.options.prefix}rl:win:${subject}`, `${this.options.prefix}rl:conc:${subject}`];
+    // One decision checks the key's and the account's counters in one script: on a Cluster they share a slot.
+    const tag = hashTag(this.redis, 'rl');
+    return [`${this.options.prefix}${tag}:win:${subject}`, `${this.options.prefix}${tag}:conc:${subject}`];
   }
 }

@@ -10,7 +10,7 @@
  * request waits on it. Sessions are stored as digests, never as the raw header or key.
  */
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared-state/redis';
 import type { Logger } from 'pino';
 import type { AffinityConfig } from '../config/types';
 import type { Target } from './resolve';
@@ -66,7 +66,7 @@ export class RedisAffinityStore implements AffinityStore {
   private warned = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
     private readonly ttlMs: number,
     private readonly local: AffinityStore,

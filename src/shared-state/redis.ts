@@ -5,8 +5,15 @@
  * caller sees a prompt error it can turn into a 503 or a fallback.
  */
 import type * as IORedis from 'ioredis';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisConfig } from '../config/types';
+
+/**
+ * A connection to Tollgate's Redis: one server's (directly or through Sentinels) or a Redis Cluster's.
+ * Both speak the same commands; on a Cluster every script and every multi-key command must keep its
+ * keys in one slot (`hashTag`), and a scan must visit every primary (`scanEveryPrimary`).
+ */
+export type RedisClient = Redis | Cluster;
 
 export interface RedisClientOptions {
   /** Shown in `CLIENT LIST`, to tell Tollgate's connections apart. */
@@ -17,9 +24,10 @@ export interface RedisClientOptions {
   readonly connectTimeoutMs?: number;
 }
 
-/** Where Tollgate's Redis is: one server by its URL, or the Sentinels that know a named master's primary. */
+/** Where Tollgate's Redis is: one server by its URL, the Sentinels that know a named master's primary, or a Cluster's nodes. */
 type RedisAddress =
   | { readonly kind: 'server'; readonly url: string }
+  | { readonly kind: 'cluster'; readonly nodes: readonly { readonly host: string; readonly port: number }[]; readonly password: string | undefined }
   | {
       readonly kind: 'sentinel';
       readonly sentinels: readonly { readonly host: string; readonly port: number }[];
@@ -33,13 +41,16 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 2000;
 const RECONNECT_STEP_MS = 100;
 const RECONNECT_CAP_MS = 2000;
 
-/** Whether the config names a Redis at all (a server's url or Sentinels); without one, state stays in process. */
+/** Whether the config names a Redis at all (a server's url, Sentinels or a Cluster); without one, state stays in process. */
 export function redisConfigured(config: RedisConfig): boolean {
   return redisAddress(config) !== null;
 }
 
 /** The config's Redis; the schema and `redisConfigIssues` have already checked the fields' shape and mix. */
 function redisAddress(config: RedisConfig): RedisAddress | null {
+  if (config.cluster !== undefined && config.cluster.length > 0) {
+    return { kind: 'cluster', nodes: config.cluster.map(hostAndPort), password: config.password === '' ? undefined : config.password };
+  }
   if (config.sentinels !== undefined && config.sentinels.length > 0) {
     return {
       kind: 'sentinel',
@@ -71,11 +82,11 @@ function hostAndPort(address: string): { host: string; port: number } {
  * Sentinel announces a new primary, and a server that answers READONLY (a primary demoted under a
  * live connection) is left for a fresh look too.
  */
-export async function connectRedis(config: RedisConfig, options: RedisClientOptions = {}): Promise<Redis> {
+export async function connectRedis(config: RedisConfig, options: RedisClientOptions = {}): Promise<RedisClient> {
   const address = redisAddress(config);
-  if (address === null) throw new Error('redis: neither redis.url nor redis.sentinels is set');
+  if (address === null) throw new Error('redis: none of redis.url, redis.sentinels and redis.cluster is set');
   // Loaded here, by the first connection: a gateway without Redis never spends ioredis's memory.
-  const { Redis: RedisClient } = require('ioredis') as typeof IORedis;
+  const { Redis: ServerClient, Cluster: ClusterClient } = require('ioredis') as typeof IORedis;
   const connectTimeout = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const common: IORedis.RedisOptions = {
     lazyConnect: true,
@@ -93,10 +104,28 @@ export async function connectRedis(config: RedisConfig, options: RedisClientOpti
     // true: reconnect without resending the command that met it (its caller is told it failed).
     reconnectOnError: (error) => error.message.startsWith('READONLY'),
   };
-  const redis =
-    address.kind === 'server'
-      ? new RedisClient(address.url, common)
-      : new RedisClient({
+  const redis: RedisClient =
+    address.kind === 'cluster'
+      ? new ClusterClient(
+          address.nodes.map((node) => ({ ...node })),
+          {
+            lazyConnect: true,
+            enableOfflineQueue: false,
+            // Each round that finds no node answering waits this long before the next.
+            clusterRetryStrategy: reconnectDelay,
+            // MOVED and ASK are followed this many times per command; a command met by CLUSTERDOWN or
+            // TRYAGAIN (a failover or a migration under way) is retried after this delay, within its timeout.
+            maxRedirections: 16,
+            retryDelayOnClusterDown: RECONNECT_STEP_MS,
+            retryDelayOnTryAgain: RECONNECT_STEP_MS,
+            retryDelayOnFailover: RECONNECT_STEP_MS,
+            slotsRefreshTimeout: connectTimeout,
+            redisOptions: nodeOptions(common, address.password),
+          },
+        )
+      : address.kind === 'server'
+      ? new ServerClient(address.url, common)
+      : new ServerClient({
           ...common,
           sentinels: address.sentinels.map((sentinel) => ({ ...sentinel })),
           name: address.name,
@@ -122,12 +151,46 @@ export async function connectRedis(config: RedisConfig, options: RedisClientOpti
   return redis;
 }
 
+/** A Cluster node's connection: the same bounds, less what the Cluster client sets for all its nodes. */
+function nodeOptions(common: IORedis.RedisOptions, password: string | undefined): IORedis.ClusterOptions['redisOptions'] {
+  const { lazyConnect: _lazy, retryStrategy: _retry, enableOfflineQueue: _queue, ...rest } = common;
+  return { ...rest, password };
+}
+
 function reconnectDelay(attempt: number): number {
   return Math.min(attempt * RECONNECT_STEP_MS, RECONNECT_CAP_MS) + Math.floor(Math.random() * RECONNECT_STEP_MS);
 }
 
+/**
+ * `name` as a hash tag on a Cluster (`{name}`), so every key built with it lands in one slot and one
+ * script or multi-key command may touch them all; as it is elsewhere, so a single Redis keeps the key
+ * names it always had.
+ */
+export function hashTag(redis: RedisClient, name: string): string {
+  return redis.isCluster ? `{${name}}` : name;
+}
+
+/** The servers a scan must visit: every primary of a Cluster (each holds only its slots' keys), or the one server. */
+function scanTargets(redis: RedisClient): Redis[] {
+  return redis.isCluster ? (redis as Cluster).nodes('master') : [redis as Redis];
+}
+
+/** Every key matching `pattern`, from every primary; a key moved by a resharding under way may be seen twice, so they are deduplicated. */
+export async function scanEveryPrimary(redis: RedisClient, pattern: string, count = 500): Promise<string[]> {
+  const names = new Set<string>();
+  for (const server of scanTargets(redis)) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await server.scan(cursor, 'MATCH', pattern, 'COUNT', count);
+      cursor = next;
+      for (const name of batch) names.add(name);
+    } while (cursor !== '0');
+  }
+  return [...names];
+}
+
 /** Closes politely when Redis answers, at once when it does not. */
-export async function closeRedis(redis: Redis): Promise<void> {
+export async function closeRedis(redis: RedisClient): Promise<void> {
   if (redis.status === 'end') return;
   try {
     await redis.quit();

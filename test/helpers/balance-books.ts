@@ -1,7 +1,7 @@
 /**
  * The balance books, each over a fresh store (and Redis prefix): the in-process one (SQLite, one
  * instance), the store's rows (SQLite under workers, PostgreSQL without Redis) and Redis (two books
- * sharing one prefix, as two instances do). A setup answers why it cannot run (no PostgreSQL, no Redis)
+ * sharing one prefix, as two instances do: on one server, and on a Redis Cluster of the test's own). A setup answers why it cannot run (no PostgreSQL, no Redis)
  * instead.
  */
 import { LocalBook } from '../../src/billing/local-book';
@@ -11,6 +11,7 @@ import type { BalanceBook } from '../../src/billing/book';
 import { PostgresStore } from '../../src/store/postgres';
 import { SqliteStore } from '../../src/store/sqlite';
 import type { Store } from '../../src/store/store';
+import { redisClusterProblem, startOwnCluster } from './redis-cluster';
 import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from './services';
 
 export interface Setup {
@@ -62,6 +63,24 @@ export function bookSetups(prefix: string): Record<string, () => Promise<Setup |
         async close() {
           for (const book of books) await book.close();
           await redis.clear();
+          await store.close();
+        },
+      };
+    },
+    'RedisBook (Redis Cluster, two instances)': async () => {
+      const problem = redisClusterProblem();
+      if (problem !== null) return problem;
+      const store = new SqliteStore(':memory:');
+      await store.migrate();
+      const cluster = await startOwnCluster();
+      const config = { url: '', cluster: cluster.seeds, key_prefix: `${prefix}:`, command_timeout_ms: 2000 };
+      const books = [await openRedisBook(config, store), await openRedisBook(config, store)];
+      return {
+        store,
+        books,
+        async close() {
+          for (const book of books) await book.close();
+          await cluster.close();
           await store.close();
         },
       };

@@ -5,9 +5,8 @@
  * deployment of the test's own (test/helpers/redis-sentinel.ts); skipped, saying so, without one.
  */
 import { expect } from 'chai';
-import type { Redis } from 'ioredis';
 import type { RedisConfig } from '../../src/config/types';
-import { closeRedis, connectRedis } from '../../src/shared-state/redis';
+import { closeRedis, connectRedis, type RedisClient } from '../../src/shared-state/redis';
 import { PROMOTION_BOUND_MS, redisSentinelProblem, startOwnSentinels, type OwnSentinels } from '../helpers/redis-sentinel';
 
 const COMMAND_TIMEOUT_MS = 500;
@@ -15,7 +14,7 @@ const COMMAND_TIMEOUT_MS = 500;
 describe('shared state: a Redis client through Sentinel', function () {
   this.timeout(60_000);
   let deployment: OwnSentinels;
-  let client: Redis;
+  let client: RedisClient;
 
   before(async function () {
     const problem = redisSentinelProblem();

@@ -21,11 +21,13 @@ import { Payments } from '../../src/payments/payments';
 import { openStore } from '../../src/store/open';
 import type { Account, ApiKeyRecord, BudgetCheck, ChargeRecord, HoldResult, RedeemResult, Store } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
-import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix } from '../helpers/services';
+import { closeRedis, connectRedis, scanEveryPrimary } from '../../src/shared-state/redis';
+import { redisClusterProblem, startOwnCluster } from '../helpers/redis-cluster';
+import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
 import type { Abilities, Op } from './ops';
 import { CONFIG, MODEL, orderCredit, STRIPE_CONFIG, webhook } from './world';
 
-export const STORES = ['local', 'sqlite', 'pg', 'redis'] as const;
+export const STORES = ['local', 'sqlite', 'pg', 'redis', 'redis-cluster'] as const;
 export type StoreName = (typeof STORES)[number];
 
 export const DESCRIPTIONS: Record<StoreName, string> = {
@@ -33,6 +35,7 @@ export const DESCRIPTIONS: Record<StoreName, string> = {
   sqlite: 'SQLite book (holds in rows)',
   pg: 'PostgreSQL book',
   redis: 'PostgreSQL + Redis, two instances',
+  'redis-cluster': 'PostgreSQL + Redis Cluster, two instances',
 };
 
 const silent = pino({ level: 'silent' });
@@ -94,7 +97,7 @@ function embedded(holdsInStore: boolean): Rig {
 export async function openRig(name: StoreName): Promise<Rig | { problem: string }> {
   if (name === 'local') return embedded(false);
   if (name === 'sqlite') return embedded(true);
-  const problem = (await postgresProblem()) ?? (name === 'redis' ? await redisProblem() : null);
+  const problem = (await postgresProblem()) ?? (name === 'redis' ? await redisProblem() : name === 'redis-cluster' ? redisClusterProblem() : null);
   if (problem !== null) return { problem };
   const database = await createTestDatabase();
   const shared = openStore({ url: database.url });
@@ -109,6 +112,7 @@ export async function openRig(name: StoreName): Promise<Rig | { problem: string 
       close: async () => (await shared.close(), await database.drop()),
     };
   }
+  if (name === 'redis-cluster') return clusterRig(shared, database);
   const prefix = redisTestPrefix('sim');
   return {
     abilities: { instances: 2, stall: true, flushRedis: true },
@@ -118,6 +122,25 @@ export async function openRig(name: StoreName): Promise<Rig | { problem: string 
     flushRedis: () => prefix.clear(),
     release: async () => undefined,
     close: async () => (await prefix.clear(), await shared.close(), await database.drop()),
+  };
+}
+
+/** Two Redis books on a Redis Cluster of the rig's own; Redis lost is every key of it deleted, on every primary. */
+async function clusterRig(shared: Store, database: TestDatabase): Promise<Rig> {
+  const cluster = await startOwnCluster();
+  const config = { ...CONFIG.redis, url: '', cluster: cluster.seeds, key_prefix: 'sim:', command_timeout_ms: 5000 };
+  const admin = await connectRedis(config);
+  const flush = async (): Promise<void> => {
+    for (const name of await scanEveryPrimary(admin, 'sim:*')) await admin.del(name);
+  };
+  return {
+    abilities: { instances: 2, stall: true, flushRedis: true },
+    holdsInStore: false,
+    store: async () => shared,
+    book: (store) => openRedisBook(config, store),
+    flushRedis: flush,
+    release: async () => undefined,
+    close: async () => (await closeRedis(admin), await cluster.close(), await shared.close(), await database.drop()),
   };
 }
 

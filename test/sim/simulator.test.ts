@@ -19,6 +19,7 @@ const BOUNDS: Record<StoreName, { seeds: number; ops: number }> = {
   sqlite: { seeds: 200, ops: 500 },
   pg: { seeds: 200, ops: 50 },
   redis: { seeds: 200, ops: 50 },
+  'redis-cluster': { seeds: 50, ops: 50 },
 };
 
 describe('the money simulator: every book against the reference model', function () {

@@ -6,7 +6,7 @@
  * instance's own table only. While Redis fails, the local table answers alone, so references weaken
  * to "this instance only" instead of failing every request.
  */
-import type { Redis } from 'ioredis';
+import { hashTag, type RedisClient } from '../../shared-state/redis';
 import type { Logger } from 'pino';
 import { isObject, tryParse, type Json } from '../../json';
 import { chainedConversation, MINTED_TTL_MS, turnSize, type MintedStore, type MintedTurn } from './minted';
@@ -24,7 +24,7 @@ export class RedisMintedStore implements MintedStore {
   private warned = false;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     /** The gateway's key prefix plus this table's own, e.g. `tollgate:minted:`. */
     private readonly prefix: string,
     private readonly local: MintedStore,
@@ -80,9 +80,12 @@ export class RedisMintedStore implements MintedStore {
     return turn as unknown as MintedTurn;
   }
 
-  /** Scope and id are client-controlled; JSON quoting keeps one from reaching into another's keys. */
+  /**
+   * Scope and id are client-controlled; JSON quoting keeps one from reaching into another's keys. On a
+   * Cluster the scope is the hash tag: one write touches its scope's keys only, all in one slot.
+   */
   private key(scope: string, kind: 'r' | 'i' | 'index', id: string): string {
-    return `${this.prefix}${JSON.stringify(scope)}:${kind}:${id}`;
+    return `${this.prefix}${hashTag(this.redis, JSON.stringify(scope))}:${kind}:${id}`;
   }
 
   private degraded(error: unknown): void {
