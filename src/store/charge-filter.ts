@@ -23,6 +23,8 @@ export function chargeWhere(filter: ChargeFilter, date: (value: Date) => unknown
     conditions.push(filter.models.length === 0 ? '1 = 0' : `model IN (${filter.models.map((model) => param(model)).join(', ')})`);
   }
   if (filter.sessionId !== undefined) conditions.push(`session_id = ${param(filter.sessionId)}`);
+  if (filter.origin !== undefined) conditions.push(`origin = ${param(filter.origin)}`);
+  if (filter.inSession === true) conditions.push('session_id IS NOT NULL');
   if (filter.endpoint !== undefined) conditions.push(`endpoint = ${param(filter.endpoint)}`);
   if (filter.status === 'ok') conditions.push('status < 400');
   if (filter.status === 'failed') conditions.push('status >= 400');

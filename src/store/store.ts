@@ -15,7 +15,7 @@ export type { AccountRole, Account, BudgetPeriod, Budget, ApiKeyRecord, Operator
 export { AccountExistsError } from './access-store';
 export type { BudgetScope, BudgetCheck, SessionBudgetCheck, Hold, HoldResult, UsageSourceRecord, ChargePrices, ServiceLevel, ChargeRecord, ChargeAttempt, ChargeOrigin, SetAsideCharge, NewCredit, CreditRecord, AccountBalance, LedgerTotals, KeySpend } from './ledger-store';
 export type { DailyUsage, ChargeFilter, ChargeCursor, ChargeTotals, UsageGroup, UsageSummaryQuery, UsageSummaryRow, KeyActivity } from './usage-store';
-export { USAGE_GROUPS } from './usage-store';
+export { PLAYGROUND_SESSION_GROUP, USAGE_GROUPS } from './usage-store';
 export type { NewAlert, AlertRecord } from './audit-store';
 export type { RedemptionCodeRecord, RedeemResult } from './payments-store';
 export type { CreditKind } from './payments';

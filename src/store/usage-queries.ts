@@ -5,7 +5,7 @@
  */
 import { TOKEN_KINDS, type TokenKind } from '../protocols/types';
 import { TOKEN_COLUMNS } from './rows';
-import type { UsageGroup, UsageSummaryQuery, UsageSummaryRow } from './store';
+import { PLAYGROUND_SESSION_GROUP, type UsageGroup, type UsageSummaryQuery, type UsageSummaryRow } from './store';
 
 export interface SummaryDialect<D> {
   /** The UTC day of `created_at` as days since 1970-01-01: cheaper per row than a formatted date. */
@@ -22,6 +22,7 @@ export interface SummaryDialect<D> {
 export interface SummaryParams<D> {
   account: string;
   session: string;
+  origin: string;
   since: D;
   until: D;
   limit: number;
@@ -40,7 +41,19 @@ export type SummarySqlRow<D> = {
   models: string | null;
 } & Record<(typeof TOKEN_COLUMNS)[TokenKind], string>;
 
-function groupExpression(group: UsageGroup, dialect: SummaryDialect<unknown>): string {
+/** The playground's turns in a session, which a list of sessions shows as one group. */
+const PLAYGROUND_TURN = "origin = 'playground' AND session_id IS NOT NULL";
+
+/**
+ * By session, the playground's turns are one group (each visit is a session of its own, and they
+ * would otherwise fill the list); one session asked for by id is that session's charges, all of them.
+ */
+function sessionGroup(query: UsageSummaryQuery): string {
+  return query.sessionId !== undefined ? 'session_id' : `CASE WHEN ${PLAYGROUND_TURN} THEN '${PLAYGROUND_SESSION_GROUP}' ELSE session_id END`;
+}
+
+function groupExpression(query: UsageSummaryQuery, dialect: SummaryDialect<unknown>): string {
+  const group = query.groupBy;
   switch (group) {
     case 'model':
       return 'model';
@@ -49,7 +62,7 @@ function groupExpression(group: UsageGroup, dialect: SummaryDialect<unknown>): s
     case 'day':
       return dialect.day;
     case 'session':
-      return 'session_id';
+      return sessionGroup(query);
     case 'account':
       return 'account_id';
     case 'provider':
@@ -79,8 +92,12 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   } else if (query.groupBy === 'session' && query.namedSessionsOnly === true) {
     where.push('session_id IS NOT NULL');
   }
+  if (query.origin !== undefined) {
+    where.push(`origin = ${dialect.param('origin')}`);
+    params.origin = query.origin;
+  }
   const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
-  const group = groupExpression(query.groupBy, dialect);
+  const group = groupExpression(query, dialect);
   const page = `
     SELECT ${group} AS grp, count(*) AS requests,
            sum(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, ${dialect.text('sum(cost)')} AS cost, ${tokens},
@@ -92,11 +109,18 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   // The models of the page's sessions only, each read through the session index, rather than a
   // distinct list kept for every session of the range while grouping. The charges without a session
   // are a group too (their row is null), so the rows add up to what was charged.
-  const sessionWhere = where.filter((condition) => !condition.startsWith('session_id')).map((condition) => `c.${condition}`);
+  const sessionWhere = where.filter((condition) => !condition.startsWith('session_id')).map((condition) => `c.${condition}`).join(' AND ');
+  const modelsOf = (same: string) => `(SELECT ${dialect.models} FROM charges c WHERE ${same} AND ${sessionWhere})`;
   const sameSession = '(c.session_id = page.grp OR (page.grp IS NULL AND c.session_id IS NULL))';
+  // Grouped with the playground's turns apart, a session's models leave them out (origin is null or
+  // 'playground'), and the playground group's are theirs: a CASE reads only its own row's branch.
+  const models = query.sessionId !== undefined
+    ? modelsOf(sameSession)
+    : `CASE WHEN page.grp = '${PLAYGROUND_SESSION_GROUP}' THEN ${modelsOf("c.origin = 'playground' AND c.session_id IS NOT NULL")}
+            ELSE ${modelsOf('((c.session_id = page.grp AND c.origin IS NULL) OR (page.grp IS NULL AND c.session_id IS NULL))')} END`;
   const sql = `
     WITH page AS (${page})
-    SELECT page.*, (SELECT ${dialect.models} FROM charges c WHERE ${sameSession} AND ${sessionWhere.join(' AND ')}) AS models
+    SELECT page.*, ${models} AS models
       FROM page ORDER BY last_at DESC, grp ASC`;
   return { sql, params };
 }

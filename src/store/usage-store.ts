@@ -4,7 +4,7 @@
  * (relayed-responses.ts). Nothing here moves money.
  */
 import type { TokenCounts } from '../protocols/types';
-import type { ChargeRecord } from './ledger-store';
+import type { ChargeOrigin, ChargeRecord } from './ledger-store';
 import type { RefusalStore } from './refusals';
 import type { RelayedResponseStore } from './relayed-responses';
 
@@ -21,6 +21,10 @@ export interface ChargeFilter {
   readonly keyId?: string;
   readonly model?: string;
   readonly sessionId?: string;
+  /** Only the charges of this origin (the playground's). */
+  readonly origin?: ChargeOrigin;
+  /** Only charges made in a session (any). */
+  readonly inSession?: boolean;
   readonly since?: Date;
   readonly until?: Date;
   /** Newest first; at most this many (default 100). */
@@ -54,12 +58,21 @@ export interface ChargeTotals {
 export const USAGE_GROUPS = ['model', 'key', 'day', 'session', 'account', 'provider'] as const;
 export type UsageGroup = (typeof USAGE_GROUPS)[number];
 
+/**
+ * By session, the console playground's turns (origin `playground`, in a session) are one group under
+ * this name rather than a group per visit. A session id is printable ASCII without spaces
+ * (src/billing/client-trail.ts), so no client's session can be called this.
+ */
+export const PLAYGROUND_SESSION_GROUP = 'console playground';
+
 export interface UsageSummaryQuery {
   /** Null: every account (an operator's question). */
   readonly accountId: string | null;
   readonly groupBy: UsageGroup;
   /** Only this session's charges. */
   readonly sessionId?: string;
+  /** Only the charges of this origin (the playground's). */
+  readonly origin?: ChargeOrigin;
   /**
    * By session, leave out the charges made outside any session: a list of sessions wants them not,
    * a summary does (its rows then add up to what was charged, the sessionless ones in a null row).

@@ -227,5 +227,41 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(sum(rows.map((row) => row.cost)), `every account by ${group}`).to.equal(all);
       }
     });
+
+    // Runs after the one above, whose charges it counts.
+    it("groups the playground's turns (a session per visit) as one Playground session, the rows still adding up", async () => {
+      const turns = [];
+      for (const session of ['playground-aaaa', 'playground-bbbb']) {
+        fake.enqueue(chatCompletion({ inputTokens: 20, outputTokens: 5, model: 'gpt-priced' }));
+        turns.push(await post(tg.url, '/v1/chat/completions', { authorization: `Bearer ${laptop.secret}`, 'x-tollgate-origin': 'playground', 'x-tollgate-session': session }, chatBody('gpt-priced')));
+      }
+      for (const answer of turns) expect(answer.status, answer.text).to.equal(200);
+      const charges = await chargesOf(tg.store, unaId, 7);
+      const playground = charges.filter((charge) => charge.origin === 'playground');
+      expect(playground).to.have.length(2);
+
+      const sessions = (await una.get('/api/usage/sessions')).body.sessions as Array<{ group: string | null; label: string | null; requests: number; cost: string; models: string | null }>;
+      expect(sessions.map((row) => row.group)).to.deep.equal(['console playground', 'cc-session-1', 'codex-session-1']);
+      expect(sessions[0]).to.include({ label: 'Playground', requests: 2, models: 'gpt-priced' });
+      expect(unitsToNano(sessions[0].cost)).to.equal(playground.reduce((total, charge) => total + charge.cost, 0n));
+      expect(sessions.slice(1).map((row) => row.label)).to.deep.equal([null, null]);
+
+      // The summary by session: the playground's row beside the others, every charge in exactly one.
+      const rows = (await una.get('/api/usage/summary?group_by=session')).body.rows as Array<{ group: string | null; label: string | null; requests: number; cost: string }>;
+      expect(rows.filter((row) => row.label === 'Playground').map((row) => row.requests)).to.deep.equal([2]);
+      expect(rows.some((row) => row.group?.startsWith('playground-'))).to.equal(false);
+      expect(sum(rows.map((row) => row.cost))).to.equal(charges.reduce((total, charge) => total + charge.cost, 0n));
+      expect(rows.reduce((total, row) => total + row.requests, 0)).to.equal(7);
+
+      // The group opens with every visit's requests; one visit's session still opens on its own.
+      const group = await una.get('/api/usage/sessions/console%20playground');
+      expect(group.status, group.text).to.equal(200);
+      expect(group.body.session).to.include({ group: 'console playground', label: 'Playground', requests: 2 });
+      expect((group.body.requests as Array<{ request_id: string }>).map((row) => row.request_id).sort()).to.deep.equal(turns.map((turn) => turn.requestId).sort());
+      const visit = await una.get('/api/usage/sessions/playground-aaaa');
+      expect(visit.body.session).to.include({ group: 'playground-aaaa', label: null, requests: 1 });
+      // Nobody else's playground: otto has none.
+      expectError(await other.get('/api/usage/sessions/console%20playground'), 404, 'not_found');
+    });
   });
 }

@@ -99,5 +99,33 @@ for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 
       expect(await page.getByTestId('key-table').locator('tbody tr').count()).to.equal(2);
       expect(problems.all()).to.deep.equal([]);
     });
+
+    it('shows the turns of two visits in Sessions as one Playground row, which opens on both', async () => {
+      await signedIn(`pete-${viewport.width}`);
+      await openPlayground();
+      await playgroundTurn('Say hello.', 'Hello from the first visit.');
+      // A second visit is a session of its own: still the same row.
+      await page.goto(`${tg.url}/console/dashboard`);
+      await openPlayground();
+      await playgroundTurn('Say hello again.', 'Hello from the second visit.');
+
+      await page.goto(`${tg.url}/console/sessions`);
+      await heading('Sessions');
+      const table = page.getByTestId('sessions-table');
+      const group = table.getByTestId('session-group');
+      await group.waitFor();
+      expect(await group.textContent()).to.equal('Playground (every visit)');
+      expect(await table.locator('tbody tr').count(), 'one row, not one per visit').to.equal(1);
+      expect(await table.textContent()).to.not.include('playground-');
+      expect(await table.locator('tbody tr').first().locator('td[data-label="Requests"]').textContent()).to.equal('2');
+
+      await group.click();
+      await heading('Session');
+      await page.getByTestId('session-requests-table').locator('tbody tr').first().waitFor();
+      expect(await page.getByTestId('session-requests').textContent()).to.equal('2');
+      expect(await page.getByTestId('session-requests-table').locator('tbody tr').count()).to.equal(2);
+      expect(await page.getByRole('heading', { level: 1 }).locator('..').textContent()).to.include('Playground: every visit');
+      expect(problems.all()).to.deep.equal([]);
+    });
   });
 }

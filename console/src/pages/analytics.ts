@@ -7,6 +7,7 @@ import { loadInto } from '../load.js';
 import { sumDecimals } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { replaceQuery } from '../router.js';
+import { sessionLink } from '../session-link.js';
 import { dataTable } from '../table.js';
 import { reasonText, refusedByText } from '../reasons.js';
 import type { RefusalReason, UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
@@ -114,9 +115,7 @@ export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], 
 
 function groupCell(groupBy: UsageGrouping, row: UsageGroup, choice?: RangeChoice) {
   if (row.group === null) return h('span', { class: 'muted' }, 'none');
-  if (groupBy === 'session') {
-    return h('a', { href: withQuery('/console/session', { id: row.group, account_id: choice?.account_id }) }, h('code', null, row.group));
-  }
+  if (groupBy === 'session') return sessionLink(row, choice?.account_id);
   if (groupBy === 'key' || groupBy === 'account') return row.label ?? h('code', null, row.group);
   return h('code', null, row.group);
 }

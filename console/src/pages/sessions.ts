@@ -10,6 +10,7 @@ import type { Usage, UsageGroup } from '../types.js';
 import { count, money, pageHeading, timeEl } from '../ui.js';
 import { choiceQuery, rangeForm, rangeFrom, rangeQuery, ratioText } from '../usage-range.js';
 import { commonScale, formatMoney, toScaled } from '../money.js';
+import { isGroupOfSessions, sessionLink } from '../session-link.js';
 
 /** How often the list is read again while the page is open: agents spend by the second. */
 const LIVE_REFRESH_MS = 5000;
@@ -48,7 +49,7 @@ export const sessionsPage: Page = {
           emptyText: 'No sessions in this range.',
           testId: 'sessions-table',
           columns: [
-            { label: 'Session', cell: (row) => h('a', { href: withQuery('/console/session', { id: row.group, account_id: choice.account_id }) }, h('code', null, row.group ?? '')) },
+            { label: 'Session', cell: (row) => sessionLink(row, choice.account_id) },
             { label: 'First request', cell: (row) => timeEl(row.first_at) },
             { label: 'Last request', cell: (row) => timeEl(row.last_at) },
             { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
@@ -57,7 +58,8 @@ export const sessionsPage: Page = {
             { label: 'Cache hits', cell: (row) => ratioText(row.cache_hit_ratio), numeric: true },
             { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
             // Each session's spend against the account's session budget, when it has one.
-            ...(data.session_budget === null ? [] : [{ label: 'Session budget', cell: (row: UsageGroup) => capCell(row.cost, data.session_budget!) }]),
+            // The Playground's row sums many sessions: the cap is on each of them, so no bar.
+            ...(data.session_budget === null ? [] : [{ label: 'Session budget', cell: (row: UsageGroup) => (isGroupOfSessions(row) ? '—' : capCell(row.cost, data.session_budget!)) }]),
           ],
         }));
     show(current);
@@ -77,11 +79,15 @@ export const sessionPage: Page = {
   render(context: PageContext) {
     const id = context.query.get('id') ?? '';
     const body = h('div');
-    context.root.append(pageHeading('Session', h('code', null, id)), body);
+    const name = h('code', null, id);
+    context.root.append(pageHeading('Session', name), body);
     const path = withQuery(`/api/usage/sessions/${encodeURIComponent(id)}`, { account_id: context.query.get('account_id'), limit: 1000 });
     void loadInto(body,
       () => apiGet<{ session: UsageGroup; requests: Usage[] }>(path, { signal: context.signal }),
-      (data) => h('div', null,
+      (data) => {
+        // The Playground's group goes by its label, its requests those of every visit.
+        if (data.session.label !== null) replace(name, `${data.session.label}: every visit's requests`);
+        return h('div', null,
         h('dl', { class: 'cards' },
           card('Cost', money(data.session.cost), 'session-cost'),
           card('Requests', count(data.session.requests), 'session-requests'),
@@ -102,7 +108,8 @@ export const sessionPage: Page = {
             { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
             { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
           ],
-        })));
+        }));
+      });
   },
 };
 

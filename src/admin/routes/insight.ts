@@ -4,7 +4,7 @@
  * paged; an account reads only its own, and another account's request or session is "not found".
  */
 import type Router from '@koa/router';
-import { USAGE_GROUPS, type UsageGroup, type UsageSummaryRow } from '../../store/store';
+import { PLAYGROUND_SESSION_GROUP, USAGE_GROUPS, type ChargeFilter, type UsageGroup, type UsageSummaryQuery, type UsageSummaryRow } from '../../store/store';
 import { invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
@@ -53,6 +53,8 @@ function groupParam(ctx: ApiContext): UsageGroup {
 
 /** The label of the row of charges made outside any session, so the rows by session add up. */
 const NO_SESSION_LABEL = 'no session';
+/** The label of the one group the console playground's turns make by session (each visit is a session). */
+const PLAYGROUND_LABEL = 'Playground';
 /** The label of a key group whose key is no longer listed (deleted): its charges still count. */
 const DELETED_KEY_LABEL = 'deleted key';
 
@@ -63,12 +65,25 @@ async function labeller(deps: AdminDeps, group: UsageGroup, accountId: string | 
     const names = new Map(keys.map((key) => [key.id, key.revokedAt === null ? key.name : `${key.name} (${DELETED_KEY_LABEL})`]));
     return (row) => (row.group === null ? null : (names.get(row.group) ?? DELETED_KEY_LABEL));
   }
-  if (group === 'session') return (row) => (row.group === null ? NO_SESSION_LABEL : null);
+  if (group === 'session') return (row) => (row.group === null ? NO_SESSION_LABEL : sessionLabel(row));
   if (group === 'account') {
     const names = new Map((await deps.store.listAccounts()).map((account) => [account.id, account.name]));
     return (row) => (row.group === null ? null : (names.get(row.group) ?? null));
   }
   return () => null;
+}
+
+/** A session row's label: "Playground" for the playground's group, none for a client's session. */
+function sessionLabel(row: UsageSummaryRow): string | null {
+  return row.group === PLAYGROUND_SESSION_GROUP ? PLAYGROUND_LABEL : null;
+}
+
+/**
+ * What one session's page reads: that session's charges, or for the playground's group the
+ * playground's turns (in a session, as the list counts them).
+ */
+function oneSession(sessionId: string): Pick<UsageSummaryQuery, 'sessionId' | 'origin' | 'namedSessionsOnly'> & Pick<ChargeFilter, 'inSession'> {
+  return sessionId === PLAYGROUND_SESSION_GROUP ? { origin: 'playground', namedSessionsOnly: true, inSession: true } : { sessionId };
 }
 
 /** The account a session or request belongs to must be the caller's, unless an administrator asks. */
@@ -101,19 +116,20 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     // The cap each session of the account counts against, so the console can show spend against it.
     const account = accountId === null ? null : await deps.store.findAccountById(accountId);
     const sessionBudget = account?.sessionBudget == null ? null : formatUnits(account.sessionBudget);
-    ctx.body = { since: range.since.toISOString(), until: range.until.toISOString(), session_budget: sessionBudget, sessions: rows.map((row) => summaryView(row, null)) };
+    ctx.body = { since: range.since.toISOString(), until: range.until.toISOString(), session_budget: sessionBudget, sessions: rows.map((row) => summaryView(row, sessionLabel(row))) };
   });
 
   router.get('/usage/sessions/:id', signedIn(deps), async (ctx) => {
     const sessionId = (ctx.params as Readonly<Record<string, string>>).id;
     const accountId = accountScope(ctx) ?? null;
     // Every charge of the session, whenever it was made: a session is found by its id, not a range.
-    const [summary] = await deps.store.usageSummary({ accountId, groupBy: 'session', sessionId, since: new Date(0), until: new Date(Date.now() + DAY_MS), limit: 1, offset: 0 });
+    const { inSession, ...which } = oneSession(sessionId);
+    const [summary] = await deps.store.usageSummary({ accountId, groupBy: 'session', ...which, since: new Date(0), until: new Date(Date.now() + DAY_MS), limit: 1, offset: 0 });
     if (summary === undefined) throw notFound('This session');
-    const charges = await deps.store.listCharges({ accountId: accountId ?? undefined, sessionId, limit: limitParam(ctx.query.limit, 100, 1000), offset: offsetParam(ctx) });
+    const charges = await deps.store.listCharges({ accountId: accountId ?? undefined, sessionId: which.sessionId, origin: which.origin, inSession, limit: limitParam(ctx.query.limit, 100, 1000), offset: offsetParam(ctx) });
     const keys = await deps.store.listKeys(accountId === null ? undefined : { accountId });
     const names = new Map(keys.map((key) => [key.id, key.name]));
-    ctx.body = { session: summaryView(summary, null), requests: charges.map((charge) => ({ ...usageView(charge, names), session_id: charge.sessionId ?? null })) };
+    ctx.body = { session: summaryView(summary, sessionLabel(summary)), requests: charges.map((charge) => ({ ...usageView(charge, names), session_id: charge.sessionId ?? null })) };
   });
 
   router.get('/usage/requests/:id', signedIn(deps), async (ctx) => {
