@@ -5,7 +5,7 @@
  */
 import { TOKEN_KINDS, type TokenKind } from '../protocols/types';
 import { TOKEN_COLUMNS } from './rows';
-import { PLAYGROUND_SESSION_GROUP, type UsageGroup, type UsageSummaryQuery, type UsageSummaryRow } from './store';
+import { PLAYGROUND_SESSION_GROUP, type UsageGroup, type UsageSummaryQuery, type UsageSummaryRow } from './usage-store';
 
 export interface SummaryDialect<D> {
   /** The UTC day of `created_at` as days since 1970-01-01: cheaper per row than a formatted date. */
