@@ -11,6 +11,7 @@ import { inClusterWorker, workerCount } from './cluster/role';
 import type { GatewayConfig } from './config/types';
 import { createLogger, startGateway } from './gateway';
 import { applyHeapSettings } from './heap-settings';
+import { logCatalogLimits } from './catalog/log-limits';
 import { logDestination } from './log-destination';
 import { openStore } from './store/open';
 import { checkSecretKey } from './store/check-secret-key';
@@ -66,6 +67,7 @@ export async function serve(options: ServeOptions): Promise<void> {
   const destination = logDestination();
   process.once('exit', () => destination.flush());
   const logger = createLogger(destination.stream);
+  logCatalogLimits(config, logger);
   const store = openStore(config.store);
   // A store that is not up yet is waited for, with /readyz saying so, rather than a crash loop.
   const stopping = new AbortController();

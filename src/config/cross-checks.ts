@@ -7,9 +7,10 @@ import { unitsToNano } from '../billing/money';
 import { isObject } from '../json';
 import type { ConfigIssue } from './config-error';
 import { deriveModel, deriveProvider, type ValidatedGatewayData } from './derive';
+import { withCatalogLimits } from './catalog-limits';
 import type { YamlLocator } from './locate';
 import { wireOf } from '../wire';
-import type { GatewayConfig, ModelConfig, ModelPrice, ProtocolSetting, ProviderConfig } from './types';
+import type { CatalogLimit, GatewayConfig, ModelConfig, ModelPrice, ProtocolSetting, ProviderConfig } from './types';
 import { BETA_NEEDS } from '../billing/asked-service';
 
 /** Why a priced model needs each limit: billing holds them before it knows what a request will cost. */
@@ -26,13 +27,13 @@ const ECHO_TAKES_NEITHER = 'echo answers locally and takes neither base_url nor 
  * id the file defines, so a route to a provider with a schema error is not also called unknown.
  */
 export function crossCheck(
-  config: Pick<GatewayConfig, 'providers' | 'models'> & Partial<Pick<GatewayConfig, 'payments' | 'redis'>>,
+  config: Pick<GatewayConfig, 'providers' | 'models'> & Partial<Pick<GatewayConfig, 'payments' | 'redis' | 'catalog_limits'>>,
   locator: YamlLocator,
   knownProviders: readonly string[] = Object.keys(config.providers).sort(),
 ): ConfigIssue[] {
   return [
     ...Object.values(config.providers).flatMap((provider) => checkProvider(provider, locator)),
-    ...Object.values(config.models).flatMap((model) => [...checkModel(model, knownProviders, locator), ...checkKind(model, config.providers, locator)]),
+    ...Object.values(config.models).flatMap((model) => [...checkModel(model, knownProviders, locator, config.catalog_limits ?? []), ...checkKind(model, config.providers, locator)]),
     ...checkAliases(config, locator),
     ...checkPayments(config.payments, locator),
     ...checkRedis(config.redis, locator),
@@ -174,7 +175,7 @@ function baseUrlProblem(baseUrl: string): string | undefined {
   return undefined;
 }
 
-function checkModel(model: ModelConfig, knownProviders: readonly string[], locator: YamlLocator): ConfigIssue[] {
+function checkModel(model: ModelConfig, knownProviders: readonly string[], locator: YamlLocator, fromCatalog: readonly CatalogLimit[]): ConfigIssue[] {
   const at = ['models', model.id];
   const issues: ConfigIssue[] = [];
   model.routes.forEach((route, index) => {
@@ -194,7 +195,8 @@ function checkModel(model: ModelConfig, knownProviders: readonly string[], locat
       if (!locator.has([...at, 'price', field])) issues.push(locator.issue([...at, 'price'], `a text model's price needs ${field} (per 1M tokens)`));
     }
     for (const field of ['max_output_tokens', 'context_window'] as const) {
-      if (!locator.has([...at, field])) issues.push(locator.issue(at, `${PRICED_NEEDS[field]}`));
+      if (locator.has([...at, field]) || fromCatalog.some((limit) => limit.model === model.id && limit.field === field)) continue;
+      issues.push(locator.issue(at, `${PRICED_NEEDS[field]}, and the catalog has none for it`));
     }
     issues.push(...checkBetas(model.price, [...at, 'price', 'betas'], locator));
   }
@@ -270,5 +272,5 @@ export function crossCheckValidParts(data: unknown, schemaErrors: readonly Error
     providers: Object.fromEntries(Object.entries(providers).map(([id, provider]) => [id, deriveProvider(provider, id)])),
     models: Object.fromEntries(Object.entries(models).map(([id, model]) => [id, deriveModel(model, id)])),
   };
-  return crossCheck(derived, locator, knownProviders);
+  return crossCheck(withCatalogLimits(derived, locator), locator, knownProviders);
 }

@@ -1,12 +1,14 @@
 /**
  * gateway.yaml → GatewayConfig, step by step: parse keeping positions → substitute
- * `${VAR}` → validate against the schema, applying defaults → derive fields → cross-field checks →
+ * `${VAR}` → validate against the schema, applying defaults → derive fields → limits the file leaves
+ * out from the model catalog → cross-field checks →
  * deep-freeze. Every problem found is collected and thrown together as one ConfigError.
  */
 import { readFileSync } from 'node:fs';
 import { LineCounter, parseDocument, type Document } from 'yaml';
 import { ConfigError, type ConfigIssue } from './config-error';
 import { budgetConfigIssues } from './budget-checks';
+import { withCatalogLimits } from './catalog-limits';
 import { crossCheck, crossCheckValidParts } from './cross-checks';
 import { deepFreeze } from './deep-freeze';
 import { deriveConfig, type ValidatedGatewayData } from './derive';
@@ -46,7 +48,7 @@ export function parseConfig(text: string, source: string, env: NodeJS.ProcessEnv
 
   const schemaErrors = validateGatewaySchema(data);
   issues.push(...schemaErrorsToIssues(schemaErrors, data, locator));
-  const config = schemaErrors.length === 0 ? deriveConfig(data as ValidatedGatewayData, source) : undefined;
+  const config = schemaErrors.length === 0 ? withCatalogLimits(deriveConfig(data as ValidatedGatewayData, source), locator) : undefined;
   // Cross-field rules assume the schema's shape: with schema errors they still run on every provider
   // and model that has it, so one `config check` reports both kinds of problem together.
   issues.push(...(config ? crossCheck(config, locator) : crossCheckValidParts(data, schemaErrors, locator)));

@@ -575,14 +575,16 @@ export interface ModelData {
   /**
    * The most output tokens (thinking included) one answer of this model can have: what billing holds for a
    * request that sets no limit, the cap on a larger limit a request sets, and the limit a translated request
-   * gets when it sets none (Messages requires one). Required for a priced model; 4096 for a free one when
-   * absent.
+   * gets when it sets none (Messages requires one). When absent, the model catalog's figure for the model its
+   * first route names (logged once at start); without one, required for a priced model and 4096 for a free
+   * one.
    */
   readonly max_output_tokens: number;
   /**
    * The most input tokens one request to this model can have. Billing holds it for a request whose billed
    * input is not in its body (a previous_response_id or conversation Tollgate has not relayed, a prompt
-   * template, a file_id, server tools). Required for a priced model.
+   * template, a file_id, server tools). When absent, the model catalog's figure for the model its first route
+   * names (logged once at start); without one, required for a priced model.
    */
   readonly context_window?: number;
   /**

@@ -117,9 +117,20 @@ export type PluginConfigs = GatewayData['plugins'];
 
 export type PluginName = keyof PluginConfigs;
 
+/** A limit a model's entry left out and the catalog supplied (`catalog-limits.ts`). */
+export interface CatalogLimit {
+  readonly model: string;
+  readonly field: 'context_window' | 'max_output_tokens';
+  readonly value: number;
+  /** Which catalog, at which version and date, and its name for the model. */
+  readonly source: string;
+}
+
 export interface GatewayConfig extends Omit<GatewayData, 'providers' | 'models'> {
   /** The file this config was read from, for messages. */
   readonly source: string;
+  /** The limits taken from the catalog; absent when the file states every limit. */
+  readonly catalog_limits?: readonly CatalogLimit[];
   readonly providers: Readonly<Record<string, ProviderConfig>>;
   readonly models: Readonly<Record<string, ModelConfig>>;
 }

@@ -81,11 +81,19 @@ const INVALID: readonly InvalidCase[] = [
     expected: ['gateway.yaml:10:5 models.gpt-5.1: model "gpt-5.1" needs a price (input and output per 1M tokens) or free: true'],
   },
   {
-    name: 'a priced model without the limits its hold needs',
+    name: 'a priced model without the limits its hold needs, which the catalog does not know',
+    text: yaml(...PROVIDERS, 'models:', '  house-model:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }'),
+    expected: [
+      'gateway.yaml:10:5 models.house-model: a priced model needs context_window: the most input one request can have, which billing holds when the billed input is not in the body (previous_response_id, file_id, server tools), and the catalog has none for it',
+      'gateway.yaml:10:5 models.house-model: a priced model needs max_output_tokens: the most output one answer can have, which billing holds for a request that sets no limit, and the catalog has none for it',
+    ],
+  },
+  {
+    // The catalog's gpt-5.1 has a context window (genai-prices) but no output limit (models.dev's data predates it).
+    name: 'a priced model whose output limit neither the file nor the catalog has',
     text: yaml(...PROVIDERS, 'models:', '  gpt-5.1:', '    family: openai', '    routes: [{ provider: openai }]', '    price: { input: 1, output: 2 }'),
     expected: [
-      'gateway.yaml:10:5 models.gpt-5.1: a priced model needs context_window: the most input one request can have, which billing holds when the billed input is not in the body (previous_response_id, file_id, server tools)',
-      'gateway.yaml:10:5 models.gpt-5.1: a priced model needs max_output_tokens: the most output one answer can have, which billing holds for a request that sets no limit',
+      'gateway.yaml:10:5 models.gpt-5.1: a priced model needs max_output_tokens: the most output one answer can have, which billing holds for a request that sets no limit, and the catalog has none for it',
     ],
   },
   {
