@@ -14,6 +14,7 @@ import type { CliIo } from './cli/context';
 import { EXIT_ERROR, EXIT_OK, EXIT_USAGE } from './cli/context';
 import { keyCommand } from './cli/key-command';
 import { ledgerCommand } from './cli/ledger-command';
+import { modelsCommand } from './cli/models-command';
 import { paymentsCommand } from './cli/payments-command';
 import { redeemCodesCommand } from './cli/redeem-codes-command';
 import { reloadServerCommand } from './cli/reload-command';
@@ -34,6 +35,17 @@ Commands:
                                               print every problem and signal nothing
   config check [FILE]                         check a gateway.yaml and print every problem
   config reference                            print every gateway.yaml field (Markdown table)
+  models search TEXT                          the model catalog's models whose id or name contains
+                                              TEXT: provider, limits, list price and its date
+  models add PROVIDER MODEL [--as ID] [--markup M | --price-from-catalog]
+             [--context-window N] [--max-output-tokens N]
+                                              add the catalog model MODEL, served by the config's
+                                              provider PROVIDER, to the config file: family, route,
+                                              limits and a price of M x the list price (or the list
+                                              price), its source and date as comments; the rest of
+                                              the file is left as it was
+  models check                                configured limits and prices that differ from the
+                                              catalog's, with the catalog's date
   account create NAME [--admin] [--email ADDRESS] [--password-stdin]
                                               create an account (role user, or admin with --admin) and
                                               print its console password (generated, shown once),
@@ -94,7 +106,8 @@ Commands:
   --version                                   print Tollgate's version
 
 \`redeem-codes\` is another name for \`redemption-codes\` (the console's Admin → Codes page).
-The account, key, redemption-codes, ledger, payments and audit commands also take --config FILE.
+The models add and check, account, key, redemption-codes, ledger, payments and audit commands also
+take --config FILE.
 Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
 --json prints the listing as one JSON document; money is a decimal string of units.
 
@@ -116,7 +129,7 @@ Exit codes:
      \`ledger verify\` found drift, \`reload\` found no server
   2  usage error: an unknown command or flag, a missing or extra argument, a bad amount or number`;
 
-const COMMANDS = ['serve', 'reload', 'config', 'account', 'key', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
+const COMMANDS = ['serve', 'reload', 'config', 'models', 'account', 'key', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
 
 /** The help text's entries for one command (its lines under "Commands:"), or the whole text. */
 export function helpText(command?: string): string {
@@ -158,6 +171,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return configCommand(args, io);
     case 'reload':
       return reloadServerCommand(args, io);
+    case 'models':
+      return modelsCommand(args, io);
     case 'account':
       return accountCommand(args, io);
     case 'key':
