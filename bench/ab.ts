@@ -8,6 +8,7 @@
  * A dist directory is what `npm run build` leaves (`dist/`), e.g. of a checkout of the commit before.
  *
  *   BENCH_ROUNDS (8) rounds per build and concurrency of BENCH_ROUND (2) s; BENCH_CONNECTIONS (1,32)
+ *   BENCH_NODE_ARGS_A, BENCH_NODE_ARGS_B   node options of each build's process (space-separated), e.g. a heap flag
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +40,8 @@ const spread = (values: readonly number[]) => `${Math.min(...values).toFixed(1)}
 
 async function start(name: string, dist: string, upstream: string, dir: string): Promise<Build> {
   const script = path.relative(__dirname, path.join(path.resolve(dist), 'bench', 'gateway-main.js'));
-  const server = await startServerProcess<{ url: string; key: string }>(script, [upstream, '--billed', `sqlite:${path.join(dir, `${name}.db`)}`]);
+  const nodeArgs = (process.env[`BENCH_NODE_ARGS_${name}`] ?? '').split(' ').filter((arg) => arg !== '');
+  const server = await startServerProcess<{ url: string; key: string }>(script, [upstream, '--billed', `sqlite:${path.join(dir, `${name}.db`)}`], nodeArgs);
   return { name, server, restRss: rssMiB(server.child.pid!) };
 }
 
@@ -65,7 +67,8 @@ async function main(distA: string, distB: string): Promise<void> {
   process.env.BENCH_LOG ??= path.join(dir, 'gateway.log');
   const upstream = await startServerProcess<{ url: string }>('upstream-main.js');
   const builds = [await start('A', distA, upstream.info.url, dir), await start('B', distB, upstream.info.url, dir)];
-  console.log(`A: ${distA}\nB: ${distB}\n${ROUNDS} rounds of ${ROUND} s per build and concurrency, alternating A B B A; medians over rounds, range in brackets`);
+  const args = (name: string) => (process.env[`BENCH_NODE_ARGS_${name}`] ? ` (node ${process.env[`BENCH_NODE_ARGS_${name}`]})` : '');
+  console.log(`A: ${distA}${args('A')}\nB: ${distB}${args('B')}\n${ROUNDS} rounds of ${ROUND} s per build and concurrency, alternating A B B A; medians over rounds, range in brackets`);
   console.log(`RSS at rest: A ${builds[0].restRss.toFixed(0)} MiB, B ${builds[1].restRss.toFixed(0)} MiB\n`);
   for (const build of builds) await oneRound(build, 16, new Tally());
   for (const connections of CONNECTIONS) {
