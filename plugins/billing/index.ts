@@ -188,7 +188,7 @@ async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: num
   if (bill.reach.image !== undefined) {
     ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body, bill.hold));
   } else {
-    ({ tokens, source } = unreportedToolImages({ tokens, source }));
+    ({ tokens, source } = unreportedToolImages({ tokens, source }, bill.reach.toolImage));
   }
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);

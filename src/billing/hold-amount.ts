@@ -11,7 +11,7 @@ import { CALLS_SCALE, dearestInputPrice, TOKENS_PER_PRICE_UNIT, type NanoPrice }
 import type { RequestReach } from '../protocols/request-reach';
 import { divideHalfUp } from './money';
 import { GPT_IMAGE_OUTPUT_TOKENS } from '../config/derive';
-import { heldPerImage, imageTokensPerImage, partialImagesOutput, partialImageTokens, pricedPerImage } from './image-billing';
+import { heldPerImage, imageTokensPerImage, partialImageTokens, pricedPerImage } from './image-billing';
 import { cardAt, tierRates, type ModelRates } from './service-levels';
 
 /**
@@ -62,7 +62,7 @@ export function holdAmount(inputs: HoldInputs, model: ModelConfig, price: NanoPr
     sum += BigInt(toolCalls[tool]) * (toolPrice ?? 0n) * CALLS_SCALE;
     // Each image the tool makes bills its image tokens too: the largest image gpt-image-1 makes, and
     // the partial images a stream asks for before it.
-    const perImage = imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, undefined) + partialImagesOutput(reach.toolImagePartials ?? 0);
+    const perImage = imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, undefined) + partialImageTokens(reach.toolImage);
     sum += BigInt(toolCalls[tool]) * BigInt(perImage) * imageTokens;
   }
   return { amount: divideHalfUp(sum, TOKENS_PER_PRICE_UNIT), inputTokens, outputTokens, toolCalls };

@@ -9,8 +9,10 @@
  * - A token-priced model whose reply reported no usage is charged each image at the largest table
  *   entry the request reaches (what was held for it), and the charge says `estimated`.
  * - Each partial image a stream delivers is billed by OpenAI as `PARTIAL_IMAGE_OUTPUT_TOKENS` image
- *   output tokens; a finished image's usage already counts its own partials. The same holds for the
- *   Responses `image_generation` tool: a stream cut before its usage is charged its partial images.
+ *   output tokens; a finished image's usage already counts its own partials.
+ * - A Responses stream whose usage never came is charged each `image_generation` call it showed:
+ *   its partial images, and its image at the one-image estimate of the tool's size and quality, in
+ *   full when the image came, as a floor under its partial images when it did not (`partial`).
  * - A streamed generation the upstream ran (an image event came) but did not finish (fewer images
  *   completed than asked: the client left, or the upstream ended or broke) is charged at least what its
  *   hold estimated, the partial images delivered on top of what completed, and the charge says `partial`.
@@ -19,7 +21,8 @@ import type { ModelConfig } from '../config/types';
 import { GatewayError } from '../kernel/errors';
 import type { ImageAsk } from '../protocols/request-reach';
 import { requestText } from '../protocols/request-text';
-import { TOKEN_KINDS } from '../protocols/types';
+import { TOKEN_KINDS, type ToolImageCall } from '../protocols/types';
+import { GPT_IMAGE_OUTPUT_TOKENS } from '../config/derive';
 import type { NanoPrice } from './prices';
 import type { BilledTokens } from './settlement';
 import { countTokensAsync } from './tokenizer';
@@ -30,7 +33,7 @@ const ANY: ImageAsk = { size: null, quality: null };
 const PARTIAL_IMAGE_OUTPUT_TOKENS = 100;
 
 /** The image output tokens OpenAI bills for `count` partial images: the one place the figure is applied. */
-export function partialImagesOutput(count: number): number {
+function partialImagesOutput(count: number): number {
   return count * PARTIAL_IMAGE_OUTPUT_TOKENS;
 }
 
@@ -40,16 +43,26 @@ export function partialImageTokens(ask: ImageAsk | undefined): number {
 }
 
 /**
- * A Responses stream whose `image_generation` tool streamed partial images and whose usage never came
- * (the client left, or the upstream ended or broke off before `response.completed`): each partial image
- * delivered is charged as OpenAI bills it, on top of the text counted, and the charge says `partial`.
- * Usage that came already counts its partial images: then, and without partial images, `billed` as it is.
+ * A Responses stream whose usage never came (the client left, or the upstream ended or broke off before
+ * `response.completed`), charged each `image_generation` call it showed, on top of the text counted,
+ * and marked `partial`. One rule per call: the provider ran it, so it owes its partial images delivered
+ * and its image at the one-image estimate for the tool's `ask` (the table entry `/v1/images` estimates
+ * with); a call whose image never came owes that estimate only as a floor under its partial images.
+ * Usage that came already counts every call: then, and without calls, `billed` as it is.
  */
-export function unreportedToolImages(billed: BilledTokens): BilledTokens {
+export function unreportedToolImages(billed: BilledTokens, ask: ImageAsk | undefined): BilledTokens {
   const { tokens } = billed;
-  const partials = tokens.partialImages ?? 0;
-  if (partials === 0 || billed.source === 'upstream') return billed;
-  return { source: 'partial', tokens: { ...tokens, imageOutputTokens: tokens.imageOutputTokens + partialImagesOutput(partials) } };
+  const calls = Object.values(tokens.imageCalls ?? {});
+  if (calls.length === 0 || billed.source === 'upstream') return billed;
+  const image = imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, ask);
+  const owed = calls.reduce((sum, call) => sum + toolCallImageTokens(call, image), 0);
+  return { source: 'partial', tokens: { ...tokens, imageOutputTokens: tokens.imageOutputTokens + owed } };
+}
+
+/** One tool call's image output tokens: its partial images, and its image (`image`) in full if it came, else as a floor. */
+function toolCallImageTokens(call: ToolImageCall, image: number): number {
+  const partials = partialImagesOutput(call.partials);
+  return call.finished ? image + partials : Math.max(image, partials);
 }
 
 /** The keys of `table` an ask reaches, in their listed order. */

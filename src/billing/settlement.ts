@@ -35,27 +35,33 @@ export async function billedTokens(
 ): Promise<BilledTokens> {
   if (outcome === null) return NOTHING;
   const { end } = outcome;
-  // Counts the upstream never reported (a Responses stream's partial images) are no usage: the
-  // tokens are counted here, and the partial images kept for billing to charge.
+  // Counts the upstream never reported (a Responses stream's image calls) are no usage: the tokens
+  // are counted here, and the image calls kept for billing to charge.
   const usage = outcome.usage?.unreported === true ? null : outcome.usage;
-  const partialImages = usage === null ? outcome.usage?.partialImages : undefined;
+  const shown = usage === null ? shownImageCalls(outcome.usage) : undefined;
   const inputEstimate = async (): Promise<number> => (await countTokensAsync(requestText(body))) + (endpoint === 'chat' ? chatFramingTokens(body) : 0);
   if (end.kind === 'delivered') {
     if (outcome.status >= 400) return NOTHING;
     if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens(), partialImages), source: 'estimated' };
+    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens(), shown), source: 'estimated' };
   }
   const output = await outcome.outputTokens();
-  if (usage === null && output === 0 && partialImages === undefined) return NOTHING;
-  const input = usage === null ? estimated(await inputEstimate(), 0, partialImages) : counts(usage);
+  if (usage === null && output === 0 && shown === undefined) return NOTHING;
+  const input = usage === null ? estimated(await inputEstimate(), 0, shown) : counts(usage);
   // Cut before any content: the upstream's early output count (Anthropic's message_start says 1) is a
   // placeholder, not output the client got, so only the input is billed.
   return { tokens: { ...input, outputTokens: output === 0 ? 0 : Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
 }
 
-function estimated(input: number, output: number, partialImages: number | undefined): UsageCounts {
+/** The image calls (and their partial images) an unreported stream showed; undefined when none. */
+function shownImageCalls(unreported: UsageCounts | null): Pick<UsageCounts, 'imageCalls' | 'partialImages'> | undefined {
+  if (unreported?.imageCalls === undefined) return undefined;
+  return { imageCalls: unreported.imageCalls, partialImages: unreported.partialImages ?? 0 };
+}
+
+function estimated(input: number, output: number, shown: Pick<UsageCounts, 'imageCalls' | 'partialImages'> | undefined): UsageCounts {
   const tokens: UsageCounts = { ...NO_TOKENS, inputTokens: input, outputTokens: output, toolCalls: {} };
-  return partialImages === undefined ? tokens : { ...tokens, partialImages };
+  return shown === undefined ? tokens : { ...tokens, ...shown };
 }
 
 /** The counts alone, without the usage's source: field by field, cheaper than a rest pattern per charge. */

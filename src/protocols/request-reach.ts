@@ -22,8 +22,11 @@ export interface RequestReach {
   readonly toolCalls: Readonly<Record<string, number | null>>;
   /** An Images request's size and quality (null: not named, or `auto`); null on every other endpoint. */
   readonly image?: ImageAsk;
-  /** Partial images each call of the Responses `image_generation` tool streams (`stream: true`); absent: none. */
-  readonly toolImagePartials?: number;
+  /**
+   * What each call of the Responses `image_generation` tool asks of its image: the tool's size and
+   * quality, and the partial images it streams (`stream: true`); absent without the tool.
+   */
+  readonly toolImage?: ImageAsk;
 }
 
 /** What an Images request asks of each image: the parts of a `size/quality` price or token-table key. */
@@ -105,13 +108,15 @@ function responsesReach(body: Json, fileInput: boolean): RequestReach {
   const toolCalls: Record<string, number | null> = {};
   const cap = limit(body.max_tool_calls);
   let toolInput = false;
-  let toolImagePartials = 0;
+  let toolImage: ImageAsk | undefined;
   for (const tool of arrayOf(body.tools)) {
     const name = RESPONSES_HOSTED_TOOLS[String(tool.type)];
     if (name === undefined) continue;
     toolCalls[name] = cap;
     toolInput = true;
-    if (name === 'image_generation' && body.stream === true) toolImagePartials = Math.max(toolImagePartials, partialsOf(tool.partial_images));
+    if (name === 'image_generation' && toolImage === undefined) {
+      toolImage = { size: named(tool.size), quality: named(tool.quality), partials: body.stream === true ? partialsOf(tool.partial_images) : 0 };
+    }
   }
   const conversation = typeof body.conversation === 'string' ? body.conversation : isObject(body.conversation) ? body.conversation.id : undefined;
   const reach: RequestReach = {
@@ -122,7 +127,7 @@ function responsesReach(body: Json, fileInput: boolean): RequestReach {
     unsizedInput: fileInput || toolInput || isObject(body.prompt),
     toolCalls,
   };
-  return toolImagePartials === 0 ? reach : { ...reach, toolImagePartials };
+  return toolImage === undefined ? reach : { ...reach, toolImage };
 }
 
 function messagesReach(body: Json, fileInput: boolean): RequestReach {

@@ -125,10 +125,23 @@ export interface UsageCounts extends TokenCounts {
    */
   readonly partialImages?: number;
   /**
+   * The calls of the Responses `image_generation` tool a stream showed before its usage came, by item
+   * id; absent elsewhere, and once usage came (it counts them).
+   */
+  readonly imageCalls?: Readonly<Record<string, ToolImageCall>>;
+  /**
    * True when no usage was reported: a Responses stream whose terminal event has not come, of which
-   * only what it showed (its partial images) is known. Billing then counts the tokens itself.
+   * only what it showed (its image calls and their partial images) is known. Billing then counts the tokens itself.
    */
   readonly unreported?: true;
+}
+
+/** One call of the Responses `image_generation` tool, as its stream showed it. */
+export interface ToolImageCall {
+  /** Partial images it delivered. */
+  readonly partials: number;
+  /** Whether its image came (`image_generation_call.completed`, or its output item done with a result). */
+  readonly finished: boolean;
 }
 
 export interface Usage extends UsageCounts {

@@ -10,7 +10,8 @@ import { readLargeAsync } from '../billing/tokenizer';
 import { messagesUsageFromEvent } from './anthropic-messages/usage';
 import { mentionsUsage } from './large-json';
 import { chatUsageFromChunk } from './openai-chat/usage';
-import { responseIdFromEvent, responsesPartialImage, responsesUsageFromEvent } from './openai-responses/usage';
+import { responseIdFromEvent, responsesUsageFromEvent } from './openai-responses/usage';
+import { responsesImageCall } from './openai-responses/image-calls';
 import { imagesUsageFromEvent } from './openai-images/usage';
 import { OutputTokenCount } from './output-count';
 import { SseParser } from './sse';
@@ -109,7 +110,7 @@ class StreamUsageTap implements UsageTap {
 
   result(): Usage | null {
     if (this.unreadable || this.counts === null) return null;
-    // Counts the upstream never reported (partial images seen) are partial whatever the end.
+    // Counts the upstream never reported (image calls seen) are partial whatever the end.
     return { ...this.counts, source: this.counts.unreported === true ? 'partial' : 'upstream' };
   }
 
@@ -132,7 +133,7 @@ export function usageTapFor(endpoint: EndpointId, maxEventBytes?: number): Usage
     case 'responses':
       return new StreamUsageTap(
         endpoint,
-        (event, data, sofar) => responsesUsageFromEvent(event, data) ?? responsesPartialImage(event, data, sofar) ?? (mentionsUsage(data) ? null : sofar),
+        (event, data, sofar) => responsesUsageFromEvent(event, data) ?? responsesImageCall(event, data, sofar) ?? (mentionsUsage(data) ? null : sofar),
         maxEventBytes,
       );
     case 'messages':

@@ -5,7 +5,7 @@
  */
 import { expect } from 'chai';
 import { holdAmount } from '../../src/billing/hold-amount';
-import { imageCharge, imageTokensPerImage } from '../../src/billing/image-billing';
+import { imageCharge, imageTokensPerImage, unreportedToolImages } from '../../src/billing/image-billing';
 import { costOf, isFree, nanoPrice } from '../../src/billing/prices';
 import { GPT_IMAGE_OUTPUT_TOKENS } from '../../src/config/derive';
 import type { ModelConfig, RateCard } from '../../src/config/types';
@@ -52,6 +52,25 @@ describe('image billing', () => {
     const usage = { ...NO_TOKENS, inputTokens: 3, images: 3, imageKey: '1024x1024/standard' };
     expect(costOf(usage, price)).to.equal(3n * 5000n + 3n * 40_000_000n);
     expect(costOf({ ...usage, imageKey: null }, price)).to.equal(3n * 5000n);
+  });
+
+  it('charges each Responses image call shown without usage its image at the one-image estimate: in full when it came, else as a floor', () => {
+    const tokens = {
+      ...NO_TOKENS,
+      toolCalls: {},
+      imageOutputTokens: 0,
+      partialImages: 5,
+      imageCalls: { done: { partials: 2, finished: true }, cut: { partials: 3, finished: false }, bare: { partials: 0, finished: false } },
+    };
+    // 1024x1024 low is 272: the finished call 272 + 200, the cut one's 300 partial tokens over 272, the bare one 272.
+    const low = unreportedToolImages({ tokens, source: 'estimated' }, { size: '1024x1024', quality: 'low' });
+    expect(low).to.deep.include({ source: 'partial' });
+    expect(low.tokens.imageOutputTokens).to.equal(272 + 200 + 300 + 272);
+    // No size or quality named: the largest entry, as /v1/images estimates one.
+    expect(unreportedToolImages({ tokens, source: 'partial' }, undefined).tokens.imageOutputTokens).to.equal(6240 + 200 + 6240 + 6240);
+    // Usage that came counts every call itself.
+    const reported = { tokens: { ...tokens, imageOutputTokens: 1784 }, source: 'upstream' as const };
+    expect(unreportedToolImages(reported, undefined)).to.equal(reported);
   });
 
   it('charges an unfinished stream each partial image at 100 image output tokens when they pass its hold', async () => {

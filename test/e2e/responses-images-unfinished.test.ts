@@ -3,8 +3,10 @@
  * `response.image_generation_call.partial_image` events before `response.completed`, which carries the
  * tool's usage (`tool_usage.image_gen`). A client that leaves after the partial images, or an upstream
  * that ends after them, never gets that usage: each partial image delivered is charged as OpenAI bills
- * it, 100 image output tokens, and the charge says `partial`. A completed response is charged its usage,
- * which already counts its partial images; the hold covers the partial images asked for.
+ * it, 100 image output tokens, and the charge says `partial`. Each call the upstream started is charged
+ * its image at the one-image estimate of the tool's size and quality: in full when the image came, as a
+ * floor under its partial images when it did not. A completed response is charged its usage, which
+ * already counts its partial images; the hold covers the partial images asked for.
  *
  * Prices per 1M tokens: input 1.25, output 10, image_output 40, so per token in nano-units 1,250 /
  * 10,000 / 40,000.
@@ -38,10 +40,14 @@ plugins:
   billing: { flush_interval_ms: 10 }
 `;
 
-function requestBody(partials: number | undefined): string {
-  const tool = partials === undefined ? { type: 'image_generation' } : { type: 'image_generation', partial_images: partials };
+function requestBody(partials: number | undefined, ask: { size?: string; quality?: string } = {}): string {
+  const tool = partials === undefined ? { type: 'image_generation', ...ask } : { type: 'image_generation', partial_images: partials, ...ask };
   return JSON.stringify({ model: 'gpt-drawing', input: 'Draw a lighthouse', stream: true, max_tool_calls: 1, tools: [tool] });
 }
+
+/** gpt-image-1's output tokens for one 1024x1024 medium image, and for its largest (1024x1536 high): docs/billing.md#images. */
+const MEDIUM_SQUARE_TOKENS = 1056;
+const LARGEST_TOKENS = 6240;
 
 const RESPONSE = { id: 'resp_img', object: 'response', model: 'gpt-drawing', status: 'in_progress', output: [], usage: null };
 
@@ -60,11 +66,21 @@ function upToPartials(count: number): SseEvent[] {
   ];
 }
 
+const FINISHED_ITEM = { type: 'image_generation_call', id: 'ig_1', status: 'completed', result: PIXEL };
+
+/** The events of a call whose image came, as OpenAI streams them before `response.completed`. */
+function imageDone(): SseEvent[] {
+  return [
+    { event: 'response.image_generation_call.completed', data: { type: 'response.image_generation_call.completed', output_index: 0, item_id: 'ig_1' } },
+    { event: 'response.output_item.done', data: { type: 'response.output_item.done', output_index: 0, item: FINISHED_ITEM } },
+  ];
+}
+
 /** The end of a response whose image completed: its usage, and the tool's usage with its partial images in it. */
 function completion(imageOutputTokens: number): SseEvent[] {
-  const item = { type: 'image_generation_call', id: 'ig_1', status: 'completed', result: PIXEL };
+  const item = FINISHED_ITEM;
   return [
-    { event: 'response.output_item.done', data: { type: 'response.output_item.done', output_index: 0, item } },
+    ...imageDone(),
     {
       event: 'response.completed',
       data: {
@@ -117,7 +133,7 @@ describe('e2e: Responses image_generation streams that do not finish', function 
     return BigInt(charge.inputTokens) * INPUT_NANO + BigInt(charge.outputTokens) * OUTPUT_NANO + BigInt(charge.imageOutputTokens) * IMAGE_OUTPUT_NANO;
   }
 
-  it('charges a client that leaves after two partial images 2 × 100 image output tokens, marked partial', async () => {
+  it('charges a client that leaves after two partial images of an unnamed size the largest image, the floor above them, marked partial', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: [...upToPartials(2), { until: gate }] });
@@ -140,21 +156,23 @@ describe('e2e: Responses image_generation streams that do not finish', function 
     }
 
     const charge = await chargeFor(res);
-    expect(charge).to.deep.include({ usageSource: 'partial', outcome: 'aborted', imageOutputTokens: 2 * PARTIAL_TOKENS });
+    // Two partial images (2 × 100) are under the one-image estimate, which is the floor.
+    expect(charge).to.deep.include({ usageSource: 'partial', outcome: 'aborted', imageOutputTokens: LARGEST_TOKENS });
     // The prompt is counted by the tokenizer, as for any stream cut before its usage.
     expect(charge.inputTokens).to.be.greaterThan(0);
     expect(charge.cost).to.equal(costOfCounts(charge));
     expect(charge.cost >= BigInt(2 * PARTIAL_TOKENS) * IMAGE_OUTPUT_NANO).to.equal(true);
   });
 
-  it('charges a stream the upstream ends after two partial images, before response.completed, the same, marked partial', async () => {
-    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: upToPartials(2) });
-    const res = await post(requestBody(2));
+  it('charges a stream the upstream ends after three partial images of a small image, before response.completed, 3 × 100, marked partial', async () => {
+    // 1024x1024 low is 272 image output tokens: three partial images (300) are more, and are charged.
+    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: upToPartials(3) });
+    const res = await post(requestBody(3, { size: '1024x1024', quality: 'low' }));
     expect(res.status).to.equal(200);
     await res.text();
 
     const charge = await chargeFor(res);
-    expect(charge).to.deep.include({ usageSource: 'partial', imageOutputTokens: 2 * PARTIAL_TOKENS });
+    expect(charge).to.deep.include({ usageSource: 'partial', imageOutputTokens: 3 * PARTIAL_TOKENS });
     expect(charge.inputTokens).to.be.greaterThan(0);
     expect(charge.cost).to.equal(costOfCounts(charge));
   });
@@ -169,6 +187,69 @@ describe('e2e: Responses image_generation streams that do not finish', function 
 
     const charge = await chargeFor(res);
     expect(charge).to.deep.include({ usageSource: 'upstream', inputTokens: 40 + 9, outputTokens: 12, imageOutputTokens: reported });
+    expect(charge.cost).to.equal(costOfCounts(charge));
+  });
+
+  it('charges a call the upstream started but did not finish, with no partial image, one image of its size and quality, marked partial', async () => {
+    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: upToPartials(0) });
+    const res = await post(requestBody(undefined, { size: '1024x1024', quality: 'medium' }));
+    expect(res.status).to.equal(200);
+    await res.text();
+
+    const charge = await chargeFor(res);
+    expect(charge).to.deep.include({ usageSource: 'partial', imageOutputTokens: MEDIUM_SQUARE_TOKENS });
+    expect(charge.inputTokens).to.be.greaterThan(0);
+    expect(charge.cost).to.equal(costOfCounts(charge));
+    expect(charge.cost >= BigInt(MEDIUM_SQUARE_TOKENS) * IMAGE_OUTPUT_NANO).to.equal(true);
+  });
+
+  it('charges a client that leaves a started call before any partial image the largest image, as /v1/images estimates one that names no size', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: [...upToPartials(0), { until: gate }] });
+    const controller = new AbortController();
+    const res = await post(requestBody(undefined), controller.signal);
+    expect(res.status).to.equal(200);
+    try {
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let received = '';
+      while (!received.includes('event: response.image_generation_call.generating')) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended after ${received.length} characters`);
+        received += decoder.decode(value, { stream: true });
+      }
+      controller.abort();
+      await fake.waitForClose(0);
+    } finally {
+      release();
+    }
+
+    const charge = await chargeFor(res);
+    expect(charge).to.deep.include({ usageSource: 'partial', outcome: 'aborted', imageOutputTokens: LARGEST_TOKENS });
+    expect(charge.cost).to.equal(costOfCounts(charge));
+  });
+
+  it('charges an image that came, cut before response.completed, the full one-image estimate and its partial images, marked partial', async () => {
+    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: [...upToPartials(2), ...imageDone()] });
+    const res = await post(requestBody(2, { size: '1024x1024', quality: 'medium' }));
+    expect(res.status).to.equal(200);
+    await res.text();
+
+    const charge = await chargeFor(res);
+    expect(charge).to.deep.include({ usageSource: 'partial', imageOutputTokens: MEDIUM_SQUARE_TOKENS + 2 * PARTIAL_TOKENS });
+    expect(charge.cost).to.equal(costOfCounts(charge));
+  });
+
+  it('charges a response whose usage came from that usage alone, with no estimate added for its image', async () => {
+    // A 1024x1024 low image (272) is far under the medium estimate: the usage, not the estimate, is charged.
+    fake.enqueue({ headers: { 'content-type': 'text/event-stream' }, events: [...upToPartials(0), ...completion(272)] });
+    const res = await post(requestBody(undefined, { size: '1024x1024', quality: 'medium' }));
+    expect(res.status).to.equal(200);
+    await res.text();
+
+    const charge = await chargeFor(res);
+    expect(charge).to.deep.include({ usageSource: 'upstream', inputTokens: 40 + 9, outputTokens: 12, imageOutputTokens: 272 });
     expect(charge.cost).to.equal(costOfCounts(charge));
   });
 

@@ -87,6 +87,24 @@ describe('usage taps', () => {
     expect(usage).to.not.have.any.keys('partialImages', 'unreported');
   });
 
+  it('tracks each image_generation call of a Responses stream before its usage: started, its partial images, finished', () => {
+    const frame = (type: string, rest: string, named = true) => `${named ? `event: ${type}\n` : ''}data: {"type":"${type}",${rest}}\n\n`;
+    const stream =
+      frame('response.output_item.added', '"output_index":0,"item":{"type":"image_generation_call","id":"ig_1","status":"in_progress"}') +
+      frame('response.image_generation_call.partial_image', '"item_id":"ig_1","partial_image_b64":"iVBORw0KGgo="') +
+      frame('response.image_generation_call.completed', '"item_id":"ig_1"', false) +
+      frame('response.image_generation_call.in_progress', '"item_id":"ig_2"') +
+      frame('response.output_item.added', '"output_index":2,"item":{"type":"image_generation_call","id":"ig_3","status":"in_progress"}', false) +
+      frame('response.output_item.done', '"output_index":2,"item":{"type":"image_generation_call","id":"ig_3","status":"completed","result":""}') +
+      frame('response.output_item.added', '"output_index":3,"item":{"type":"message","id":"msg_1"}');
+    expect(tapped('responses', stream)).to.deep.include({
+      partialImages: 1,
+      unreported: true,
+      source: 'partial',
+      imageCalls: { ig_1: { partials: 1, finished: true }, ig_2: { partials: 0, finished: false }, ig_3: { partials: 0, finished: true } },
+    });
+  });
+
   it('reads usage from plain bodies of each protocol', () => {
     expect(replyUsage('chat', JSON.parse('{"usage":{"prompt_tokens":5,"completion_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });
     expect(replyUsage('messages', JSON.parse('{"usage":{"input_tokens":5,"output_tokens":2}}'))).to.include({ inputTokens: 5, outputTokens: 2 });

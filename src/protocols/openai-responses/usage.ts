@@ -5,11 +5,8 @@
  */
 import { tryParse } from '../../json';
 import { field, readUsage, splitCachedInput, withServedTier } from '../usage-json';
-import { NO_TOKENS, type ToolCalls, type UsageCounts } from '../types';
+import type { ToolCalls, UsageCounts } from '../types';
 import { imageTokenCounts } from '../openai-images/usage';
-
-/** The stream event of one partial image of the `image_generation` tool. */
-const PARTIAL_IMAGE_EVENT = 'response.image_generation_call.partial_image';
 
 /** Events that carry the final response object, usage included. */
 const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'response.failed']);
@@ -69,17 +66,6 @@ function terminalResponse(event: string | null, data: string): Record<string, un
 export function responsesUsageFromEvent(event: string | null, data: string): UsageCounts | null {
   const response = terminalResponse(event, data);
   return response === null ? null : responsesUsage(response);
-}
-
-/**
- * Counts one partial image of the `image_generation` tool into a stream's counts before its usage
- * comes: the provider bills it whether or not the response completes (a completed response's
- * `tool_usage` already counts it). Null for any other event, or once a usage report came.
- */
-export function responsesPartialImage(event: string | null, data: string, sofar: UsageCounts | null): UsageCounts | null {
-  if (event !== PARTIAL_IMAGE_EVENT && (event !== null || !data.includes(`"${PARTIAL_IMAGE_EVENT}"`))) return null;
-  if (sofar !== null && sofar.unreported !== true) return null;
-  return { ...NO_TOKENS, toolCalls: {}, partialImages: (sofar?.partialImages ?? 0) + 1, unreported: true };
 }
 
 /** The response id a stream event names (`response.created` and the terminal events carry it). */
