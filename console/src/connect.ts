@@ -12,7 +12,7 @@ export interface ConnectModels {
   anthropic: string;
 }
 
-interface Snippet {
+export interface Snippet {
   id: string;
   title: string;
   text: string;
@@ -94,7 +94,8 @@ export function connectSection(secret: string, models: ConnectModels): HTMLEleme
     connectSnippets(origin, secret, models).map(snippetBlock));
 }
 
-function snippetBlock(snippet: Snippet): HTMLElement {
+/** A snippet with its title and Copy button (its status line says whether the copy worked). */
+export function snippetBlock(snippet: Snippet): HTMLElement {
   const status = statusLine();
   const code = h('pre', { class: 'snippet', 'data-testid': `snippet-${snippet.id}`, tabindex: 0, 'aria-label': `${snippet.title} snippet` }, h('code', null, snippet.text));
   const copy = h('button', {

@@ -4,6 +4,8 @@
  * "View code" shows the request as curl and SDK snippets, and the curl one, run as it is with a real
  * key, gets an answer through the gateway.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { unitsToNano } from '../../src/billing/money';
@@ -11,9 +13,16 @@ import type { Account } from '../../src/store/store';
 import type { FakeUpstream } from '../helpers/fake-upstream';
 import type { TestGateway } from '../helpers/test-gateway';
 import { chatStream } from '../helpers/upstream-replies';
-import { createLoginAccount, newContext, saveScreenshot, startConsoleRig, stopConsoleRig, watchPage, type PageProblems } from './browser-helpers';
+import { createLoginAccount, newContext, saveScreenshot, startConsoleRig, stopConsoleRig, waitFor, watchPage, type PageGlobals, type PageProblems } from './browser-helpers';
 
+const run = promisify(execFile);
 const PASSWORD = 'correct-horse-battery';
+
+/** The JSON body of a curl snippet: its -d argument, single-quoted for the shell. */
+function curlBody(snippet: string): unknown {
+  const quoted = snippet.slice(snippet.indexOf("-d '") + 3).trimEnd();
+  return JSON.parse(quoted.slice(1, -1).replace(/'\\''/g, "'"));
+}
 
 for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 }]) {
   describe(`browser: the Playground's key, sessions and code, at ${viewport.width} px`, function () {
@@ -125,6 +134,62 @@ for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 
       expect(await page.getByTestId('session-requests').textContent()).to.equal('2');
       expect(await page.getByTestId('session-requests-table').locator('tbody tr').count()).to.equal(2);
       expect(await page.getByRole('heading', { level: 1 }).locator('..').textContent()).to.include('Playground: every visit');
+      expect(problems.all()).to.deep.equal([]);
+    });
+
+    it('"View code" shows the request it sent as curl and SDK snippets, and the curl one answers when run', async () => {
+      const account = await signedIn(`vic-${viewport.width}`);
+      await openPlayground();
+      await page.getByLabel('System prompt (optional)').fill("Answer in one word; it's a test.");
+      const sent = page.waitForRequest((request) => request.url().endsWith('/v1/chat/completions') && request.method() === 'POST');
+      await playgroundTurn("What's the word?", 'Word.');
+      const posted = JSON.parse((await sent).postData() ?? 'null') as Record<string, unknown>;
+
+      await page.getByRole('button', { name: 'View code' }).click();
+      const curl = page.getByTestId('snippet-playground-curl');
+      await curl.waitFor();
+      expect(await page.getByTestId('playground-code-what').textContent()).to.include('The last request sent to gpt-priced.');
+      const text = (await curl.textContent())!;
+      expect(text).to.include(`curl -sS -N --fail-with-body ${tg.url}/v1/chat/completions`).and.include('"Authorization: Bearer $TOLLGATE_API_KEY"');
+      // Exactly what the Playground posted: system prompt, message, settings, streamed with usage.
+      expect(curlBody(text)).to.deep.equal(posted);
+      expect(posted).to.deep.include({ model: 'gpt-priced', stream: true });
+      expect(await page.getByTestId('snippet-playground-openai').textContent()).to.include(`OpenAI(base_url="${tg.url}/v1", api_key=os.environ["TOLLGATE_API_KEY"])`)
+        .and.include(`"content": "Answer in one word; it's a test."`);
+      expect(await page.getByTestId('snippet-playground-anthropic').count(), 'gpt-priced is not an Anthropic model').to.equal(0);
+      // Long lines scroll inside their snippet, never the page.
+      expect(await page.evaluate(() => (globalThis as unknown as PageGlobals).document.documentElement.scrollWidth)).to.be.at.most(viewport.width);
+
+      // Copied with its button and pasted into a shell that holds a real key of the account.
+      await page.getByTestId('copy-playground-curl').click();
+      await page.getByTestId('playground-code').getByText('Copied to the clipboard.').waitFor();
+      const pasted = await page.evaluate(() => (globalThis as unknown as PageGlobals).navigator.clipboard.readText());
+      expect(pasted).to.equal(text);
+      const key = await tg.createKey({ accountId: account.id, name: 'shell' });
+      fake.enqueue(chatStream({ inputTokens: 20, outputTokens: 5, model: 'gpt-priced', text: 'Pasted.', includeUsage: true }));
+      const { stdout } = await run('sh', ['-c', pasted], { timeout: 20_000, env: { ...process.env, TOLLGATE_API_KEY: key.key } });
+      expect(stdout).to.include('data: [DONE]');
+      const charges = await waitFor(() => tg.store.listCharges({ keyId: key.id }), (list) => list.length === 1);
+      expect(charges.map((charge) => charge.status), 'the pasted call answered 200').to.deep.equal([200]);
+      expect(charges[0].origin ?? null, 'a pasted call is not the Playground\'s').to.equal(null);
+
+      // With the Playground's key filled in, it runs as it is.
+      await page.getByLabel("Fill in the Playground's key").check();
+      await curl.filter({ hasNotText: '$TOLLGATE_API_KEY' }).waitFor();
+      const filled = (await curl.textContent())!;
+      expect(filled).to.match(/'Authorization: Bearer sk-[A-Za-z0-9]+'/);
+      fake.enqueue(chatStream({ inputTokens: 20, outputTokens: 5, model: 'gpt-priced', text: 'Filled.', includeUsage: true }));
+      expect((await run('sh', ['-c', filled], { timeout: 20_000 })).stdout).to.include('data: [DONE]');
+
+      // The next message typed, to an Anthropic model: an Anthropic SDK snippet too, its system prompt beside the messages.
+      await page.getByLabel('Model', { exact: true }).selectOption('claude-priced');
+      await page.getByLabel('Message').fill('And you?');
+      const anthropic = page.getByTestId('snippet-playground-anthropic');
+      await anthropic.waitFor();
+      expect(await page.getByTestId('playground-code-what').textContent()).to.include('The request the next Send makes to claude-priced.');
+      expect(await anthropic.textContent()).to.match(/anthropic\.Anthropic\(base_url="[^"]+", api_key="sk-[A-Za-z0-9]+"\)/)
+        .and.include(`system="Answer in one word; it's a test."`).and.include('"content": "And you?"');
+      expect(curlBody((await curl.textContent())!)).to.deep.include({ model: 'claude-priced', messages: [{ role: 'system', content: "Answer in one word; it's a test." }, { role: 'user', content: 'And you?' }] });
       expect(problems.all()).to.deep.equal([]);
     });
   });

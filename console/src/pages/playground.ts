@@ -4,9 +4,11 @@
 // of this account that expires within the hour, so every turn is billed like any
 // request (marked as playground in the usage) and its cost is shown once it settles.
 import { apiGet, apiPost, errorMessage, withQuery } from '../api.js';
+import { snippetBlock } from '../connect.js';
 import { h, replace } from '../dom.js';
 import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
+import { chatRequest, KEY_VARIABLE, requestSnippets, type ChatMessage, type ChatRequest } from '../playground-code.js';
 import type { PricedModel, Usage } from '../types.js';
 import { count, pageHeading } from '../ui.js';
 
@@ -16,16 +18,16 @@ const KEY_REUSE_MS = 50 * 60 * 1000;
 const SETTLE_POLL_MS = 250;
 const SETTLE_TRIES = 40;
 
-interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
-
 interface Column {
   model: string;
   history: ChatMessage[];
   log: HTMLElement;
+  /** The request of its latest turn, for "View code". */
+  lastRequest: ChatRequest | null;
 }
+
+/** The message "View code" shows when none is typed and none was sent yet. */
+const EXAMPLE_MESSAGE = 'Say hello.';
 
 /** The playground key of this page load, kept in memory only (never in storage). */
 let playgroundKey: { secret: string; until: number } | null = null;
@@ -53,9 +55,9 @@ export const playgroundPage: Page = {
     void apiGet<{ models: PricedModel[] }>('/api/prices', { signal: context.signal }).then(
       (data) => {
         // Only models that can answer, text ones (the chat endpoint): the first is the default.
-        const usable = data.models.filter((model) => model.available && model.kind === 'text').map((model) => model.model);
+        const usable = data.models.filter((model) => model.available && model.kind === 'text');
         replace(area, usable.length > 0
-          ? playground(usable, context.signal)
+          ? playground(usable.map((model) => model.model), new Map(usable.map((model) => [model.model, model.family])), context.signal)
           : h('p', { class: 'notice', 'data-testid': 'playground-no-models' }, 'No model can answer yet: the operator has not configured a provider for any of them.'));
       },
       (error: unknown) => replace(area, h('p', { class: 'notice notice-error', role: 'alert' }, errorMessage(error))),
@@ -68,7 +70,7 @@ function numberInput(name: string, label: string, attrs: Record<string, string>)
   return h('div', { class: 'field' }, h('label', { for: id }, label), h('input', { id, name, type: 'number', ...attrs }));
 }
 
-function playground(models: readonly string[], signal: AbortSignal): HTMLElement {
+function playground(models: readonly string[], families: ReadonlyMap<string, PricedModel['family']>, signal: AbortSignal): HTMLElement {
   const session = randomSession();
   const modelSelect = (index: number) => {
     const id = `playground-model-${index}`;
@@ -81,7 +83,22 @@ function playground(models: readonly string[], signal: AbortSignal): HTMLElement
   const prompt = h('textarea', { id: 'playground-prompt', name: 'prompt', rows: 4, class: 'playground-prompt', required: true });
   const columnsArea = h('div', { class: 'playground-columns', 'data-testid': 'playground-columns' });
   const status = h('p', { class: 'muted', role: 'status' });
+  const codeArea = h('section', { id: 'playground-code', class: 'playground-code', 'aria-label': 'The request as code', 'data-testid': 'playground-code', hidden: true });
   let columns: Column[] = [];
+  const viewCode = h('button', {
+    type: 'button',
+    class: 'button',
+    'aria-expanded': 'false',
+    'aria-controls': 'playground-code',
+    onclick: () => {
+      const open = codeArea.hidden;
+      codeArea.hidden = !open;
+      viewCode.setAttribute('aria-expanded', String(open));
+      if (open) showCode();
+    },
+  }, 'View code');
+  const fillKey = h('input', { type: 'checkbox', id: 'playground-code-key', 'data-testid': 'playground-code-key' });
+  fillKey.addEventListener('change', () => showCode());
 
   const form = h('form', { class: 'form', 'aria-label': 'Playground' },
     h('div', { class: 'filters' },
@@ -92,8 +109,61 @@ function playground(models: readonly string[], signal: AbortSignal): HTMLElement
     h('div', { class: 'field' }, h('label', { for: 'playground-prompt' }, 'Message'), prompt, h('p', { class: 'hint' }, 'Ctrl+Enter (⌘+Enter) sends.')),
     h('div', { class: 'button-row' },
       h('button', { type: 'submit', class: 'button button-primary' }, 'Send'),
-      h('button', { type: 'button', class: 'button', onclick: () => { columns = []; replace(columnsArea); } }, 'New conversation')),
+      h('button', { type: 'button', class: 'button', onclick: () => { columns = []; replace(columnsArea); } }, 'New conversation'),
+      viewCode),
     status);
+
+  const pickedModels = () => [...new Set(Array.from({ length: MAX_MODELS }, (_unused, index) => (form.elements.namedItem(`model-${index}`) as HTMLSelectElement).value).filter((model) => model !== ''))];
+  const readSettings = (): Settings => ({
+    temperature: Number((form.elements.namedItem('temperature') as HTMLInputElement).value),
+    max_tokens: Number((form.elements.namedItem('max_tokens') as HTMLInputElement).value),
+    system: system.value.trim(),
+  });
+
+  /**
+   * The request of the first model's column, as the next Send would post it: its conversation so
+   * far and the message typed; with none typed, its last turn's request (or an example message).
+   */
+  const shownRequest = (): { request: ChatRequest; what: string } => {
+    const picked = pickedModels();
+    const model = picked[0] ?? models[0];
+    // A different set of models starts a new conversation on Send, so only a matching column's history counts.
+    const sameSet = columns.map((column) => column.model).join('\n') === picked.join('\n');
+    const column = sameSet ? columns.find((candidate) => candidate.model === model) : undefined;
+    const text = prompt.value.trim();
+    if (text === '' && column?.lastRequest != null) return { request: column.lastRequest, what: `The last request sent to ${model}.` };
+    const settings = readSettings();
+    const messages = withSystem(settings.system, [...(column?.history ?? []), { role: 'user', content: text === '' ? EXAMPLE_MESSAGE : text }]);
+    return { request: chatRequest(model, messages, settings.temperature, settings.max_tokens), what: text === '' ? `A request to ${model} with an example message: type one to see it here.` : `The request the next Send makes to ${model}.` };
+  };
+
+  let shown = 0;
+  function showCode(): void {
+    if (codeArea.hidden) return;
+    const { request, what } = shownRequest();
+    const origin = window.location.origin;
+    const family = families.get(request.model) ?? 'openai';
+    const render = (key: string | null) => replace(codeArea,
+      h('h2', null, 'The request as code'),
+      h('p', { class: 'hint', 'data-testid': 'playground-code-what' }, what,
+        ' The Playground\'s own marks (its origin and session headers) are left out, so a pasted call counts as yours.'),
+      h('p', { class: 'hint' }, fillKey, ' ', h('label', { for: 'playground-code-key' }, 'Fill in the Playground\'s key'),
+        key === null ? ` (it expires within the hour); else set ${KEY_VARIABLE} first: export ${KEY_VARIABLE}=sk-…` : ' (it expires within the hour).'),
+      requestSnippets(request, origin, key, family).map(snippetBlock));
+    const turn = ++shown;
+    if (!fillKey.checked) {
+      render(null);
+      return;
+    }
+    void keyFor(signal).then(
+      (key) => { if (turn === shown) render(key); },
+      (error: unknown) => { if (turn === shown) replace(codeArea, h('p', { class: 'notice notice-error', role: 'alert' }, errorMessage(error))); },
+    );
+  }
+
+  // An open "View code" follows the form: the model, the settings, the message being typed.
+  form.addEventListener('input', () => showCode());
+  form.addEventListener('change', () => showCode());
 
   // Ctrl+Enter (⌘+Enter on a Mac) sends, as in most chat tools; Enter alone stays a new line.
   prompt.addEventListener('keydown', (event) => {
@@ -107,30 +177,34 @@ function playground(models: readonly string[], signal: AbortSignal): HTMLElement
     event.preventDefault();
     const text = prompt.value.trim();
     if (text === '') return;
-    const chosen = Array.from({ length: MAX_MODELS }, (_unused, index) => (form.elements.namedItem(`model-${index}`) as HTMLSelectElement).value).filter((model) => model !== '');
-    const picked = [...new Set(chosen)];
+    const picked = pickedModels();
     // A different set of models starts a new conversation: each column keeps its own history.
     if (columns.map((column) => column.model).join('\n') !== picked.join('\n')) {
-      columns = picked.map((model) => ({ model, history: [], log: h('div', { 'data-testid': `playground-log-${model}` }) }));
+      columns = picked.map((model) => ({ model, history: [], log: h('div', { 'data-testid': `playground-log-${model}` }), lastRequest: null }));
       replace(columnsArea, columns.map((column) => h('section', { class: 'playground-column', 'aria-label': column.model }, h('h2', null, column.model), column.log)));
     }
-    const settings = {
-      temperature: Number((form.elements.namedItem('temperature') as HTMLInputElement).value),
-      max_tokens: Number((form.elements.namedItem('max_tokens') as HTMLInputElement).value),
-      system: system.value.trim(),
-    };
+    const settings = readSettings();
     prompt.value = '';
     status.textContent = 'Sending…';
     // Every way out of a turn ends "Sending…": answered, refused, failed or thrown.
     void keyFor(signal).then(
-      (key) => Promise.all(columns.map((column) => turn(column, text, settings, key, session, signal))),
+      (key) => {
+        const turns = Promise.all(columns.map((column) => turn(column, text, settings, key, session, signal)));
+        // The turns' requests are made: an open "View code" shows the one just sent.
+        showCode();
+        return turns;
+      },
     ).then(
       () => { status.textContent = ''; },
       (error: unknown) => { status.textContent = errorMessage(error); },
     );
   });
 
-  return h('div', null, form, columnsArea);
+  return h('div', null, form, codeArea, columnsArea);
+}
+
+function withSystem(system: string, conversation: ChatMessage[]): ChatMessage[] {
+  return system === '' ? conversation : [{ role: 'system', content: system }, ...conversation];
 }
 
 interface Settings {
@@ -146,13 +220,14 @@ async function turn(column: Column, text: string, settings: Settings, key: strin
   const cost = h('p', { class: 'playground-cost', 'data-testid': 'playground-cost' }, 'Cost: settling…');
   column.log.append(h('p', { class: 'playground-turn playground-turn-user' }, text), reply, cost);
   const startedAt = new Date(Date.now() - 60_000).toISOString();
-  const messages: ChatMessage[] = settings.system === '' ? column.history : [{ role: 'system', content: settings.system }, ...column.history];
+  const request = chatRequest(column.model, withSystem(settings.system, [...column.history]), settings.temperature, settings.max_tokens);
+  column.lastRequest = request;
   try {
     const response = await fetch('/v1/chat/completions', {
       method: 'POST',
       signal,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}`, 'x-tollgate-origin': 'playground', 'x-tollgate-session': session },
-      body: JSON.stringify({ model: column.model, messages, temperature: settings.temperature, max_tokens: settings.max_tokens, stream: true, stream_options: { include_usage: true } }),
+      body: JSON.stringify(request),
     });
     const requestId = response.headers.get('x-request-id');
     if (!response.ok || response.body === null) {
