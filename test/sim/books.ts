@@ -12,7 +12,8 @@ import { Registry } from 'prom-client';
 import type { BalanceBook } from '../../src/billing/book';
 import { PeriodCache } from '../../src/billing/budget-period';
 import { budgetChecks } from '../../src/billing/budgets';
-import { LedgerWriter } from '../../src/billing/ledger-writer';
+import { openBookWriter } from '../../src/billing/book-writer';
+import type { LedgerWriter } from '../../src/billing/ledger-writer';
 import { LocalBook } from '../../src/billing/local-book';
 import { openRedisBook } from '../../src/billing/redis-book';
 import { StoreBook } from '../../src/billing/store-book';
@@ -386,21 +387,9 @@ export class BookSession {
 
   private async startInstance(): Promise<Instance> {
     const book = await this.rig.book(this.store);
-    const live = book.liveCopy;
     const gate = new WriterGate();
-    const writer = new LedgerWriter(
-      gate.store(this.store),
-      {
-        intervalMs: 3_600_000,
-        maxRecords: 100_000,
-        onWritten: live === null ? (charges) => book.written(charges) : undefined,
-        writeThrough: live?.writeLedger.bind(live),
-        onSetAside: (charge) => book.written([charge]),
-        instance: live?.instance ?? null,
-      },
-      silent,
-    );
-    book.countUnwritten((counts) => writer.unwritten().reduce((sum, charge) => (counts(charge) ? sum + charge.cost : sum), 0n));
+    // The gateway's own wiring of book and writer, so the simulator runs what production runs.
+    const writer = openBookWriter(gate.store(this.store), book, { intervalMs: 3_600_000, maxRecords: 100_000 }, silent);
     const payments = new Payments({
       store: this.store,
       funds: { applyStored: (accountId, write, moved) => book.applyStored(accountId, write, moved) },
