@@ -585,6 +585,8 @@ export class RedisBook implements BalanceBook, LiveCopy {
 
   async ping(): Promise<boolean> {
     try {
+      // On a Cluster a PING goes to any node; the book answers only if the primary of its slot does.
+      if (this.redis.isCluster) return (await this.redis.exists(this.epochKey())) >= 0;
       return (await this.redis.ping()) === 'PONG';
     } catch {
       return false;

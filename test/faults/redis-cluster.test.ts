@@ -149,6 +149,7 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
     expect((await verifyLedgerCommand(store, (line) => lines.push(line))).drifted, lines.join('\n')).to.equal(0);
     const book = await openRedisBook({ url: '', cluster: cluster.seeds, key_prefix: PREFIX, command_timeout_ms: 2000 }, store);
     try {
+      expect(await book.ping(), "the book's primary answers").to.equal(true);
       await waitFor(async () => (await verifyLiveBalances(store, book, (line) => lines.push(line))) === 0, `live balances equal to the ledger:\n${lines.join('\n')}`);
     } finally {
       await book.close();
