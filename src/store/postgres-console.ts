@@ -1,16 +1,15 @@
 /**
  * What the web console needs from the PostgreSQL store: the operator's account list, logins and
- * passwords, disabling accounts, a key's limits, console sessions and management tokens, and usage
- * per UTC day. Each function is one statement; the store bumps the key revision after the writes that
- * change what authentication reads (disabling an account, a key's limits), the trigger tells the
- * other instances.
+ * passwords, disabling accounts, console sessions and management tokens, the second factor. Each
+ * function is one statement; the store bumps the key revision after the writes that change what
+ * authentication reads (disabling an account), the trigger tells the other instances.
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
 import type { SecretKey } from '../auth/secret-key';
 import { openFactorSecret, plaintextFactors, requireOpenable, sealFactorSecret, type StoredFactor } from './factor-secrets';
-import type { Account, AccountLogin, AccountSummary, DailyUsage, KeyLimits, KeyRateLimits, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
-import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
+import type { Account, AccountLogin, AccountSummary, NewSession, SecondFactor, SessionKind, SessionRecord } from './store';
+import { rowMappers, POSTGRES_CODEC, type AccountRow, type AccountSummaryRow, type PostgresColumns, type SessionAccountRow, type SessionRow } from './rows';
 
 /** The columns of an `AccountRow`; never the password hash. */
 export const ACCOUNT_COLUMNS = 'id, name, email, role, disabled, created_at, budget, session_budget::text AS session_budget';
@@ -21,38 +20,6 @@ const { toAccount, toAccountSummary, toSession, toSessionWithAccount } = rowMapp
 /** E-mails are stored and compared lower-cased, so they are unique whatever their case. */
 export function normalizeEmail(email: string | null | undefined): string | null {
   return email === undefined || email === null ? null : email.toLowerCase();
-}
-
-/** How a key's limits are stored: money as text, models as TEXT[], rate limits as JSON text. */
-export const spendLimitParam = (value: bigint | null | undefined): string | null => (value === undefined || value === null ? null : String(value));
-export const modelsParam = (value: readonly string[] | null | undefined): string[] | null => (value === undefined || value === null ? null : [...value]);
-export const rateLimitsParam = (value: KeyRateLimits | null | undefined): string | null =>
-  value === undefined || value === null ? null : JSON.stringify(value);
-
-/**
- * Sets only the limits given (an absent field keeps its value, null clears it). `unchanged`: the key
- * exists but nothing was given, so there is no change to announce.
- */
-export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): Promise<'changed' | 'unchanged' | 'unknown'> {
-  const params: unknown[] = [id];
-  const set: string[] = [];
-  const assign = (column: string, value: unknown) => {
-    params.push(value);
-    set.push(`${column} = $${params.length}`);
-  };
-  if (limits.spendLimit !== undefined) assign('spend_limit', spendLimitParam(limits.spendLimit));
-  if (limits.models !== undefined) assign('models', modelsParam(limits.models));
-  if (limits.rateLimits !== undefined) assign('rate_limits', rateLimitsParam(limits.rateLimits));
-  if (limits.budget !== undefined) assign('budget', budgetText(limits.budget));
-  if (limits.sessionBudget !== undefined) assign('session_budget', spendLimitParam(limits.sessionBudget));
-  if (limits.allowedNetworks !== undefined) assign('allowed_networks', networksToJson(limits.allowedNetworks));
-  if (limits.operatorLimits !== undefined) assign('operator_limits', operatorLimitsToJson(limits.operatorLimits));
-  if (set.length === 0) {
-    const { rowCount } = await pool.query('SELECT 1 FROM api_keys WHERE id = $1', params);
-    return rowCount === 0 ? 'unknown' : 'unchanged';
-  }
-  const { rowCount } = await pool.query(`UPDATE api_keys SET ${set.join(', ')} WHERE id = $1`, params);
-  return rowCount === 0 ? 'unknown' : 'changed';
 }
 
 export async function listAccounts(pool: Pool): Promise<AccountSummary[]> {
@@ -143,27 +110,6 @@ export async function endSessions(pool: Pool, accountId: string, except: string 
 
 export async function touchSession(pool: Pool, id: string, at: Date): Promise<void> {
   await pool.query('UPDATE sessions SET last_used_at = $1 WHERE id = $2', [at, id]);
-}
-
-export async function lastRequests(pool: Pool): Promise<ReadonlyMap<string, Date>> {
-  const { rows } = await pool.query<{ account_id: string; at: Date }>('SELECT account_id, max(created_at) AS at FROM charges GROUP BY account_id');
-  return new Map(rows.map((row) => [row.account_id, row.at]));
-}
-
-export async function dailyUsage(pool: Pool, accountId: string | null, since: Date): Promise<DailyUsage[]> {
-  const params: unknown[] = [since];
-  let where = 'created_at >= $1';
-  if (accountId !== null) {
-    params.push(accountId);
-    where += ' AND account_id = $2';
-  }
-  const { rows } = await pool.query<{ day: string; requests: number; cost: string }>(
-    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS requests, sum(cost)::text AS cost
-       FROM charges WHERE ${where}
-      GROUP BY 1 ORDER BY 1`,
-    params,
-  );
-  return rows.map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
 }
 
 // Two-factor sign-in on PostgreSQL: one statement each, or one transaction where two tables change.

@@ -16,12 +16,14 @@
 import type { Pool } from 'pg';
 import type {
   AccountBalance,
+  BudgetScope,
   ChargeFilter,
   ChargeTotals,
   ChargeRecord,
   CreditRecord,
   Hold,
   HoldResult,
+  KeySpend,
   LedgerTotals,
   NewCredit,
   RedeemResult,
@@ -31,9 +33,22 @@ import { recordCharges } from './postgres-charges';
 import { addCredit, createRedemptionCodes, listCredits, listRedemptionCodes, redeemCode } from './postgres-credits';
 import { expiredHolds, holdFunds, releaseHolds } from './postgres-holds';
 import { balance, chargeTotals, ledgerTotals, listCharges } from './postgres-reads';
+import { keySpend, periodSpend, sessionSpend } from './postgres-spend';
 
 export class PostgresLedger {
   constructor(private readonly pool: Pool) {}
+
+  keySpend(keyId: string): Promise<KeySpend | null> {
+    return keySpend(this.pool, keyId);
+  }
+
+  periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
+    return periodSpend(this.pool, scope, id, since, until);
+  }
+
+  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+    return sessionSpend(this.pool, scope, id, sessionId);
+  }
 
   holdFunds(hold: Hold): Promise<HoldResult> {
     return holdFunds(this.pool, hold);

@@ -1,7 +1,7 @@
-/** Usage analytics on PostgreSQL: one charge in full, the summaries, the keys' recent spend. */
+/** Usage analytics on PostgreSQL: one charge in full, the summaries, the keys' recent spend, usage per UTC day, each account's last request. */
 import type { Pool } from 'pg';
 import { chargeSelectList, rowMappers, POSTGRES_CODEC, type ChargeRow, type PostgresColumns } from './rows';
-import type { ChargeRecord, KeyActivity, UsageSummaryQuery, UsageSummaryRow } from './store';
+import type { ChargeRecord, DailyUsage, KeyActivity, UsageSummaryQuery, UsageSummaryRow } from './store';
 import { summarySql, toSummaryRow, type SummaryDialect, type SummaryParams, type SummarySqlRow } from './usage-queries';
 
 const CHARGE_SELECT = chargeSelectList((column) => column);
@@ -41,4 +41,25 @@ export async function keyActivity(pool: Pool, accountId: string, dayStart: Date,
     [accountId, dayStart, monthStart],
   );
   return rows.map((row) => ({ keyId: row.key_id, lastUsedAt: row.last_used, spentToday: BigInt(row.today), spentMonth: BigInt(row.month) }));
+}
+
+export async function lastRequests(pool: Pool): Promise<ReadonlyMap<string, Date>> {
+  const { rows } = await pool.query<{ account_id: string; at: Date }>('SELECT account_id, max(created_at) AS at FROM charges GROUP BY account_id');
+  return new Map(rows.map((row) => [row.account_id, row.at]));
+}
+
+export async function dailyUsage(pool: Pool, accountId: string | null, since: Date): Promise<DailyUsage[]> {
+  const params: unknown[] = [since];
+  let where = 'created_at >= $1';
+  if (accountId !== null) {
+    params.push(accountId);
+    where += ' AND account_id = $2';
+  }
+  const { rows } = await pool.query<{ day: string; requests: number; cost: string }>(
+    `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day, count(*)::int AS requests, sum(cost)::text AS cost
+       FROM charges WHERE ${where}
+      GROUP BY 1 ORDER BY 1`,
+    params,
+  );
+  return rows.map((row) => ({ day: row.day, requests: row.requests, cost: BigInt(row.cost) }));
 }

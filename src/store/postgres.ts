@@ -10,57 +10,55 @@ import type { RefusalStore } from './refusals';
 import { PostgresRefusals } from './postgres-refusals';
 import type { RelayedResponseStore } from './relayed-responses';
 import { PostgresRelayedResponses } from './postgres-relayed-responses';
-import { randomBytes } from 'node:crypto';
 import { Client, Pool, type PoolConfig } from 'pg';
 import type { StoreConfig } from '../config/types';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import * as auditQueries from './postgres-audit';
 import * as consoleQueries from './postgres-console';
+import * as keyQueries from './postgres-keys';
+import * as alertQueries from './postgres-alerts';
 import * as usageQueries from './postgres-usage';
-import { ACCOUNT_COLUMNS, modelsParam, normalizeEmail, rateLimitsParam, spendLimitParam } from './postgres-console';
 import { PostgresLedger } from './postgres-ledger';
 import { KeyChangeListener } from './postgres-revision';
 import { applyPostgresMigrations } from './migrations/postgres';
 import { retryTerminatedConnections } from './postgres-tx';
 import { sharedStoreKey, type SecretKey } from '../auth/secret-key';
-import { chargeJson, columnText } from './set-aside';
-import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
-import {
-  AccountExistsError,
-  type Account,
-  type AccountBalance,
-  type AccountLogin,
-  type AccountRole,
-  type AccountSummary,
-  type ApiKeyRecord,
-  type AlertRecord,
-  type Budget,
-  type BudgetScope,
-  type NewAlert,
-  type ChargeFilter,
-  type ChargeTotals,
-  type ChargeRecord,
-  type CreditRecord,
-  type DailyUsage,
-  type Hold,
-  type HoldResult,
-  type KeyActivity,
-  type KeyLimits,
-  type KeySpend,
-  type KeyIdentity,
-  type LedgerTotals,
-  type NewCredit,
-  type NewKey,
-  type NewSession,
-  type RedeemResult,
-  type RedemptionCodeRecord,
-  type SessionKind,
-  type SecondFactor,
-  type SessionRecord,
-  type SetAsideCharge,
-  type Store,
-  type UsageSummaryQuery,
-  type UsageSummaryRow,
+import { listSetAsideCharges, setAsideCharge } from './postgres-set-aside';
+import type {
+  Account,
+  AccountBalance,
+  AccountLogin,
+  AccountRole,
+  AccountSummary,
+  ApiKeyRecord,
+  AlertRecord,
+  Budget,
+  BudgetScope,
+  NewAlert,
+  ChargeFilter,
+  ChargeTotals,
+  ChargeRecord,
+  CreditRecord,
+  DailyUsage,
+  Hold,
+  HoldResult,
+  KeyActivity,
+  KeyLimits,
+  KeySpend,
+  KeyIdentity,
+  LedgerTotals,
+  NewCredit,
+  NewKey,
+  NewSession,
+  RedeemResult,
+  RedemptionCodeRecord,
+  SessionKind,
+  SecondFactor,
+  SessionRecord,
+  SetAsideCharge,
+  Store,
+  UsageSummaryQuery,
+  UsageSummaryRow,
 } from './store';
 
 export type PostgresStoreConfig = Pick<StoreConfig, 'url' | 'connect_timeout_ms' | 'statement_timeout_ms' | 'pool_size'>;
@@ -80,18 +78,6 @@ const MIGRATION_TIMEOUT_MS = 60_000;
 /** Shown in pg_stat_activity, so operators can tell Tollgate's connections apart. */
 const APPLICATION_NAME = 'tollgate';
 export const LISTENER_APPLICATION_NAME = 'tollgate-keys-listener';
-
-const UNIQUE_VIOLATION = '23505';
-
-const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits, k.session_budget::text AS session_budget`;
-
-/** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
-function newId(prefix: 'acc_' | 'key_'): string {
-  return prefix + randomBytes(8).toString('hex');
-}
-
-const { toAccount, toKeyIdentity, toKeyRecord } = rowMappers(POSTGRES_CODEC);
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -184,50 +170,25 @@ export class PostgresStore implements Store {
   }
 
   async createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account> {
-    const row: AccountRow<PostgresColumns> = {
-      id: newId('acc_'),
-      name: input.name,
-      email: normalizeEmail(input.email),
-      role: input.role,
-      disabled: false,
-      created_at: new Date(),
-      budget: null,
-      session_budget: null,
-    };
-    try {
-      await this.pool.query('INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash) VALUES ($1, $2, $3, $4, $5, $6, $7)', [
-        row.id, row.name, row.email, row.role, row.disabled, row.created_at, input.passwordHash ?? null,
-      ]);
-    } catch (error) {
-      const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-      if (code === UNIQUE_VIOLATION) {
-        throw constraint === 'accounts_email' ? new AccountExistsError(row.email ?? '', 'email') : new AccountExistsError(input.name);
-      }
-      throw error;
-    }
+    const account = await keyQueries.createAccount(this.pool, input);
     this.listener.bump();
-    return toAccount(row);
+    return account;
   }
 
-  async findAccountByName(name: string): Promise<Account | null> {
-    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE lower(name) = lower($1)`, [name]);
-    return rows.length === 0 ? null : toAccount(rows[0]);
+  findAccountByName(name: string): Promise<Account | null> {
+    return keyQueries.findAccountByName(this.pool, name);
   }
 
-  async findAccountById(id: string): Promise<Account | null> {
-    const { rows } = await this.pool.query<AccountRow<PostgresColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = $1`, [id]);
-    return rows.length === 0 ? null : toAccount(rows[0]);
+  findAccountById(id: string): Promise<Account | null> {
+    return keyQueries.findAccountById(this.pool, id);
   }
 
-  async keySpend(keyId: string): Promise<KeySpend | null> {
-    const { rows } = await this.pool.query<{ spend_limit: string | null; spent: string }>('SELECT spend_limit, spent FROM api_keys WHERE id = $1', [keyId]);
-    if (rows.length === 0) return null;
-    return { spendLimit: rows[0].spend_limit === null ? null : BigInt(rows[0].spend_limit), spent: BigInt(rows[0].spent) };
+  keySpend(keyId: string): Promise<KeySpend | null> {
+    return this.ledger.keySpend(keyId);
   }
 
-  async countAccounts(): Promise<number> {
-    const { rows } = await this.pool.query<{ count: string }>('SELECT count(*) AS count FROM accounts');
-    return Number(rows[0].count);
+  countAccounts(): Promise<number> {
+    return keyQueries.countAccounts(this.pool);
   }
 
   listAccounts(): Promise<AccountSummary[]> {
@@ -250,139 +211,55 @@ export class PostgresStore implements Store {
   }
 
   async setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean> {
-    const { rowCount } = await this.pool.query('UPDATE accounts SET budget = $2 WHERE id = $1', [accountId, budgetText(budget)]);
-    if (rowCount === 0) return false;
+    if (!(await keyQueries.setAccountBudget(this.pool, accountId, budget))) return false;
     this.listener.bump();
     return true;
   }
 
-  async recordAlert(alert: NewAlert): Promise<boolean> {
-    const { rowCount } = await this.pool.query(
-      `INSERT INTO budget_alerts (id, once, account_id, key_id, kind, body, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       ON CONFLICT (once) DO NOTHING`,
-      [alert.id, alert.once, alert.accountId, alert.keyId, alert.kind, alert.body, alert.createdAt],
-    );
-    return rowCount === 1;
+  recordAlert(alert: NewAlert): Promise<boolean> {
+    return alertQueries.recordAlert(this.pool, alert);
   }
 
-  async listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]> {
-    const { rows } = await this.pool.query<{
-      id: string; once: string; account_id: string; key_id: string | null; kind: 'budget' | 'balance'; body: string; created_at: Date; delivered_at: Date | null; attempts: number;
-    }>(
-      `SELECT id, once, account_id, key_id, kind, body, created_at, delivered_at, attempts FROM budget_alerts
-        WHERE ($1::text IS NULL OR account_id = $1) AND (NOT $2 OR delivered_at IS NULL)
-        ORDER BY created_at DESC, seq DESC LIMIT $3`,
-      [filter.accountId ?? null, filter.undelivered === true, filter.limit ?? 100],
-    );
-    return rows.map((row) => ({
-      id: row.id,
-      once: row.once,
-      accountId: row.account_id,
-      keyId: row.key_id,
-      kind: row.kind,
-      body: row.body,
-      createdAt: row.created_at,
-      deliveredAt: row.delivered_at,
-      attempts: row.attempts,
-    }));
+  listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]> {
+    return alertQueries.listAlerts(this.pool, filter);
   }
 
-  async alertAttempted(id: string, delivered: boolean, at: Date): Promise<void> {
-    await this.pool.query('UPDATE budget_alerts SET attempts = attempts + 1, delivered_at = COALESCE(delivered_at, $2) WHERE id = $1', [id, delivered ? at : null]);
+  alertAttempted(id: string, delivered: boolean, at: Date): Promise<void> {
+    return alertQueries.alertAttempted(this.pool, id, delivered, at);
   }
 
-  async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
-    const column = scope === 'account' ? 'account_id' : 'key_id';
-    const { rows } = await this.pool.query<{ spent: string }>(
-      `SELECT COALESCE(sum(cost), 0)::text AS spent FROM charges WHERE ${column} = $1 AND created_at >= $2 AND created_at < $3`,
-      [id, since, until],
-    );
-    return BigInt(rows[0].spent);
+  periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
+    return this.ledger.periodSpend(scope, id, since, until);
   }
 
-  async sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
-    const column = scope === 'account' ? 'account_id' : 'key_id';
-    const { rows } = await this.pool.query<{ spent: string }>(`SELECT COALESCE(sum(cost), 0)::text AS spent FROM charges WHERE ${column} = $1 AND session_id = $2`, [
-      id,
-      sessionId,
-    ]);
-    return BigInt(rows[0].spent);
+  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+    return this.ledger.sessionSpend(scope, id, sessionId);
   }
 
   async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {
-    const { rowCount } = await this.pool.query('UPDATE accounts SET session_budget = $2 WHERE id = $1', [accountId, spendLimitParam(amount)]);
-    if (rowCount === 0) return false;
+    if (!(await keyQueries.setAccountSessionBudget(this.pool, accountId, amount))) return false;
     this.listener.bump();
     return true;
   }
 
   async createKey(input: NewKey): Promise<ApiKeyRecord> {
-    // Checked here for a clear message; the foreign key would reject it too, but only as a constraint name.
-    if ((await this.findAccountById(input.accountId)) === null) {
-      throw new Error(`no account with id "${input.accountId}"`);
-    }
-    const row: KeyRow<PostgresColumns> = {
-      id: newId('key_'),
-      account_id: input.accountId,
-      name: input.name,
-      prefix: input.prefix,
-      last4: input.last4,
-      created_at: new Date(),
-      revoked_at: null,
-      expires_at: input.expiresAt ?? null,
-      spend_limit: spendLimitParam(input.spendLimit),
-      spent: '0',
-      models: modelsParam(input.models),
-      rate_limits: rateLimitsParam(input.rateLimits),
-      budget: budgetText(input.budget ?? null),
-      session_budget: spendLimitParam(input.sessionBudget),
-      allowed_networks: networksToJson(input.allowedNetworks),
-      operator_limits: operatorLimitsToJson(input.operatorLimits),
-    };
-    await this.pool.query(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                             allowed_networks, operator_limits, session_budget)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-      [
-        row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
-        row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits, row.session_budget,
-      ],
-    );
+    const key = await keyQueries.createKey(this.pool, input);
     this.listener.bump();
-    return toKeyRecord(row);
+    return key;
   }
 
-  async listKeys(filter?: { accountId?: string }): Promise<ApiKeyRecord[]> {
-    const { rows } =
-      filter?.accountId === undefined
-        ? await this.pool.query<KeyRow<PostgresColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.seq`)
-        : await this.pool.query<KeyRow<PostgresColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = $1 ORDER BY k.created_at, k.seq`, [
-            filter.accountId,
-          ]);
-    return rows.map(toKeyRecord);
+  listKeys(filter?: { accountId?: string }): Promise<ApiKeyRecord[]> {
+    return keyQueries.listKeys(this.pool, filter);
   }
 
   async revokeKey(id: string): Promise<boolean> {
-    // COALESCE keeps the first revocation time when a key is revoked twice.
-    const { rowCount } = await this.pool.query('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2', [new Date(), id]);
-    if (rowCount === 0) return false;
+    if (!(await keyQueries.revokeKey(this.pool, id))) return false;
     this.listener.bump();
     return true;
   }
 
-  async findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
-    const { rows } = await this.pool.query<KeyIdentityRow<PostgresColumns>>(
-      `SELECT ${KEY_COLUMNS}, k.hash,
-              a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
-              a.session_budget::text AS account_session_budget
-         FROM api_keys k JOIN accounts a ON a.id = k.account_id
-        WHERE k.hash = $1`,
-      [hash],
-    );
-    const row = rows[0];
-    if (row === undefined) return null;
-    return toKeyIdentity(row);
+  findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
+    return keyQueries.findKeyByHash(this.pool, hash);
   }
 
   keysRevision(): number {
@@ -390,7 +267,7 @@ export class PostgresStore implements Store {
   }
 
   async setKeyLimits(id: string, limits: KeyLimits): Promise<boolean> {
-    const result = await consoleQueries.setKeyLimits(this.pool, id, limits);
+    const result = await keyQueries.setKeyLimits(this.pool, id, limits);
     if (result === 'changed') this.listener.bump();
     return result !== 'unknown';
   }
@@ -459,19 +336,12 @@ export class PostgresStore implements Store {
     return this.ledger.recordCharges(charges);
   }
 
-  async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
-    await this.pool.query(
-      'INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (request_id) DO NOTHING',
-      [columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), new Date()],
-    );
+  setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
+    return setAsideCharge(this.pool, charge, error);
   }
 
-  async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
-    const { rows } = await this.pool.query<{ request_id: string; account_id: string; error: string; record: string; created_at: Date }>(
-      'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT $1',
-      [limit],
-    );
-    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: row.created_at }));
+  listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
+    return listSetAsideCharges(this.pool, limit);
   }
 
   releaseHolds(requestIds: readonly string[]): Promise<number> {
@@ -511,11 +381,11 @@ export class PostgresStore implements Store {
   }
 
   dailyUsage(accountId: string | null, since: Date): Promise<DailyUsage[]> {
-    return consoleQueries.dailyUsage(this.pool, accountId, since);
+    return usageQueries.dailyUsage(this.pool, accountId, since);
   }
 
   lastRequests(): Promise<ReadonlyMap<string, Date>> {
-    return consoleQueries.lastRequests(this.pool);
+    return usageQueries.lastRequests(this.pool);
   }
 
   listCredits(accountId: string, limit?: number): Promise<CreditRecord[]> {

@@ -21,6 +21,7 @@ import type {
   Hold,
   HoldResult,
   KeyActivity,
+  KeySpend,
   LedgerTotals,
   NewCredit,
   RedeemResult,
@@ -73,6 +74,9 @@ function prepare(db: SqliteDatabase) {
     holdKey: db.prepare<[bigint, string]>('UPDATE api_keys SET held = held + ? WHERE id = ?'),
     accountAvailable: db.prepare<[string], string>('SELECT CAST(balance - held AS TEXT) FROM accounts WHERE id = ?').pluck(),
     keyLeft: db.prepare<[string], { left: string | null }>('SELECT CAST(spend_limit - spent - held AS TEXT) AS left FROM api_keys WHERE id = ?'),
+    keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
+      'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
+    ),
     accountSpendSince: db.prepare<[string, number, number], string>(
       'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND created_at >= ? AND created_at < ?',
     ).pluck(),
@@ -170,6 +174,11 @@ export class SqliteLedger {
     this.sql = prepare(db);
     this.holdTransaction = db.transaction((hold: Hold) => this.hold(hold));
     this.chargesTransaction = db.transaction((charges: readonly ChargeRecord[]) => this.insertCharges(charges));
+  }
+
+  keySpend(keyId: string): KeySpend | null {
+    const row = this.sql.keySpend.get(keyId);
+    return row === undefined ? null : { spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit), spent: BigInt(row.spent) };
   }
 
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): bigint {

@@ -12,152 +12,59 @@ import { SqliteRefusals } from './sqlite-refusals';
 import type { RelayedResponseStore } from './relayed-responses';
 import { SqliteRelayedResponses } from './sqlite-relayed-responses';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
-import { chargeJson, columnText } from './set-aside';
-import { randomBytes } from 'node:crypto';
+import { listSetAsideCharges, setAsideCharge } from './sqlite-set-aside';
+import { SqliteKeys } from './sqlite-keys';
+import { SqliteAlerts } from './sqlite-alerts';
 import { existsSync } from 'node:fs';
 import { makePrivateDir, tightenFiles } from '../private-files';
 import { embeddedStoreKey, type SecretKey } from '../auth/secret-key';
 import path from 'node:path';
 import type { AuditFilter, AuditRecord, NewAuditEntry } from './audit';
 import { SqliteAudit } from './sqlite-audit';
-import { openSqlite, sqliteErrorCode, type SqliteDatabase, type SqliteStatement } from './sqlite-driver';
-import { ACCOUNT_COLUMNS, SqliteConsole, SqliteSecondFactors } from './sqlite-console';
+import { openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver';
+import { SqliteConsole, SqliteSecondFactors } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
-import {
-  AccountExistsError,
-  type Account,
-  type AccountBalance,
-  type AccountLogin,
-  type AccountRole,
-  type AccountSummary,
-  type ApiKeyRecord,
-  type ChargeFilter,
-  type ChargeTotals,
-  type ChargeRecord,
-  type CreditRecord,
-  type DailyUsage,
-  type Hold,
-  type HoldResult,
-  type KeyActivity,
-  type KeyLimits,
-  type KeySpend,
-  type KeyIdentity,
-  type LedgerTotals,
-  type NewCredit,
-  type NewKey,
-  type NewSession,
-  type RedeemResult,
-  type RedemptionCodeRecord,
-  type RevisionFreshness,
-  type SessionKind,
-  type SecondFactor,
-  type SessionRecord,
-  type SetAsideCharge,
-  type Store,
-  type UsageSummaryQuery,
-  type UsageSummaryRow,
-  type AlertRecord,
-  type Budget,
-  type BudgetScope,
-  type NewAlert,
+import type {
+  Account,
+  AccountBalance,
+  AccountLogin,
+  AccountRole,
+  AccountSummary,
+  ApiKeyRecord,
+  ChargeFilter,
+  ChargeTotals,
+  ChargeRecord,
+  CreditRecord,
+  DailyUsage,
+  Hold,
+  HoldResult,
+  KeyActivity,
+  KeyLimits,
+  KeySpend,
+  KeyIdentity,
+  LedgerTotals,
+  NewCredit,
+  NewKey,
+  NewSession,
+  RedeemResult,
+  RedemptionCodeRecord,
+  RevisionFreshness,
+  SessionKind,
+  SecondFactor,
+  SessionRecord,
+  SetAsideCharge,
+  Store,
+  UsageSummaryQuery,
+  UsageSummaryRow,
+  AlertRecord,
+  Budget,
+  BudgetScope,
+  NewAlert,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
-import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
 /** The file name SQLite understands as "no file, keep it in memory" (tests). */
 export const SQLITE_MEMORY = ':memory:';
-
-// Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
-const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits,
-  CAST(k.session_budget AS TEXT) AS session_budget`;
-
-interface AlertRow {
-  id: string;
-  once: string;
-  account_id: string;
-  key_id: string | null;
-  kind: 'budget' | 'balance';
-  body: string;
-  created_at: number;
-  delivered_at: number | null;
-  attempts: number;
-}
-
-/** Every statement the store runs, prepared once after the schema exists. */
-function prepareStatements(db: SqliteDatabase) {
-  return {
-    insertAccount: db.prepare<[AccountRow<SqliteColumns> & { password_hash: string | null }]>(
-      `INSERT INTO accounts (id, name, email, role, disabled, created_at, password_hash)
-       VALUES (@id, @name, @email, @role, @disabled, @created_at, @password_hash)`,
-    ),
-    accountByName: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE lower(name) = lower(?)`),
-    accountById: db.prepare<[string], number>('SELECT 1 FROM accounts WHERE id = ?').pluck(),
-    countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
-    keysRevision: db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck(),
-    insertKey: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                             allowed_networks, operator_limits, session_budget)
-       VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget,
-               @allowed_networks, @operator_limits, @session_budget)`,
-    ),
-    keySpend: db.prepare<[string], { spend_limit: string | null; spent: string }>(
-      'SELECT CAST(spend_limit AS TEXT) AS spend_limit, CAST(spent AS TEXT) AS spent FROM api_keys WHERE id = ?',
-    ),
-    accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
-    keyExists: db.prepare<[string], number>('SELECT 1 FROM api_keys WHERE id = ?').pluck(),
-    setKeySpendLimit: db.prepare<[bigint | null, string]>('UPDATE api_keys SET spend_limit = ? WHERE id = ?'),
-    setKeyModels: db.prepare<[string | null, string]>('UPDATE api_keys SET models = ? WHERE id = ?'),
-    setKeyRateLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET rate_limits = ? WHERE id = ?'),
-    setKeyBudget: db.prepare<[string | null, string]>('UPDATE api_keys SET budget = ? WHERE id = ?'),
-    setAccountBudget: db.prepare<[string | null, string]>('UPDATE accounts SET budget = ? WHERE id = ?'),
-    setKeySessionBudget: db.prepare<[bigint | null, string]>('UPDATE api_keys SET session_budget = ? WHERE id = ?'),
-    setAccountSessionBudget: db.prepare<[bigint | null, string]>('UPDATE accounts SET session_budget = ? WHERE id = ?'),
-    insertAlert: db.prepare<[string, string, string, string | null, string, string, number]>(
-      `INSERT INTO budget_alerts (id, once, account_id, key_id, kind, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (once) DO NOTHING`,
-    ),
-    listAlerts: db.prepare<[{ account: string | null; undelivered: number; limit: number }], AlertRow>(
-      `SELECT id, once, account_id, key_id, kind, body, created_at, delivered_at, attempts FROM budget_alerts
-        WHERE (@account IS NULL OR account_id = @account) AND (@undelivered = 0 OR delivered_at IS NULL)
-        ORDER BY created_at DESC, rowid DESC LIMIT @limit`,
-    ),
-    alertAttempted: db.prepare<[number | null, string]>('UPDATE budget_alerts SET attempts = attempts + 1, delivered_at = COALESCE(delivered_at, ?) WHERE id = ?'),
-    setKeyNetworks: db.prepare<[string | null, string]>('UPDATE api_keys SET allowed_networks = ? WHERE id = ?'),
-    setKeyOperatorLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET operator_limits = ? WHERE id = ?'),
-    allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
-    keysOfAccount: db.prepare<[string], KeyRow<SqliteColumns>>(
-      `SELECT ${KEY_COLUMNS} FROM api_keys k WHERE k.account_id = ? ORDER BY k.created_at, k.rowid`,
-    ),
-    // COALESCE keeps the first revocation time when a key is revoked twice.
-    revokeKey: db.prepare<[number, string]>('UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?'),
-    keyIdentityByHash: db.prepare<[Buffer], KeyIdentityRow<SqliteColumns>>(
-      `SELECT ${KEY_COLUMNS}, k.hash,
-              a.name AS account_name, a.email AS account_email, a.role AS account_role,
-              a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
-              CAST(a.session_budget AS TEXT) AS account_session_budget
-         FROM api_keys k JOIN accounts a ON a.id = k.account_id
-        WHERE k.hash = ?`,
-    ),
-  };
-}
-
-type Statements = ReturnType<typeof prepareStatements>;
-
-/** Returns `prefix` followed by 16 random hex characters (64 bits): unguessable, short enough to type. */
-function newId(prefix: 'acc_' | 'key_'): string {
-  return prefix + randomBytes(8).toString('hex');
-}
-
-const { toAccount, toKeyIdentity, toKeyRecord } = rowMappers(SQLITE_CODEC);
-
-function jsonOrNull(value: object | null): string | null {
-  return value === null ? null : JSON.stringify(value);
-}
-
-function isConstraintError(error: unknown, code: string): boolean {
-  return sqliteErrorCode(error) === code;
-}
 
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
@@ -186,7 +93,9 @@ export class SqliteStore implements Store {
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
-  private statements: Statements | null = null;
+  private keysRevisionRow: SqliteStatement<[], number> | null = null;
+  private keysPart: SqliteKeys | null = null;
+  private alertsPart: SqliteAlerts | null = null;
   private ledgerPart: SqliteLedger | null = null;
   private consolePart: SqliteConsole | null = null;
   private factorsPart: SqliteSecondFactors | null = null;
@@ -241,10 +150,16 @@ export class SqliteStore implements Store {
     retryWhileBusy<RelayedResponseStore>(this.relayedResponses, ['record', 'relayedTo']);
   }
 
-  /** The prepared statements; made on first use because they need the tables `migrate()` creates. */
-  private get sql(): Statements {
-    this.statements ??= prepareStatements(this.db);
-    return this.statements;
+  // The domains' halves, each made on first use: their statements need the tables `migrate()` creates.
+
+  private get keys(): SqliteKeys {
+    this.keysPart ??= new SqliteKeys(this.db, () => (this.localRevision += 1));
+    return this.keysPart;
+  }
+
+  private get alerts(): SqliteAlerts {
+    this.alertsPart ??= new SqliteAlerts(this.db);
+    return this.alertsPart;
   }
 
   private get ledger(): SqliteLedger {
@@ -292,68 +207,35 @@ export class SqliteStore implements Store {
   }
 
   async findAccountById(id: string): Promise<Account | null> {
-    const row = this.sql.accountRowById.get(id);
-    return row === undefined ? null : toAccount(row);
+    return this.keys.findAccountById(id);
   }
 
   async keySpend(keyId: string): Promise<KeySpend | null> {
-    const row = this.sql.keySpend.get(keyId);
-    return row === undefined ? null : { spendLimit: row.spend_limit === null ? null : BigInt(row.spend_limit), spent: BigInt(row.spent) };
+    return this.ledger.keySpend(keyId);
   }
 
   async setKeyLimits(id: string, limits: KeyLimits): Promise<boolean> {
-    const update = this.db.transaction(() => {
-      if (this.sql.keyExists.get(id) === undefined) return false;
-      if (limits.spendLimit !== undefined) this.sql.setKeySpendLimit.run(limits.spendLimit, id);
-      if (limits.models !== undefined) this.sql.setKeyModels.run(jsonOrNull(limits.models), id);
-      if (limits.rateLimits !== undefined) this.sql.setKeyRateLimits.run(jsonOrNull(limits.rateLimits), id);
-      if (limits.budget !== undefined) this.sql.setKeyBudget.run(budgetText(limits.budget), id);
-      if (limits.sessionBudget !== undefined) this.sql.setKeySessionBudget.run(limits.sessionBudget, id);
-      if (limits.allowedNetworks !== undefined) this.sql.setKeyNetworks.run(networksToJson(limits.allowedNetworks), id);
-      if (limits.operatorLimits !== undefined) this.sql.setKeyOperatorLimits.run(operatorLimitsToJson(limits.operatorLimits), id);
-      return true;
-    });
-    const found = update.immediate();
-    if (found) this.localRevision += 1;
-    return found;
+    return this.keys.setKeyLimits(id, limits);
   }
 
   async setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean> {
-    const { changes } = this.sql.setAccountBudget.run(budgetText(budget), accountId);
-    // Cached keys carry their account's budget: the auth cache must look again.
-    if (changes > 0) this.localRevision += 1;
-    return changes > 0;
+    return this.keys.setAccountBudget(accountId, budget);
   }
 
   async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {
-    const { changes } = this.sql.setAccountSessionBudget.run(amount, accountId);
-    // Cached keys carry their account's session budget too.
-    if (changes > 0) this.localRevision += 1;
-    return changes > 0;
+    return this.keys.setAccountSessionBudget(accountId, amount);
   }
 
   async recordAlert(alert: NewAlert): Promise<boolean> {
-    const { id, once, accountId, keyId, kind, body, createdAt } = alert;
-    return this.sql.insertAlert.run(id, once, accountId, keyId, kind, body, createdAt.getTime()).changes > 0;
+    return this.alerts.record(alert);
   }
 
   async listAlerts(filter: { accountId?: string; undelivered?: boolean; limit?: number }): Promise<AlertRecord[]> {
-    const rows = this.sql.listAlerts.all({ account: filter.accountId ?? null, undelivered: filter.undelivered === true ? 1 : 0, limit: filter.limit ?? 100 });
-    return rows.map((row) => ({
-      id: row.id,
-      once: row.once,
-      accountId: row.account_id,
-      keyId: row.key_id,
-      kind: row.kind,
-      body: row.body,
-      createdAt: new Date(row.created_at),
-      deliveredAt: row.delivered_at === null ? null : new Date(row.delivered_at),
-      attempts: row.attempts,
-    }));
+    return this.alerts.list(filter);
   }
 
   async alertAttempted(id: string, delivered: boolean, at: Date): Promise<void> {
-    this.sql.alertAttempted.run(delivered ? at.getTime() : null, id);
+    this.alerts.attempted(id, delivered, at);
   }
 
   async periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint> {
@@ -456,18 +338,11 @@ export class SqliteStore implements Store {
   }
 
   async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
-    this.db
-      .prepare('INSERT INTO set_aside_charges (request_id, account_id, error, record, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (request_id) DO NOTHING')
-      .run(columnText(charge.requestId), columnText(charge.accountId), columnText(error, 2000), chargeJson(charge), Date.now());
+    setAsideCharge(this.db, charge, error);
   }
 
   async listSetAsideCharges(limit = 100): Promise<SetAsideCharge[]> {
-    const rows = this.db
-      .prepare<[number], { request_id: string; account_id: string; error: string; record: string; created_at: number }>(
-        'SELECT request_id, account_id, error, record, created_at FROM set_aside_charges ORDER BY created_at DESC, request_id LIMIT ?',
-      )
-      .all(limit);
-    return rows.map((row) => ({ requestId: row.request_id, accountId: row.account_id, error: row.error, record: row.record, createdAt: new Date(row.created_at) }));
+    return listSetAsideCharges(this.db, limit);
   }
 
   async releaseHolds(requestIds: readonly string[]): Promise<number> {
@@ -531,81 +406,31 @@ export class SqliteStore implements Store {
   }
 
   async createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Promise<Account> {
-    const row: AccountRow<SqliteColumns> = {
-      id: newId('acc_'),
-      name: input.name,
-      email: input.email?.toLowerCase() ?? null,
-      role: input.role,
-      disabled: 0,
-      created_at: Date.now(),
-      budget: null,
-      session_budget: null,
-    };
-    try {
-      this.sql.insertAccount.run({ ...row, password_hash: input.passwordHash ?? null });
-    } catch (error) {
-      if (isConstraintError(error, 'SQLITE_CONSTRAINT_UNIQUE')) {
-        const onEmail = (error as Error).message.includes('accounts.email');
-        throw onEmail ? new AccountExistsError(row.email ?? '', 'email') : new AccountExistsError(input.name);
-      }
-      throw error;
-    }
-    this.localRevision += 1;
-    return toAccount(row);
+    return this.keys.createAccount(input);
   }
 
   async findAccountByName(name: string): Promise<Account | null> {
-    const row = this.sql.accountByName.get(name);
-    return row === undefined ? null : toAccount(row);
+    return this.keys.findAccountByName(name);
   }
 
   async countAccounts(): Promise<number> {
-    return this.sql.countAccounts.get() ?? 0;
+    return this.keys.countAccounts();
   }
 
   async createKey(input: NewKey): Promise<ApiKeyRecord> {
-    // Checked here for a clear message; the foreign key would reject it too, but only as "constraint failed".
-    if (this.sql.accountById.get(input.accountId) === undefined) {
-      throw new Error(`no account with id "${input.accountId}"`);
-    }
-    const row: KeyRow<SqliteColumns> = {
-      id: newId('key_'),
-      account_id: input.accountId,
-      name: input.name,
-      prefix: input.prefix,
-      last4: input.last4,
-      created_at: Date.now(),
-      revoked_at: null,
-      expires_at: input.expiresAt?.getTime() ?? null,
-      spend_limit: input.spendLimit === undefined || input.spendLimit === null ? null : String(input.spendLimit),
-      spent: '0',
-      models: jsonOrNull(input.models ?? null),
-      rate_limits: jsonOrNull(input.rateLimits ?? null),
-      budget: budgetText(input.budget ?? null),
-      session_budget: input.sessionBudget == null ? null : String(input.sessionBudget),
-      allowed_networks: networksToJson(input.allowedNetworks),
-      operator_limits: operatorLimitsToJson(input.operatorLimits),
-    };
-    this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null, session_budget: input.sessionBudget ?? null });
-    this.localRevision += 1;
-    return toKeyRecord(row);
+    return this.keys.createKey(input);
   }
 
   async listKeys(filter?: { accountId?: string }): Promise<ApiKeyRecord[]> {
-    const rows = filter?.accountId === undefined ? this.sql.allKeys.all() : this.sql.keysOfAccount.all(filter.accountId);
-    return rows.map(toKeyRecord);
+    return this.keys.listKeys(filter);
   }
 
   async revokeKey(id: string): Promise<boolean> {
-    const { changes } = this.sql.revokeKey.run(Date.now(), id);
-    if (changes > 0) this.localRevision += 1;
-    return changes > 0;
+    return this.keys.revokeKey(id);
   }
 
   async findKeyByHash(hash: Buffer): Promise<KeyIdentity | null> {
-    const row = this.sql.keyIdentityByHash.get(hash);
-    if (row === undefined) return null;
-    return toKeyIdentity(row);
+    return this.keys.findKeyByHash(hash);
   }
 
   keysRevision(asOf: RevisionFreshness = 'now'): number {
@@ -614,7 +439,8 @@ export class SqliteStore implements Store {
     const dataVersion = this.readDataVersion(asOf);
     if (dataVersion !== this.seenDataVersion) {
       this.seenDataVersion = dataVersion;
-      this.sharedRevision = this.sql.keysRevision.get() ?? 0;
+      this.keysRevisionRow ??= this.db.prepare<[], number>('SELECT revision FROM keys_revision WHERE id = 1').pluck();
+      this.sharedRevision = this.keysRevisionRow.get() ?? 0;
     }
     // Both parts only grow, so their sum changes whenever either does.
     return this.sharedRevision + this.localRevision;
