@@ -7,6 +7,7 @@ import type { BalanceBook } from '../billing/book';
 import type { BudgetDrift, LiveCopy } from '../billing/live-copy';
 import { formatUnits } from '../billing/money';
 import { scanOutboxes } from '../outbox/scan';
+import { pidAlive } from '../process-alive';
 import type { LedgerStore, LedgerTotals } from '../store/ledger-store';
 
 /** What is wrong with one account's totals; empty when nothing is. */
@@ -55,15 +56,6 @@ export async function reportOutboxes(outboxPath: string, book: BalanceBook, out:
   }
   for (const pending of (await book.liveCopy?.stoppedOutboxes()) ?? []) {
     out(`OUTBOX instance ${pending.instance} (${pending.where}), stopped: ${formatUnits(pending.amount)} on ${pending.accounts} accounts not in the ledger yet; written when it starts again (not counted as drift)`);
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

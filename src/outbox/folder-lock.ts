@@ -5,6 +5,7 @@
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PRIVATE_FILE_MODE } from '../private-files';
+import { pidAlive } from '../process-alive';
 
 /** The lock file's name in an outbox folder; `scan.ts` reads it for the owner's pid. */
 export const LOCK_FILE = 'lock';
@@ -13,15 +14,6 @@ export class OutboxInUseError extends Error {
   override readonly name = 'OutboxInUseError';
   constructor(dir: string, owner: number) {
     super(`the outbox ${dir} is in use by process ${owner}`);
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
