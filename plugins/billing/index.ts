@@ -9,7 +9,7 @@ import type { BalanceBook } from '../../src/billing/book';
 import { askedService } from '../../src/billing/asked-service';
 import { budgetChecks, sessionBudgetChecks } from '../../src/billing/budgets';
 import { clientTrail, type ClientTrail } from '../../src/billing/client-trail';
-import { ratesFor } from '../../src/billing/config-rates';
+import { costsFor, ratesFor } from '../../src/billing/config-rates';
 import { BillingEngine } from '../../src/billing/engine';
 import { dearestHold, type HoldEstimate } from '../../src/billing/hold-amount';
 import { formatUnits } from '../../src/billing/money';
@@ -123,6 +123,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           endpoint: endpoint.id,
           reach,
           rates,
+          costs: costsFor(ctx.state.config, request.model.id),
           held: hold?.amount ?? null,
           hold,
           budgets,

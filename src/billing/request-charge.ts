@@ -11,7 +11,7 @@ import type { ClientTrail } from './client-trail';
 import type { HoldEstimate } from './hold-amount';
 import { imageCharge, unreportedToolImages } from './image-billing';
 import { costOf, snapshotOf, type NanoPrice } from './prices';
-import { chargedLevel, type ModelRates } from './service-levels';
+import { chargedLevel, routeKey, type ModelRates } from './service-levels';
 import { billedTokens } from './settlement';
 
 /** What billing knows of a request from its hold to its charge. */
@@ -24,6 +24,8 @@ export interface Bill {
   readonly endpoint: string;
   readonly reach: RequestReach;
   readonly rates: ModelRates;
+  /** What each of the model's routes costs the operator, by `routeKey`; a route without a known cost is absent. */
+  readonly costs: ReadonlyMap<string, ModelRates>;
   /** What was held: admission control, not a cap (see `chargeOf`). Null for a free model. */
   readonly held: bigint | null;
   /** What the hold estimated (an unfinished image generation is charged at least that); null for a free model. */
@@ -51,7 +53,11 @@ export async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, stat
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);
   const images = tokens.images ?? 0;
-  const cost = costOf(imageKey === null ? tokens : { ...tokens, imageKey }, level.card);
+  const usage = imageKey === null ? tokens : { ...tokens, imageKey };
+  const cost = costOf(usage, level.card);
+  // The same usage, by the same rules, at what the route that answered (or was last tried) costs.
+  const costRates = outcome === null || outcome.provider === null ? undefined : bill.costs.get(routeKey(outcome.provider, outcome.upstreamModel ?? ''));
+  const upstreamCost = costRates === undefined ? null : costOf(usage, chargedLevel(costRates, tokens).card);
   const held = bill.held ?? 0n;
   const excess = bill.held !== null && cost > held ? cost - held : 0n;
   return {
@@ -77,6 +83,7 @@ export async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, stat
     held,
     overage: mode === 'charge' ? excess : 0n,
     unbilled: mode === 'cap' ? excess : 0n,
+    upstreamCost,
     prices: bill.held === null ? null : withImagePrice(snapshotFor(level.card), level.card, imageKey),
     serviceTier: level.serviceTier,
     longContext: level.longContext,

@@ -8,6 +8,7 @@
  * a field there, and the store, the views and the CSV do not compile until they carry it.
  */
 import type { GatewayConfig, ModelConfig, ModelPrice, TierCard } from '../config/types';
+import { routeCost } from '../config/route-cost';
 import { inputTotal, type TokenCounts } from '../protocols/types';
 import type { ServiceLevel } from '../store/store';
 import { FREE, nanoPrice, type NanoPrice } from './prices';
@@ -62,6 +63,28 @@ export function rateTable(config: GatewayConfig): ReadonlyMap<string, ModelRates
 
 function ratesOf(model: ModelConfig): ModelRates {
   return model.free || model.price === undefined ? FREE_RATES : modelRates(model.price);
+}
+
+/** A route's key in a cost table: the provider and the model id it was sent. */
+export function routeKey(provider: string, upstreamModel: string): string {
+  return `${provider}\n${upstreamModel}`;
+}
+
+/**
+ * Each model's routes' costs to the operator, by `routeKey`, computed once per config: a route whose
+ * cost is unknown is left out, and its charges record none.
+ */
+export function costTable(config: GatewayConfig): ReadonlyMap<string, ReadonlyMap<string, ModelRates>> {
+  const table = new Map<string, ReadonlyMap<string, ModelRates>>();
+  for (const model of Object.values(config.models)) {
+    const routes = new Map<string, ModelRates>();
+    for (const route of model.routes) {
+      const cost = routeCost(route, config.providers[route.provider], model.family);
+      if (cost !== null) routes.set(routeKey(route.provider, route.upstream_model), modelRates(cost));
+    }
+    table.set(model.id, routes);
+  }
+  return table;
 }
 
 /** The rates of `tier` (null: the standard ones); undefined when the model does not price it. */

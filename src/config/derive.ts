@@ -55,6 +55,7 @@ export function deriveModel(model: ModelData, id: string): ModelConfig {
     upstream_model: route.upstream_model ?? id,
     priority: route.priority,
     weight: route.weight,
+    ...(route.cost !== undefined && { cost: derivePrice(route.cost, model.family) }),
   }));
   const kind = model.kind ?? 'text';
   return {
@@ -81,7 +82,7 @@ export function deriveModel(model: ModelData, id: string): ModelConfig {
  * they were. Each tier and long-context card gets the same defaults from its own input price; a tier
  * without its own tool prices takes the standard ones.
  */
-function derivePrice(price: NonNullable<ModelData['price']>, family: ModelFamily): ModelPrice {
+export function derivePrice(price: NonNullable<ModelData['price']>, family: ModelFamily): ModelPrice {
   const standard = deriveCard(price, family, price.tool_calls ?? {});
   return {
     ...standard,

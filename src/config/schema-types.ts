@@ -501,75 +501,7 @@ export interface ModelData {
    * is true. A text model needs input and output; an image model image_output (with input for its prompt) or
    * per_image.
    */
-  readonly price?: {
-    /** Price of 1M uncached input tokens. */
-    readonly input?: number;
-    /** Price of 1M output tokens, thinking included. */
-    readonly output?: number;
-    /**
-     * Price of 1M input tokens written to the provider's prompt cache for 5 minutes (Anthropic) or for its
-     * default lifetime (OpenAI). Defaults to the input price.
-     */
-    readonly cache_write?: number;
-    /**
-     * Price of 1M input tokens written to Anthropic's prompt cache for 1 hour
-     * (usage.cache_creation.ephemeral_1h_input_tokens). Defaults to 2 x the input price on anthropic-family
-     * models, as Anthropic bills them, and to cache_write on openai-family models (which report no 1-hour
-     * writes).
-     */
-    readonly cache_write_1h?: number;
-    /**
-     * Price per 1,000 calls of a server-side tool the provider bills per call, by tool name: web_search
-     * (Anthropic server_tool_use.web_search_requests, OpenAI web_search_call items), web_fetch, file_search,
-     * code_interpreter, image_generation. A call of a tool without a price here is recorded on its charge and
-     * counted in tollgate_billing_unpriced_tool_calls_total, not charged.
-     */
-    readonly tool_calls?: Readonly<Record<string, number>>;
-    /** Price of 1M input tokens read from the provider's prompt cache. Defaults to the input price. */
-    readonly cache_hit?: number;
-    /**
-     * Price of 1M image input tokens (Images API usage.input_tokens_details.image_tokens; the Responses
-     * image_generation tool's tool_usage.image_gen). Defaults to 0: set it on every model that may bill image
-     * tokens.
-     */
-    readonly image_input?: number;
-    /**
-     * Price of 1M image output tokens: the generated images of a token-priced image model (Images API
-     * usage.output_tokens), or of the Responses image_generation tool (tool_usage.image_gen.output_tokens).
-     * Never the text output price. Defaults to 0: set it on every model that may bill image tokens.
-     */
-    readonly image_output?: number;
-    /**
-     * Image models priced per image (DALL-E): the price of one image keyed "<size>/<quality>"
-     * ("1024x1024/standard": 0.04). An image is charged at the key of the size and quality the request asked
-     * for; a request that names neither (or auto) is charged at the first key listed, so list the provider's
-     * default first. A request for a size and quality with no key is refused with 400.
-     */
-    readonly per_image?: Readonly<Record<string, number>>;
-    /**
-     * Rates of the provider service tiers this model is offered at, keyed by the name the provider reports in
-     * its reply: OpenAI service_tier priority (asked for as priority or fast), flex, scale; Anthropic
-     * usage.service_tier priority, and fast for fast mode (speed: "fast", usage.speed). A request that asks
-     * for a tier not priced here is refused with 400 before it reaches the provider; a reply that reports one
-     * is charged at the standard rates and logged. default (OpenAI) and standard (Anthropic) are the standard
-     * rates above.
-     */
-    readonly tiers?: Readonly<Record<string, TierPriceData>>;
-    /**
-     * Long-context rates of the standard service: every token of a request whose input is above
-     * above_input_tokens is charged at these (Anthropic's 1M-context beta, above 200000). Also what lets a
-     * context-1m- beta through; without it that beta is refused.
-     */
-    readonly long_context?: LongContextPriceData;
-    /**
-     * Anthropic beta names (anthropic-beta header, or anthropic_beta in the body) that change the price,
-     * beyond the built-in ones (context-1m- needs long_context, fast-mode- needs the fast tier), each with
-     * what it needs: long_context, a tier of tiers, standard (passes at the standard rates) or refuse. A key
-     * matches every beta name it begins, so a key without its date covers each dated version. A model may
-     * also override a built-in entry here.
-     */
-    readonly betas?: Readonly<Record<string, string>>;
-  };
+  readonly price?: PriceData;
   /** Serve the model without charging, instead of giving a price. Requests still need a valid client key. */
   readonly free: boolean;
   /**
@@ -631,6 +563,87 @@ export interface RouteData {
   readonly priority: number;
   /** Share of traffic among routes with the same priority. */
   readonly weight: number;
+  /**
+   * What this provider bills the operator for the model, in the same shape and units as the model's price
+   * (tiers and long-context rates included): each charge records the same usage at this cost beside the price
+   * charged, for margin reports. Defaults to the model catalog's list price for this provider's model;
+   * without one, the route's cost is unknown and charges record none.
+   */
+  readonly cost?: PriceData;
+}
+
+/**
+ * A price per 1 million tokens (tool calls per 1,000, images each), in the currency units of account
+ * balances: the standard rates and the premium service levels a provider bills apart.
+ */
+export interface PriceData {
+  /** Price of 1M uncached input tokens. */
+  readonly input?: number;
+  /** Price of 1M output tokens, thinking included. */
+  readonly output?: number;
+  /**
+   * Price of 1M input tokens written to the provider's prompt cache for 5 minutes (Anthropic) or for its
+   * default lifetime (OpenAI). Defaults to the input price.
+   */
+  readonly cache_write?: number;
+  /**
+   * Price of 1M input tokens written to Anthropic's prompt cache for 1 hour
+   * (usage.cache_creation.ephemeral_1h_input_tokens). Defaults to 2 x the input price on anthropic-family
+   * models, as Anthropic bills them, and to cache_write on openai-family models (which report no 1-hour
+   * writes).
+   */
+  readonly cache_write_1h?: number;
+  /**
+   * Price per 1,000 calls of a server-side tool the provider bills per call, by tool name: web_search
+   * (Anthropic server_tool_use.web_search_requests, OpenAI web_search_call items), web_fetch, file_search,
+   * code_interpreter, image_generation. A call of a tool without a price here is recorded on its charge and
+   * counted in tollgate_billing_unpriced_tool_calls_total, not charged.
+   */
+  readonly tool_calls?: Readonly<Record<string, number>>;
+  /** Price of 1M input tokens read from the provider's prompt cache. Defaults to the input price. */
+  readonly cache_hit?: number;
+  /**
+   * Price of 1M image input tokens (Images API usage.input_tokens_details.image_tokens; the Responses
+   * image_generation tool's tool_usage.image_gen). Defaults to 0: set it on every model that may bill image
+   * tokens.
+   */
+  readonly image_input?: number;
+  /**
+   * Price of 1M image output tokens: the generated images of a token-priced image model (Images API
+   * usage.output_tokens), or of the Responses image_generation tool (tool_usage.image_gen.output_tokens).
+   * Never the text output price. Defaults to 0: set it on every model that may bill image tokens.
+   */
+  readonly image_output?: number;
+  /**
+   * Image models priced per image (DALL-E): the price of one image keyed "<size>/<quality>"
+   * ("1024x1024/standard": 0.04). An image is charged at the key of the size and quality the request asked
+   * for; a request that names neither (or auto) is charged at the first key listed, so list the provider's
+   * default first. A request for a size and quality with no key is refused with 400.
+   */
+  readonly per_image?: Readonly<Record<string, number>>;
+  /**
+   * Rates of the provider service tiers this model is offered at, keyed by the name the provider reports in
+   * its reply: OpenAI service_tier priority (asked for as priority or fast), flex, scale; Anthropic
+   * usage.service_tier priority, and fast for fast mode (speed: "fast", usage.speed). A request that asks for
+   * a tier not priced here is refused with 400 before it reaches the provider; a reply that reports one is
+   * charged at the standard rates and logged. default (OpenAI) and standard (Anthropic) are the standard
+   * rates above.
+   */
+  readonly tiers?: Readonly<Record<string, TierPriceData>>;
+  /**
+   * Long-context rates of the standard service: every token of a request whose input is above
+   * above_input_tokens is charged at these (Anthropic's 1M-context beta, above 200000). Also what lets a
+   * context-1m- beta through; without it that beta is refused.
+   */
+  readonly long_context?: LongContextPriceData;
+  /**
+   * Anthropic beta names (anthropic-beta header, or anthropic_beta in the body) that change the price, beyond
+   * the built-in ones (context-1m- needs long_context, fast-mode- needs the fast tier), each with what it
+   * needs: long_context, a tier of tiers, standard (passes at the standard rates) or refuse. A key matches
+   * every beta name it begins, so a key without its date covers each dated version. A model may also override
+   * a built-in entry here.
+   */
+  readonly betas?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -41,9 +41,11 @@ export interface ProviderConfig extends Omit<ProviderData, 'base_url'> {
   readonly base_url: string;
 }
 
-export interface RouteTarget extends RouteData {
+export interface RouteTarget extends Omit<RouteData, 'cost'> {
   /** The id sent upstream; the public model id when absent from gateway.yaml. */
   readonly upstream_model: string;
+  /** What the provider bills the operator, as gateway.yaml states it, filled in as prices are; absent: the catalog's (`route-cost.ts`). */
+  readonly cost?: ModelPrice;
 }
 
 /** One set of rates per 1 million tokens (tool calls per 1,000), in currency units of the balance, cache prices filled in. */

@@ -93,6 +93,7 @@ export class RecordEncoder {
     this.number(charge.imageInputTokens);
     this.number(charge.imageOutputTokens);
     this.number(charge.images);
+    this.optionalBigint(charge.upstreamCost);
     return this.finish();
   }
 
@@ -174,6 +175,11 @@ export class RecordEncoder {
   }
 
   /** A double when it holds the value exactly (every amount short of 2^53), else its decimal text. */
+  private optionalBigint(value: bigint | null | undefined): void {
+    if (value === null || value === undefined) return this.byte(value === null ? NULL : UNDEFINED);
+    this.bigint(value);
+  }
+
   private bigint(value: bigint): void {
     const number = Number(value);
     if (Number.isSafeInteger(number)) return this.number(number);

@@ -41,7 +41,7 @@ export const PRICES = 0x02;
 export const DRAINED = 0x03;
 export const JSON_START = 0x7b;
 
-type FieldKind = 'text' | 'number' | 'bigint' | 'date' | 'boolean' | 'calls' | 'attempts' | 'prices';
+type FieldKind = 'text' | 'number' | 'bigint' | 'optional-bigint' | 'date' | 'boolean' | 'calls' | 'attempts' | 'prices';
 
 /**
  * Every column of a charge, in the order a CHARGE record holds them; new ones go at the end, here and
@@ -83,6 +83,7 @@ const CHARGE_FIELDS = {
   imageInputTokens: 'number',
   imageOutputTokens: 'number',
   images: 'number',
+  upstreamCost: 'optional-bigint',
 } as const satisfies { readonly [K in keyof Required<ChargeRecord>]: FieldKind };
 
 export const FIELD_NAMES = Object.keys(CHARGE_FIELDS) as (keyof ChargeRecord)[];

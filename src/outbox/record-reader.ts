@@ -106,6 +106,9 @@ function decodeCharge(reader: Reader, prices: ReadonlyMap<number, ChargePrices>)
       case 'bigint':
         value = reader.bigint();
         break;
+      case 'optional-bigint':
+        value = reader.optionalBigint();
+        break;
       case 'calls':
         value = reader.calls();
         break;
@@ -175,6 +178,15 @@ class Reader {
     const value = this.bytes.readDoubleBE(this.at);
     this.at += 8;
     return value;
+  }
+
+  optionalBigint(): bigint | null | undefined {
+    const tag = this.bytes[this.at];
+    if (tag === NULL || tag === UNDEFINED) {
+      this.at += 1;
+      return tag === NULL ? null : undefined;
+    }
+    return this.bigint();
   }
 
   bigint(): bigint {

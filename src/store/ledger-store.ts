@@ -113,6 +113,12 @@ export interface ChargeRecord extends TokenCounts, ServiceLevel {
   readonly overage: bigint;
   /** What the upstream's usage cost above the hold but was not charged (billing.overage: cap). */
   readonly unbilled: bigint;
+  /**
+   * What the request cost the operator: the same usage at the cost of the route that answered (gateway.yaml
+   * `routes[].cost`, else the model catalog's list price for that provider's model), in nano-units. Null
+   * when that route has no known cost; absent on records made before costs were kept.
+   */
+  readonly upstreamCost?: bigint | null;
   /** The prices `cost` was computed at (the tier's, or the long-context ones); null for a free model. */
   readonly prices: ChargePrices | null;
   readonly usageSource: UsageSourceRecord;

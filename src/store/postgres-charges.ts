@@ -94,6 +94,7 @@ const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = 
   held: 'bigint',
   overage: 'bigint',
   unbilled: 'bigint',
+  upstream_cost: 'bigint',
   prices: 'text',
   service_tier: 'text',
   long_context: 'boolean',

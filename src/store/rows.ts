@@ -139,6 +139,8 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   held: string;
   overage: string;
   unbilled: string;
+  /** Nano-units as text; null when the route's cost is unknown. */
+  upstream_cost: string | null;
   /** JSON `ChargePrices`, or null for a free model. */
   prices: string | null;
   service_tier: string | null;
@@ -162,14 +164,14 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
 type MoneyColumn = 'cost' | 'held' | 'overage' | 'unbilled';
 
 /** A charge as insert parameters: like a `ChargeRow`, with amounts as bigints. */
-export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, MoneyColumn> & Record<MoneyColumn, bigint>;
+export type ChargeParams<T extends ColumnTypes> = Omit<ChargeRow<T>, MoneyColumn | 'upstream_cost'> & Record<MoneyColumn, bigint> & { upstream_cost: bigint | null };
 
 /** Every charges column, in the order inserts list them. */
 export const CHARGE_COLUMNS = [
   'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
   ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
   'tool_calls', 'images', 'cost', 'held', 'overage', 'unbilled', 'prices', 'service_tier', 'long_context', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
-  'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin',
+  'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin', 'upstream_cost',
 ] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
 export interface CreditRow<T extends ColumnTypes> {
@@ -368,6 +370,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         held: BigInt(row.held),
         overage: BigInt(row.overage),
         unbilled: BigInt(row.unbilled),
+        // Absent rather than null when unknown, as on rows made before costs were kept.
+        ...(row.upstream_cost !== null && row.upstream_cost !== undefined && { upstreamCost: BigInt(row.upstream_cost) }),
         prices: row.prices === null ? null : (JSON.parse(row.prices) as ChargePrices),
         serviceTier: row.service_tier,
         longContext: codec.flag(row.long_context),
@@ -428,11 +432,11 @@ export function toLedgerTotals(row: TotalsRow): LedgerTotals {
 }
 
 /** The charges columns to SELECT, each money column written by `money` so it arrives as text. */
-export function chargeSelectList(money: (column: MoneyColumn) => string): string {
-  return CHARGE_COLUMNS.map((column) => (MONEY_COLUMNS.has(column) ? money(column as MoneyColumn) : column)).join(', ');
+export function chargeSelectList(money: (column: MoneyColumn | 'upstream_cost') => string): string {
+  return CHARGE_COLUMNS.map((column) => (MONEY_COLUMNS.has(column) ? money(column as MoneyColumn | 'upstream_cost') : column)).join(', ');
 }
 
-const MONEY_COLUMNS: ReadonlySet<string> = new Set<MoneyColumn>(['cost', 'held', 'overage', 'unbilled']);
+const MONEY_COLUMNS: ReadonlySet<string> = new Set<MoneyColumn | 'upstream_cost'>(['cost', 'held', 'overage', 'unbilled', 'upstream_cost']);
 
 /**
  * A charge as insert parameters, its time stored with `date`. The keys are in `CHARGE_COLUMNS` order,
@@ -477,6 +481,7 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     ttfb_ms: charge.ttfbMs === undefined || charge.ttfbMs === null ? null : Math.max(0, Math.round(charge.ttfbMs)),
     user_agent: charge.userAgent ?? null,
     origin: charge.origin ?? null,
+    upstream_cost: charge.upstreamCost ?? null,
   };
 }
 

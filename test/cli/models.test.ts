@@ -144,4 +144,28 @@ describe('tollgate models', () => {
       'gpt-5-mini (openai gpt-5-mini = catalog openai gpt-5-mini): price.output 3, catalog 2 (list price of 2026-09-23)',
     ]);
   });
+
+  it('warns of each rate sold below what a route costs: its stated cost, or the catalog list price', async () => {
+    writeFileSync(
+      file,
+      [
+        'providers: { openai: { protocol: openai, base_url: "https://api.openai.com/v1", api_key: "" }, azure: { protocol: openai, base_url: "https://x.openai.azure.com/openai/v1", api_key: "" } }',
+        'models:',
+        '  gpt-5-mini:',
+        '    family: openai',
+        '    routes: [{ provider: openai }, { provider: azure, priority: 1, cost: { input: 0.2, output: 2.5 } }]',
+        '    price: { input: 0.25, cache_hit: 0.025, output: 2.2 }',
+        '    max_output_tokens: 128000',
+        '    context_window: 400000',
+        '',
+      ].join('\n'),
+    );
+    const run = await tollgate(dir, 'models', 'check', '--config', file);
+    expect(run.status).to.equal(0);
+    expect(run.out.filter((line) => line.startsWith('warning:'))).to.deep.equal([
+      // A cost's cache_hit defaults to its input rate, as a price's does.
+      'warning: gpt-5-mini is sold below cost on route azure gpt-5-mini (its cost): output 2.2 < cost 2.5, cache_hit 0.025 < cost 0.2',
+    ]);
+    // Above the catalog's list output price of 2 on the openai route: no warning there.
+  });
 });

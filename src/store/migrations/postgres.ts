@@ -549,6 +549,14 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE debits ADD CONSTRAINT debits_order_check CHECK ((kind = 'adjustment') = (order_id IS NULL));
     `,
   },
+  {
+    version: 21,
+    description: 'charges: what each request cost the operator upstream, beside what it charged',
+    sql: `
+      -- Nano-units at the answering route's cost; NULL where that cost is unknown (and on older rows).
+      ALTER TABLE charges ADD COLUMN upstream_cost BIGINT CHECK (upstream_cost >= 0);
+    `,
+  },
 ];
 
 /**

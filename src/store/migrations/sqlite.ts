@@ -574,6 +574,14 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX debits_account_time ON debits (account_id, created_at);
     `,
   },
+  {
+    version: 21,
+    description: 'charges: what each request cost the operator upstream, beside what it charged',
+    sql: `
+      -- Nano-units at the answering route's cost; NULL where that cost is unknown (and on older rows).
+      ALTER TABLE charges ADD COLUMN upstream_cost INTEGER CHECK (upstream_cost >= 0);
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
