@@ -2,7 +2,7 @@
  * The JSON shapes of usage analytics: summary rows, one request in full. Money as decimal strings of
  * balance units, as everywhere in the management API; ratios as plain numbers (they are not money).
  */
-import { formatUnits } from '../billing/money';
+import { formatUnits, marginOf } from '../billing/money';
 import { TOKENS_PER_PRICE_UNIT } from '../billing/prices';
 import { INPUT_TOKEN_KINDS, TOKEN_KINDS, type TokenCounts, type TokenKind } from '../protocols/types';
 import { TOKEN_COLUMNS } from '../store/rows';
@@ -45,6 +45,25 @@ export function summaryView(row: UsageSummaryRow, label: string | null): Summary
     first_at: row.firstAt.toISOString(),
     last_at: row.lastAt.toISOString(),
     models: row.models === null ? null : row.models.join(' '),
+  };
+}
+
+/** The operator's columns, after the others: never in an account's own view of its usage. */
+export const OPERATOR_SUMMARY_FIELDS = [...SUMMARY_FIELDS, 'upstream_cost', 'uncosted_requests', 'margin'] as const;
+
+export type OperatorSummaryView = Record<(typeof OPERATOR_SUMMARY_FIELDS)[number], string | number | null>;
+
+/**
+ * A summary row as the operator reads it: also what it cost upstream and the margin (marginOf: both
+ * over the charges of known cost), with how many charges had no known cost so a partial sum shows.
+ */
+export function operatorSummaryView(row: UsageSummaryRow, label: string | null): OperatorSummaryView {
+  if (row.upstream === null) throw new Error('An operator summary needs the upstream sums; ask with upstreamCost.');
+  return {
+    ...summaryView(row, label),
+    upstream_cost: formatUnits(row.upstream.cost),
+    uncosted_requests: row.upstream.uncosted,
+    margin: formatUnits(marginOf(row.upstream.costedCharged, row.upstream.cost)),
   };
 }
 

@@ -46,3 +46,12 @@ export function formatUnits(nano: bigint): string {
 export function divideHalfUp(numerator: bigint, denominator: bigint): bigint {
   return (numerator * 2n + denominator) / (denominator * 2n);
 }
+
+/**
+ * The operator's margin on a set of charges: what was charged less what it cost upstream, both over
+ * the charges whose upstream cost is known only. A charge of unknown cost is left out of both sides
+ * (counted apart), so an unknown cost never reads as pure profit. Negative when sold below cost.
+ */
+export function marginOf(costedCharged: bigint, upstreamCost: bigint): bigint {
+  return costedCharged - upstreamCost;
+}

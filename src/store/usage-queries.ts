@@ -36,6 +36,10 @@ export type SummarySqlRow<D> = {
   requests: number | string;
   errors: number | string;
   cost: string;
+  /** Only when the query asks for upstream sums. */
+  upstream_cost?: string;
+  costed_charged?: string;
+  uncosted?: number | string;
   first_at: D;
   last_at: D;
   models: string | null;
@@ -98,9 +102,14 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   }
   const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
   const group = groupExpression(query, dialect);
+  // Asked for by the operator only: upstream_cost is in neither covering index, so these sums read the table.
+  const upstream = query.upstreamCost !== true ? '' : `
+           ${dialect.text('sum(upstream_cost)')} AS upstream_cost,
+           ${dialect.text('sum(CASE WHEN upstream_cost IS NULL THEN 0 ELSE cost END)')} AS costed_charged,
+           sum(CASE WHEN upstream_cost IS NULL THEN 1 ELSE 0 END) AS uncosted,`;
   const page = `
     SELECT ${group} AS grp, count(*) AS requests,
-           sum(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, ${dialect.text('sum(cost)')} AS cost, ${tokens},
+           sum(CASE WHEN status >= 500 THEN 1 ELSE 0 END) AS errors, ${dialect.text('sum(cost)')} AS cost, ${tokens},${upstream}
            min(created_at) AS first_at, max(created_at) AS last_at
       FROM charges WHERE ${where.join(' AND ')}
      GROUP BY grp ORDER BY ${orderOf(query.groupBy, group)}
@@ -134,6 +143,7 @@ export function toSummaryRow<D>(row: SummarySqlRow<D>, date: (value: D) => Date,
     requests: Number(row.requests),
     errors: Number(row.errors),
     cost: BigInt(row.cost),
+    upstream: row.upstream_cost === undefined ? null : { cost: BigInt(row.upstream_cost), costedCharged: BigInt(row.costed_charged ?? '0'), uncosted: Number(row.uncosted ?? 0) },
     ...tokens,
     firstAt: date(row.first_at),
     lastAt: date(row.last_at),

@@ -78,6 +78,8 @@ export interface UsageSummaryQuery {
    * a summary does (its rows then add up to what was charged, the sessionless ones in a null row).
    */
   readonly namedSessionsOnly?: boolean;
+  /** Also sum what the charges cost upstream (the operator's question; an account never asks). */
+  readonly upstreamCost?: boolean;
   readonly since: Date;
   /** Exclusive. */
   readonly until: Date;
@@ -92,10 +94,22 @@ export interface UsageSummaryRow extends TokenCounts {
   readonly requests: number;
   readonly errors: number;
   readonly cost: bigint;
+  /** The operator's sums, when the query asked for them (upstreamCost); else null. */
+  readonly upstream: UpstreamSums | null;
   readonly firstAt: Date;
   readonly lastAt: Date;
   /** The models used, sorted; only when grouped by session, else null. */
   readonly models: readonly string[] | null;
+}
+
+/** What a group of charges cost upstream, for the operator's margin. */
+interface UpstreamSums {
+  /** What the group's charges with a known upstream cost cost the operator (charges.upstream_cost summed). */
+  readonly cost: bigint;
+  /** What those same charges, the ones with a known upstream cost, charged: the other side of a margin. */
+  readonly costedCharged: bigint;
+  /** Charges whose upstream cost is unknown, so `cost` leaves them out. */
+  readonly uncosted: number;
 }
 
 /** A key's recent activity, for the Tokens page. */

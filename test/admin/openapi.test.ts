@@ -27,7 +27,7 @@ import {
 import { PACKAGE_VERSION, SCHEMAS_DIR } from '../../src/paths';
 import { AUDIT_ACTIONS } from '../../src/store/audit';
 import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord, UsageSummaryRow } from '../../src/store/store';
-import { requestView, SUMMARY_FIELDS, summaryView } from '../../src/admin/usage-views';
+import { operatorSummaryView, requestView, SUMMARY_FIELDS, summaryView } from '../../src/admin/usage-views';
 import { PLAIN_CHARGE } from '../helpers/charges';
 
 const DOCUMENT_FILE = path.join(SCHEMAS_DIR, 'management-api.yaml');
@@ -371,6 +371,7 @@ describe('schemas/management-api.yaml', () => {
       requests: 12,
       errors: 1,
       cost: 106_200_000n,
+      upstream: null,
       inputTokens: 14_400,
       cacheWriteTokens: 0,
       cacheWrite1hTokens: 0,
@@ -396,6 +397,8 @@ describe('schemas/management-api.yaml', () => {
       ['ListedKey', () => ({ ...keyView(fullKey), ...activityView({ keyId: fullKey.id, lastUsedAt: at, spentToday: 1_500n, spentMonth: 120_000_000n }) })],
       ['UsageGroup', () => summaryView(summaryRow, null)],
       ['UsageGroup', () => summaryView({ ...summaryRow, group: 'sess-1', models: ['a', 'b'], inputTokens: 0, cacheReadTokens: 0 }, 'laptop')],
+      ['OperatorUsageGroup', () => operatorSummaryView({ ...summaryRow, upstream: { cost: 60_000_000n, costedCharged: 96_200_000n, uncosted: 1 } }, null)],
+      ['OperatorUsageGroup', () => operatorSummaryView({ ...summaryRow, upstream: { cost: 0n, costedCharged: 0n, uncosted: 12 } }, 'alice')],
       ['UsageRequest', () => requestView(charge, 'laptop')],
       [
         'UsageRequest',

@@ -9,7 +9,7 @@ import { invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
 import { attachment, toCsv } from '../csv';
-import { requestView, SUMMARY_FIELDS, summaryView } from '../usage-views';
+import { OPERATOR_SUMMARY_FIELDS, operatorSummaryView, requestView, SUMMARY_FIELDS, summaryView } from '../usage-views';
 import { usageView } from '../views';
 import { dateParam, limitParam, single } from './query';
 import { accountScope } from './usage';
@@ -98,15 +98,18 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const accountId = accountScope(ctx) ?? null;
     const range = rangeOf(ctx);
     const csv = single(ctx.query.format, 'format') === 'csv';
-    const rows = await deps.store.usageSummary({ accountId, groupBy, ...range, limit: limitParam(ctx.query.limit, csv ? MAX_GROUPS : 100, MAX_GROUPS), offset: offsetParam(ctx) });
+    // What a request cost upstream is the operator's business: an administrator reads it, an account never.
+    const operator = callerOf(ctx).account.role === 'admin';
+    const rows = await deps.store.usageSummary({ accountId, groupBy, upstreamCost: operator, ...range, limit: limitParam(ctx.query.limit, csv ? MAX_GROUPS : 100, MAX_GROUPS), offset: offsetParam(ctx) });
     const label = await labeller(deps, groupBy, accountId);
-    const views = rows.map((row) => summaryView(row, label(row)));
+    const operatorViews = () => rows.map((row) => operatorSummaryView(row, label(row)));
+    const accountViews = () => rows.map((row) => summaryView(row, label(row)));
     if (csv) {
       attachment(ctx, `tollgate-usage-by-${groupBy}-${range.since.toISOString().slice(0, 10)}.csv`);
-      ctx.body = toCsv(SUMMARY_FIELDS, views);
+      ctx.body = operator ? toCsv(OPERATOR_SUMMARY_FIELDS, operatorViews()) : toCsv(SUMMARY_FIELDS, accountViews());
       return;
     }
-    ctx.body = { group_by: groupBy, since: range.since.toISOString(), until: range.until.toISOString(), rows: views };
+    ctx.body = { group_by: groupBy, since: range.since.toISOString(), until: range.until.toISOString(), rows: operator ? operatorViews() : accountViews() };
   });
 
   router.get('/usage/sessions', signedIn(deps), async (ctx) => {
