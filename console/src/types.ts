@@ -271,6 +271,10 @@ export interface UsageGroup {
   first_at: string;
   last_at: string;
   models: string | null;
+  /** An administrator's rows only: what the charges of known cost cost upstream, how many had none, and the margin on them. */
+  upstream_cost?: string;
+  uncosted_requests?: number;
+  margin?: string;
 }
 
 export type UsageGrouping = 'model' | 'key' | 'day' | 'session' | 'account' | 'provider';

@@ -263,6 +263,11 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     const everything = await tg.store.listCharges({ limit: 1000 });
     await page.getByTestId('gateway-revenue').waitFor();
     expect(shown(await exactFigure('gateway-revenue'))).to.equal(total(everything));
+    // Cost and margin beside it, over the charges of known upstream cost only.
+    const costed = everything.filter((charge) => charge.upstreamCost !== undefined && charge.upstreamCost !== null);
+    const upstream = costed.reduce((acc, charge) => acc + charge.upstreamCost!, 0n);
+    expect(shown(await exactFigure('gateway-cost'))).to.equal(upstream);
+    expect(shown(await exactFigure('gateway-margin'))).to.equal(total(costed) - upstream);
     const accounts = await tableRows('by-account');
     expect(accounts.reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(everything));
     expect(accounts.map((row) => row.Account).sort()).to.deep.equal(['otto', 'una']);

@@ -1,5 +1,6 @@
 // /console/admin/gateway — the gateway's totals across accounts: usage charged per day beside the
-// money received and taken back, the accounts and models that spend most, each provider's error rate.
+// money received and taken back, what it cost upstream and the margin, the accounts and models that
+// spend most, each provider's error rate.
 import { apiGet, withQuery } from '../api.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
@@ -45,8 +46,14 @@ export const adminGatewayPage: Page = {
     const show = (choice: RangeChoice) => {
       void loadInto(chart, () => summary(choice, 'day', 400), (data) => {
         const requests = data.rows.reduce((sum, row) => sum + row.requests, 0);
-        replace(totals, h('p', { class: 'lead' }, `${count(requests)} requests, `,
-          totalMoney(sumDecimals(data.rows.map((row) => row.cost)), 'gateway-revenue'), ' charged in this range.'));
+        const uncosted = data.rows.reduce((sum, row) => sum + (row.uncosted_requests ?? 0), 0);
+        replace(totals,
+          h('p', { class: 'lead' }, `${count(requests)} requests, `,
+            totalMoney(sumDecimals(data.rows.map((row) => row.cost)), 'gateway-revenue'), ' charged in this range.'),
+          // Margin is over the requests of known upstream cost only (docs/billing.md), so the unknown ones are said.
+          h('p', {}, 'Upstream cost ', totalMoney(sumDecimals(data.rows.map((row) => row.upstream_cost ?? '0')), 'gateway-cost'),
+            ', margin ', totalMoney(sumDecimals(data.rows.map((row) => row.margin ?? '0')), 'gateway-margin'),
+            uncosted === 0 ? '.' : `, leaving out ${count(uncosted)} requests of unknown cost.`));
         return dailySpendChart(everyDay(choice, data.rows));
       });
       void loadInto(moneyBlock, () => apiGet<MoneyTotals>(withQuery('/api/admin/money', rangeQuery(choice)), { signal: context.signal }), moneyTable);
@@ -65,6 +72,8 @@ export const adminGatewayPage: Page = {
           { label: 'Errors (5xx)', cell: (row) => count(row.errors), numeric: true },
           { label: 'Error rate', cell: (row) => `${((row.errors / Math.max(row.requests, 1)) * 100).toFixed(1)}%`, numeric: true },
           { label: 'Usage charged', cell: (row) => money(row.cost), numeric: true },
+          { label: 'Upstream cost', cell: (row) => money(row.upstream_cost ?? '0'), numeric: true },
+          { label: 'Margin', cell: (row) => money(row.margin ?? '0'), numeric: true },
         ],
       }));
     };
