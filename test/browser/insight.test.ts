@@ -136,10 +136,14 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
       if (table === 'by-session') {
         // Every charge: those outside any session are one row of their own, so the rows add up.
         expect(sum, table).to.equal(charged);
-        const sessions = [...new Set(unaCharges.map((charge) => charge.sessionId).filter((id) => id !== null && id !== undefined))].sort();
+        // The Playground's visits (each its own session) are one group, labelled Playground.
+        const inSession = unaCharges.filter((charge) => charge.sessionId !== null && charge.sessionId !== undefined);
+        const sessions = [...new Set(inSession.filter((charge) => charge.origin !== 'playground').map((charge) => charge.sessionId as string))].sort();
+        const playground = inSession.some((charge) => charge.origin === 'playground');
         const unnamed = unaCharges.some((charge) => charge.sessionId === null || charge.sessionId === undefined);
-        expect(rows.length, 'a row per session, and one for the rest').to.equal(sessions.length + (unnamed ? 1 : 0));
+        expect(rows.length, 'a row per session, one for the Playground, and one for the rest').to.equal(sessions.length + (playground ? 1 : 0) + (unnamed ? 1 : 0));
         expect(rows.map((row) => row.Session).filter((session) => sessions.includes(session)).sort()).to.deep.equal(sessions);
+        expect(rows.filter((row) => row.Session.startsWith('Playground')).length, 'one Playground row').to.equal(playground ? 1 : 0);
       } else {
         expect(sum, table).to.equal(charged);
       }
