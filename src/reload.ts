@@ -257,13 +257,19 @@ function keepRestartOnly(running: GatewayConfig, next: GatewayConfig): GatewayCo
   return Object.freeze({ ...next, server, store: running.store, redis: running.redis, telemetry: running.telemetry });
 }
 
+/**
+ * Fields the loader derives rather than reads from a section: where the file is, and which model limits
+ * came from the catalog (a change there is the models' own, already listed under models).
+ */
+const DERIVED_FIELDS: ReadonlySet<string> = new Set(['source', 'catalog_limits']);
+
 /** What differs between two configs: `server` field by field, keyed sections (models, providers, plugins) key by key. */
 function liveChanges(running: GatewayConfig, next: GatewayConfig): string[] {
   const changes: string[] = [];
   for (const section of changedFields(running, next)) {
     const old = (running as unknown as Record<string, unknown>)[section];
     const now = (next as unknown as Record<string, unknown>)[section];
-    if (section === 'source') continue;
+    if (DERIVED_FIELDS.has(section)) continue;
     if (!isObject(old) || !isObject(now)) {
       changes.push(section);
     } else if (section === 'server') {
