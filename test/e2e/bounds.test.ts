@@ -12,8 +12,11 @@ import { healthzDuring, loopBlockDuring, memoryAfterGcMiB } from '../helpers/bou
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { defaultTestYaml, startTestGateway, TEST_MAX_BODY_BYTES, type TestGateway } from '../helpers/test-gateway';
 
-/** Well under the 200 ms bound, far over what a loaded machine adds. */
-const MAX_BLOCK_MS = 200;
+/**
+ * The 200 ms bound of docs/limits.md, on the gateway thread's CPU time: a loaded machine stretches a
+ * block's wall-clock time (a 30 ms block took 230 ms with ten suites on two cores), not its CPU time.
+ */
+const MAX_BLOCK_CPU_MS = 200;
 const MAX_HEALTHZ_MS = 1000;
 const BODY_LIMIT = 8 * 1024 * 1024;
 
@@ -40,23 +43,23 @@ describe('e2e: no request stalls or bloats the gateway', function () {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${tg.key}`, 'x-api-key': tg.key },
       body,
     }).then(async (response) => ({ status: response.status, text: await response.text() }));
-    const { result, maxBlockMs } = await loopBlockDuring(async () => {
+    const { result, maxCpuMs } = await loopBlockDuring(async () => {
       const [answer, health] = await Promise.all([sent, healthzDuring(tg.url, sent)]);
       return { answer, health };
     });
-    return { ...result, maxBlockMs };
+    return { ...result, maxCpuMs };
   }
 
   it('count_tokens on an OpenAI-family model: 1 MiB of one random word is counted without blocking', async () => {
     // Before: counted in one synchronous call, 1 MiB blocked the loop 2 s and 4 MiB 49 s.
     const word = randomBytes(768 * 1024).toString('base64');
-    const { answer, health, maxBlockMs } = await hostile(
+    const { answer, health, maxCpuMs } = await hostile(
       '/v1/messages/count_tokens',
       JSON.stringify({ model: 'gpt-test', messages: [{ role: 'user', content: word }] }),
     );
     expect(answer.status, answer.text.slice(0, 200)).to.equal(200);
     expect((JSON.parse(answer.text) as { input_tokens: number }).input_tokens).to.be.greaterThan(300_000);
-    expect(maxBlockMs, 'longest event-loop block (ms)').to.be.below(MAX_BLOCK_MS);
+    expect(maxCpuMs, 'longest event-loop block (CPU ms)').to.be.below(MAX_BLOCK_CPU_MS);
     expect(health.answered, '/healthz answers meanwhile').to.be.greaterThan(0);
     expect(health.slowestMs, 'slowest /healthz (ms)').to.be.below(MAX_HEALTHZ_MS);
   });
@@ -67,17 +70,20 @@ describe('e2e: no request stalls or bloats the gateway', function () {
     // quadratically, as before, took sixteen times as long (40,000 turns blocked 16 s, 200,000 minutes).
     const blockFor = async (turns: number) => {
       const messages = Array.from({ length: turns }, (_, i) => ({ role: 'user', content: `turn ${i}` }));
-      const { answer, maxBlockMs } = await hostile('/v1/chat/completions', JSON.stringify({ model: 'claude-sonnet-5', max_tokens: 16, messages }));
+      const { answer, maxCpuMs } = await hostile('/v1/chat/completions', JSON.stringify({ model: 'claude-sonnet-5', max_tokens: 16, messages }));
       expect(answer.status, answer.text.slice(0, 200)).to.equal(200);
       const sent = fake.requests.at(-1)!.json() as { messages: { role: string; content: unknown[] }[] };
       expect(sent.messages).to.have.length(1);
       expect(sent.messages[0].content).to.have.length(turns);
-      return maxBlockMs;
+      return maxCpuMs;
     };
+    // The least of three runs: another suite's load or a major GC only ever adds to a block, so the
+    // least is the one closest to the work itself (one run each saw 14× on a machine loaded to 10).
+    const leastOfThree = async (turns: number) => Math.min(await blockFor(turns), await blockFor(turns), await blockFor(turns));
     await blockFor(5_000);
-    const small = await blockFor(25_000);
-    const large = await blockFor(100_000);
-    expect(large / Math.max(small, 20), `block for 100,000 turns (${large.toFixed(0)} ms) over 25,000 (${small.toFixed(0)} ms)`).to.be.below(10);
+    const small = await leastOfThree(25_000);
+    const large = await leastOfThree(100_000);
+    expect(large / Math.max(small, 20), `block for 100,000 turns (${large.toFixed(0)} CPU ms) over 25,000 (${small.toFixed(0)} CPU ms)`).to.be.below(10);
   });
 
   it('5,000 requests for console assets that do not exist leave no memory behind', async () => {

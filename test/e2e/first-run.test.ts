@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
 import { PACKAGE_ROOT } from '../../src/paths';
+import { SERVE_START_BOUND_MS } from '../helpers/serve-child';
 
 const CLI = path.join(PACKAGE_ROOT, 'bin', 'tollgate.js');
 
@@ -27,7 +28,7 @@ function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line; stdout so far:\n${out}`)), 8000);
+    const timer = setTimeout(() => reject(new Error(`no listening line; stdout so far:\n${out}`)), SERVE_START_BOUND_MS);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}:\n${out}`)));
     const check = () => {
       const listening = /"url":"(http:\/\/[^"]+)".*"msg":"tollgate is listening"/.exec(out);
@@ -62,7 +63,7 @@ function exitCode(child: ChildProcess): Promise<number | null> {
 }
 
 describe('e2e: first run of `tollgate serve` on the default gateway.yaml', function () {
-  this.timeout(20000);
+  this.timeout(60_000);
   let dir: string;
 
   before(() => {

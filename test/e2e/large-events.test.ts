@@ -21,7 +21,8 @@ import { unitsToNano } from '../../src/billing/money';
 import type { ChargeRecord } from '../../src/store/store';
 import { healthzDuring } from '../helpers/bounds';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { LOOP_PROBE, loopProbe, serveChild, type LoopBlocks, type ServedChild } from '../helpers/serve-child';
+import type { LoopBlocks } from '../helpers/block-meter';
+import { LOOP_PROBE, loopProbe, serveChild, type ServedChild } from '../helpers/serve-child';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 
 const MiB = 1024 * 1024;
@@ -33,8 +34,13 @@ const MiB = 1024 * 1024;
 const MAX_HEALTHZ_OVER_IDLE_MS = 600;
 /** CPU for the 16 MiB event: the rescanning relay spent seconds. */
 const MAX_CPU_MS_16_MIB = 1500;
-/** The longest event-loop block while one large reply is relayed, in main-thread CPU ms. */
-const MAX_BLOCK_CPU_MS = 20;
+/**
+ * The longest event-loop block while one large reply is relayed, in main-thread CPU ms: 4–13 ms on a
+ * quiet machine, 31 once on Node 22 with ten suites' load on two cores (a thread's CPU clock runs
+ * slower work when the cores are shared); a relay that parses or copies the 16 MiB event in one step
+ * blocks for hundreds.
+ */
+const MAX_BLOCK_CPU_MS = 60;
 
 function gatewayYaml(upstream: string): string {
   return `version: 1

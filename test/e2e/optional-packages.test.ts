@@ -57,7 +57,7 @@ async function closedPort(): Promise<number> {
 }
 
 describe('e2e: optional packages are loaded only by the configurations that use them', function () {
-  this.timeout(30000);
+  this.timeout(60_000);
   let dir: string;
 
   beforeEach(() => (dir = mkdtempSync(path.join(tmpdir(), 'tollgate-packages-'))));
