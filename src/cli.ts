@@ -14,6 +14,7 @@ import type { CliIo } from './cli/context';
 import { EXIT_ERROR, EXIT_OK, EXIT_USAGE } from './cli/context';
 import { keyCommand } from './cli/key-command';
 import { ledgerCommand } from './cli/ledger-command';
+import { orgCommand } from './cli/org-command';
 import { modelsCommand } from './cli/models-command';
 import { paymentsCommand } from './cli/payments-command';
 import { redeemCodesCommand } from './cli/redeem-codes-command';
@@ -89,6 +90,16 @@ Commands:
   key session-budget ID --amount A | --none   most one agent session may spend through the key
                                               (the operator's: the owner can lower it only)
   key revoke ID                               revoke a key; a running server refuses it at once
+  org create NAME --owner ACCOUNT             make an organisation: an account nobody signs in to,
+                                              spent by its members; ACCOUNT is its first owner
+  org list [--json]                           list organisations
+  org members ORG [--json]                    list an organisation's members and their roles
+  org invite ORG NAME_OR_EMAIL [--role ROLE] [--days N]
+                                              invite a person (role owner|admin|billing|member,
+                                              default member; open 7 days); the link is the LAST
+                                              line printed, shown only this once
+  org role ORG ACCOUNT ROLE                   change a member's role (an owner always stays)
+  org remove ORG ACCOUNT                      remove a member; their keys in it stop at once
   redemption-codes create --amount A --count N [--expires-days D]
                                               make N codes worth A units each; the codes are the
                                               LAST N lines printed, shown only this once, and stored
@@ -106,7 +117,7 @@ Commands:
   --version                                   print Tollgate's version
 
 \`redeem-codes\` is another name for \`redemption-codes\` (the console's Admin → Codes page).
-The models add and check, account, key, redemption-codes, ledger, payments and audit commands also
+The models add and check, account, key, org, redemption-codes, ledger, payments and audit commands also
 take --config FILE.
 Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
 --json prints the listing as one JSON document; money is a decimal string of units.
@@ -129,7 +140,7 @@ Exit codes:
      \`ledger verify\` found drift, \`reload\` found no server
   2  usage error: an unknown command or flag, a missing or extra argument, a bad amount or number`;
 
-const COMMANDS = ['serve', 'reload', 'config', 'models', 'account', 'key', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
+const COMMANDS = ['serve', 'reload', 'config', 'models', 'account', 'key', 'org', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
 
 /** The help text's entries for one command (its lines under "Commands:"), or the whole text. */
 export function helpText(command?: string): string {
@@ -182,6 +193,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return redeemCodesCommand(args, io);
     case 'ledger':
       return ledgerCommand(args, io);
+    case 'org':
+      return orgCommand(args, io);
     case 'audit':
       return auditCommand(args, io);
     case 'payments':

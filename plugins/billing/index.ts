@@ -119,6 +119,7 @@ export const billingPlugin: PluginDefinition<'billing', BalanceBook> = {
           clientRequestId,
           accountId: auth.account.id,
           keyId: auth.key.id,
+          memberAccountId: auth.key.memberAccountId ?? null,
           request,
           endpoint: endpoint.id,
           reach,

@@ -25,6 +25,10 @@ import { twoFactorRoutes } from './routes/two-factor';
 import { sessionListRoutes } from './routes/sessions';
 import { topupRoutes } from './routes/topup';
 import { usageRoutes } from './routes/usage';
+import { orgRoutes } from './routes/orgs';
+import { invitationRoutes } from './routes/invitations';
+import { orgKeyRoutes } from './routes/org-keys';
+import { adminOrgRoutes } from './routes/admin-orgs';
 
 export const API_PREFIX = '/api';
 
@@ -75,7 +79,11 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   budgetRoutes(router, deps);
   twoFactorRoutes(router, deps);
   sessionListRoutes(router, deps);
+  orgRoutes(router, deps);
+  invitationRoutes(router, deps);
+  orgKeyRoutes(router, deps);
   adminAccountRoutes(router, deps);
+  adminOrgRoutes(router, deps);
   adminKeyRoutes(router, deps);
   adminCodeRoutes(router, deps);
   adminProviderRoutes(router, deps);

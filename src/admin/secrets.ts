@@ -22,6 +22,13 @@ export function newManagementToken(): string {
   return MANAGEMENT_TOKEN_PREFIX + randomSecret();
 }
 
+/** Invitation links carry this, so a pasted one is told apart from a token or a key. */
+export const INVITATION_PREFIX = 'tgi_';
+
+export function newInvitationSecret(): string {
+  return INVITATION_PREFIX + randomSecret();
+}
+
 export function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret, 'utf8').digest();
 }

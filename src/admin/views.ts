@@ -56,7 +56,7 @@ export function alertView(alert: AlertRecord) {
 }
 
 /** A budget as the API shows it: the amount in units, as a decimal string. */
-function budgetView(budget: Budget | null) {
+export function budgetView(budget: Budget | null) {
   return budget === null ? null : { amount: formatUnits(budget.amount), period: budget.period, timezone: budget.timezone };
 }
 

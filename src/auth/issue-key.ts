@@ -24,6 +24,8 @@ export async function issueApiKey(
     budget?: Budget | null;
     allowedNetworks?: readonly string[] | null;
     operatorLimits?: OperatorLimits | null;
+    /** The member making the key inside the organisation `accountId`. */
+    memberAccountId?: string | null;
   },
 ): Promise<IssuedKey> {
   const generated = generateApiKey();
@@ -40,6 +42,7 @@ export async function issueApiKey(
     budget: input.budget ?? null,
     allowedNetworks: input.allowedNetworks ?? null,
     operatorLimits: input.operatorLimits ?? null,
+    ...(input.memberAccountId == null ? {} : { memberAccountId: input.memberAccountId }),
   });
   return { key: generated.key, record };
 }

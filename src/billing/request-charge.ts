@@ -20,6 +20,8 @@ export interface Bill {
   readonly clientRequestId: string | null;
   readonly accountId: string;
   readonly keyId: string;
+  /** The organisation's member whose key made the request; null for an account's own key. */
+  readonly memberAccountId: string | null;
   readonly request: ParsedRequest;
   readonly endpoint: string;
   readonly reach: RequestReach;
@@ -99,6 +101,7 @@ export async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, stat
     servedModel: outcome?.upstreamModel ?? null,
     attempts: outcome === null ? [] : outcome.attemptLog.map((attempt) => ({ provider: attempt.provider, outcome: attempt.outcome, ms: Math.round(attempt.durationMs) })),
     ttfbMs: bill.request.stream && outcome?.committedAt != null ? Math.max(0, outcome.committedAt - bill.startedAt) : null,
+    ...(bill.memberAccountId !== null && { memberAccountId: bill.memberAccountId }),
   };
 }
 

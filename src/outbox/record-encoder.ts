@@ -94,6 +94,7 @@ export class RecordEncoder {
     this.number(charge.imageOutputTokens);
     this.number(charge.images);
     this.optionalBigint(charge.upstreamCost);
+    this.text(charge.memberAccountId);
     return this.finish();
   }
 

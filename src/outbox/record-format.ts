@@ -84,6 +84,7 @@ const CHARGE_FIELDS = {
   imageOutputTokens: 'number',
   images: 'number',
   upstreamCost: 'optional-bigint',
+  memberAccountId: 'text',
 } as const satisfies { readonly [K in keyof Required<ChargeRecord>]: FieldKind };
 
 export const FIELD_NAMES = Object.keys(CHARGE_FIELDS) as (keyof ChargeRecord)[];

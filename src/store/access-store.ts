@@ -54,6 +54,12 @@ export interface ApiKeyRecord {
    * include it (they are what is enforced); its `allowedNetworks` apply beside the owner's.
    */
   readonly operatorLimits: OperatorLimits | null;
+  /**
+   * The member who made the key inside an organisation (the key's account): its charges record them,
+   * and the organisation's limits for them apply. Null for an account's own key; absent on records
+   * made before organisations.
+   */
+  readonly memberAccountId?: string | null;
   /** The first characters of the key (`sk-AbCd`), safe to show. */
   readonly prefix: string;
   /** The last four characters of the key, safe to show. */
@@ -102,6 +108,8 @@ export interface NewKey {
   readonly sessionBudget?: bigint | null;
   readonly allowedNetworks?: readonly string[] | null;
   readonly operatorLimits?: OperatorLimits | null;
+  /** The member making the key inside the organisation `accountId`; absent or null: the account's own key. */
+  readonly memberAccountId?: string | null;
 }
 
 /** What a key's owner may change after creating it; an absent field is left as it is, null clears it. */

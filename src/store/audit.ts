@@ -34,7 +34,15 @@ export type AuditAction =
   | 'payment.expired'
   | 'payment.refund'
   | 'payment.dispute'
-  | 'payment.settings';
+  | 'payment.settings'
+  | 'org.create'
+  | 'org.invite'
+  | 'org.invitation_revoke'
+  | 'org.join'
+  | 'org.role'
+  | 'org.remove'
+  | 'org.member_limits'
+  | 'account.transfer';
 
 /** A JSON object of plain values: what the changed thing looked like before or after. */
 export type AuditState = Readonly<Record<string, unknown>>;

@@ -17,6 +17,7 @@ export function chargeWhere(filter: ChargeFilter, date: (value: Date) => unknown
     return placeholder(params.length);
   };
   if (filter.accountId !== undefined) conditions.push(`account_id = ${param(filter.accountId)}`);
+  if (filter.memberAccountId !== undefined) conditions.push(`member_account_id = ${param(filter.memberAccountId)}`);
   if (filter.keyId !== undefined) conditions.push(`key_id = ${param(filter.keyId)}`);
   if (filter.model !== undefined) conditions.push(`model = ${param(filter.model)}`);
   if (filter.models !== undefined) {

@@ -144,6 +144,11 @@ export interface ChargeRecord extends TokenCounts, ServiceLevel {
   readonly userAgent?: string | null;
   /** Where the request came from when Tollgate knows better than the key: `playground`; else null. */
   readonly origin?: ChargeOrigin | null;
+  /**
+   * The member of the organisation `accountId` whose key made the request (the key's `memberAccountId`);
+   * absent or null for an account's own key.
+   */
+  readonly memberAccountId?: string | null;
 }
 
 /** One upstream attempt of a charge: where it went and how it ended (`ok`, a failure kind, `status_<code>`, `breaker_open`). */

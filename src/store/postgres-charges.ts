@@ -110,6 +110,7 @@ const COLUMN_TYPES: Readonly<Record<(typeof CHARGE_COLUMNS)[number], string>> = 
   ttfb_ms: 'int',
   user_agent: 'text',
   origin: 'text',
+  member_account_id: 'text',
 };
 const CHARGE_INSERT = CHARGE_COLUMNS.map((column) => [column, COLUMN_TYPES[column]] as const);
 const UNHELD_PARAM = CHARGE_INSERT.length + 1;

@@ -18,7 +18,7 @@ const rateLimitsParam = (value: KeyRateLimits | null | undefined): string | null
 const UNIQUE_VIOLATION = '23505';
 
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
-  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits, k.session_budget::text AS session_budget`;
+  k.spend_limit, k.spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits, k.session_budget::text AS session_budget, k.member_account_id`;
 
 /** Returns `prefix` followed by 16 random hex characters (64 bits), like the SQLite store's ids. */
 function newId(prefix: 'acc_' | 'key_'): string {
@@ -101,14 +101,15 @@ export async function createKey(pool: Pool, input: NewKey): Promise<ApiKeyRecord
     session_budget: spendLimitParam(input.sessionBudget),
     allowed_networks: networksToJson(input.allowedNetworks),
     operator_limits: operatorLimitsToJson(input.operatorLimits),
+    member_account_id: input.memberAccountId ?? null,
   };
   await pool.query(
     `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                           allowed_networks, operator_limits, session_budget)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+                           allowed_networks, operator_limits, session_budget, member_account_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
     [
       row.id, row.account_id, row.name, input.hash, row.prefix, row.last4, row.created_at, row.revoked_at, row.expires_at,
-      row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits, row.session_budget,
+      row.spend_limit, row.models, row.rate_limits, row.budget, row.allowed_networks, row.operator_limits, row.session_budget, row.member_account_id,
     ],
   );
   return toKeyRecord(row);

@@ -8,6 +8,8 @@ import type { CardPaymentStore } from './payments';
 import { PostgresPayments } from './postgres-payments';
 import type { RefusalStore } from './refusals';
 import { PostgresRefusals } from './postgres-refusals';
+import type { OrgStore } from './orgs';
+import { PostgresOrgs } from './postgres-orgs';
 import type { RelayedResponseStore } from './relayed-responses';
 import { PostgresRelayedResponses } from './postgres-relayed-responses';
 import { Client, Pool, type PoolConfig } from 'pg';
@@ -98,6 +100,8 @@ export class PostgresStore implements Store {
   readonly refusals: RefusalStore;
   /** Relayed response ids (postgres-relayed-responses.ts). */
   readonly relayedResponses: RelayedResponseStore;
+  /** Organisations (postgres-orgs.ts). */
+  readonly orgs: OrgStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -135,6 +139,7 @@ export class PostgresStore implements Store {
     this.refusals = new PostgresRefusals(this.pool);
     this.relayedResponses = new PostgresRelayedResponses(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
+    this.orgs = new PostgresOrgs(this.pool, () => this.listener.bump());
   }
 
   async migrate(): Promise<void> {

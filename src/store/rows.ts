@@ -87,6 +87,8 @@ export interface KeyRow<T extends ColumnTypes> {
   allowed_networks: string | null;
   /** JSON text of `OperatorLimits` (the spend limit as a decimal string) in both stores. */
   operator_limits: string | null;
+  /** The member who made the key inside an organisation; null (or absent, before organisations): the account's own. */
+  member_account_id?: string | null;
   prefix: string;
   last4: string;
   created_at: T['date'];
@@ -158,6 +160,8 @@ export interface ChargeRow<T extends ColumnTypes> extends TokenColumns {
   ttfb_ms: number | null;
   user_agent: string | null;
   origin: ChargeOrigin | null;
+  /** The organisation's member the charge was made for; null for an account's own key. */
+  member_account_id: string | null;
 }
 
 /** Money columns, read as text and written as bigints. */
@@ -171,7 +175,7 @@ export const CHARGE_COLUMNS = [
   'request_id', 'client_request_id', 'account_id', 'key_id', 'model', 'provider', 'endpoint',
   ...TOKEN_KINDS.map((kind) => TOKEN_COLUMNS[kind]),
   'tool_calls', 'images', 'cost', 'held', 'overage', 'unbilled', 'prices', 'service_tier', 'long_context', 'usage_source', 'status', 'outcome', 'latency_ms', 'created_at',
-  'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin', 'upstream_cost',
+  'session_id', 'requested_model', 'served_model', 'attempts', 'ttfb_ms', 'user_agent', 'origin', 'upstream_cost', 'member_account_id',
 ] as const satisfies ReadonlyArray<keyof ChargeRow<ColumnTypes>>;
 
 export interface CreditRow<T extends ColumnTypes> {
@@ -232,7 +236,7 @@ export function budgetText(budget: Budget | null): string | null {
   return JSON.stringify({ amount: String(budget.amount), period: budget.period, timezone: budget.timezone });
 }
 
-function budgetOf(text: string | null): Budget | null {
+export function budgetOf(text: string | null): Budget | null {
   if (text === null) return null;
   const stored = JSON.parse(text) as { amount: string; period: BudgetPeriod; timezone: string };
   return { amount: BigInt(stored.amount), period: stored.period, timezone: stored.timezone };
@@ -330,6 +334,7 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         sessionBudget: row.session_budget === null ? null : BigInt(row.session_budget),
         allowedNetworks: row.allowed_networks === null ? null : (JSON.parse(row.allowed_networks) as string[]),
         operatorLimits: row.operator_limits === null ? null : operatorLimitsFromJson(row.operator_limits),
+        memberAccountId: row.member_account_id ?? null,
       };
     },
 
@@ -387,6 +392,8 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
         ttfbMs: row.ttfb_ms,
         userAgent: row.user_agent,
         origin: row.origin,
+        // Absent rather than null for an account's own key, as on rows made before organisations.
+        ...(row.member_account_id !== null && row.member_account_id !== undefined && { memberAccountId: row.member_account_id }),
       };
     },
 
@@ -482,6 +489,7 @@ export function chargeParams<T extends ColumnTypes>(charge: ChargeRecord, date: 
     user_agent: charge.userAgent ?? null,
     origin: charge.origin ?? null,
     upstream_cost: charge.upstreamCost ?? null,
+    member_account_id: charge.memberAccountId ?? null,
   };
 }
 

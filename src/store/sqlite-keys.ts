@@ -12,7 +12,7 @@ import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, SQLITE_CO
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
   CAST(k.spend_limit AS TEXT) AS spend_limit, CAST(k.spent AS TEXT) AS spent, k.models, k.rate_limits, k.budget, k.allowed_networks, k.operator_limits,
-  CAST(k.session_budget AS TEXT) AS session_budget`;
+  CAST(k.session_budget AS TEXT) AS session_budget, k.member_account_id`;
 
 /** Every statement of accounts and keys, prepared once after the schema exists. */
 function prepareStatements(db: SqliteDatabase) {
@@ -26,9 +26,9 @@ function prepareStatements(db: SqliteDatabase) {
     countAccounts: db.prepare<[], number>('SELECT count(*) FROM accounts').pluck(),
     insertKey: db.prepare<[Record<string, unknown>]>(
       `INSERT INTO api_keys (id, account_id, name, hash, prefix, last4, created_at, revoked_at, expires_at, spend_limit, models, rate_limits, budget,
-                             allowed_networks, operator_limits, session_budget)
+                             allowed_networks, operator_limits, session_budget, member_account_id)
        VALUES (@id, @account_id, @name, @hash, @prefix, @last4, @created_at, @revoked_at, @expires_at, @spend_limit, @models, @rate_limits, @budget,
-               @allowed_networks, @operator_limits, @session_budget)`,
+               @allowed_networks, @operator_limits, @session_budget, @member_account_id)`,
     ),
     accountRowById: db.prepare<[string], AccountRow<SqliteColumns>>(`SELECT ${ACCOUNT_COLUMNS} FROM accounts WHERE id = ?`),
     keyExists: db.prepare<[string], number>('SELECT 1 FROM api_keys WHERE id = ?').pluck(),
@@ -173,6 +173,7 @@ export class SqliteKeys {
       session_budget: input.sessionBudget == null ? null : String(input.sessionBudget),
       allowed_networks: networksToJson(input.allowedNetworks),
       operator_limits: operatorLimitsToJson(input.operatorLimits),
+      member_account_id: input.memberAccountId ?? null,
     };
     this.sql.insertKey.run({ ...row, hash: input.hash, spend_limit: input.spendLimit ?? null, session_budget: input.sessionBudget ?? null });
     this.changed();

@@ -15,6 +15,8 @@ import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
 import { listSetAsideCharges, setAsideCharge } from './sqlite-set-aside';
 import { SqliteKeys } from './sqlite-keys';
 import { SqliteAlerts } from './sqlite-alerts';
+import type { OrgStore } from './orgs';
+import { SqliteOrgs } from './sqlite-orgs';
 import { existsSync } from 'node:fs';
 import { makePrivateDir, tightenFiles } from '../private-files';
 import { embeddedStoreKey, type SecretKey } from '../auth/secret-key';
@@ -82,6 +84,12 @@ const PAYMENT_METHODS = [
   'disputeWon', 'claimEvent', 'finishEvent', 'releaseEvent', 'seenEvent', 'debitAccount', 'movementTotals', 'listDebits', 'profile', 'saveProfile', 'listAutoRecharge', 'findOrderByPaymentIntent', 'takeLease',
 ] as const satisfies readonly (keyof CardPaymentStore)[];
 
+/** Every organisations call may meet another process's lock too (the CLI's `tollgate org`). */
+const ORG_METHODS = [
+  'createOrganisation', 'isOrganisation', 'listOrganisations', 'organisationsOf', 'listMembers', 'findMember', 'setMemberRole', 'removeMember', 'setMemberLimits',
+  'createInvitation', 'listInvitations', 'findInvitation', 'revokeInvitation', 'acceptInvitation',
+] as const satisfies readonly (keyof OrgStore)[];
+
 /** The `Store` on one SQLite file (or `:memory:`). Call `migrate()` before anything else. */
 
 export class SqliteStore implements Store {
@@ -90,6 +98,7 @@ export class SqliteStore implements Store {
   readonly payments: CardPaymentStore;
   readonly refusals: RefusalStore;
   readonly relayedResponses: RelayedResponseStore;
+  readonly orgs: OrgStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -148,6 +157,8 @@ export class SqliteStore implements Store {
     retryWhileBusy<RefusalStore>(this.refusals, ['record', 'list', 'summary']);
     this.relayedResponses = new SqliteRelayedResponses(this.db);
     retryWhileBusy<RelayedResponseStore>(this.relayedResponses, ['record', 'relayedTo']);
+    this.orgs = new SqliteOrgs(this.db, () => (this.localRevision += 1));
+    retryWhileBusy<OrgStore>(this.orgs, ORG_METHODS);
   }
 
   // The domains' halves, each made on first use: their statements need the tables `migrate()` creates.

@@ -9,6 +9,7 @@ import type { LedgerStore } from './ledger-store';
 import type { UsageStore } from './usage-store';
 import type { AuditStore } from './audit-store';
 import type { PaymentsStore } from './payments-store';
+import type { OrgStore } from './orgs';
 
 // Every record type, where the code written before the split finds it.
 export type { AccountRole, Account, BudgetPeriod, Budget, ApiKeyRecord, OperatorLimits, KeyRateLimits, KeyIdentity, NewKey, KeyLimits, AccountSummary, AccountLogin, SessionKind, NewSession, SessionRecord, SecondFactor, RevisionFreshness } from './access-store';
@@ -31,6 +32,8 @@ export interface Store extends AccessStore, LedgerStore, UsageStore, AuditStore,
    * front of it would replay charges into a ledger that no longer exists. Absent: it survives.
    */
   readonly durable?: boolean;
+  /** Organisations, their members and invitations (orgs.ts). */
+  readonly orgs: OrgStore;
 
   /**
    * Creates or upgrades the schema, and seals TOTP secrets an older version stored in plaintext; safe

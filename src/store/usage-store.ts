@@ -18,6 +18,8 @@ export interface DailyUsage {
 
 export interface ChargeFilter {
   readonly accountId?: string;
+  /** Only the charges made for this member of the organisation (through their keys in it). */
+  readonly memberAccountId?: string;
   readonly keyId?: string;
   readonly model?: string;
   readonly sessionId?: string;

@@ -165,6 +165,15 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['GET', '/api/payments'],
   ['POST', '/api/payments/checkout', { amount: 1000 }],
   ['PUT', '/api/payments/auto-recharge', { enabled: false }],
+  ['GET', '/api/orgs'],
+  ['POST', '/api/orgs', { name: 'made-by-route-table' }],
+  ['PATCH', '/api/orgs/acc_0000000000000000/members/{accountId}', { role: 'member' }],
+  ['DELETE', '/api/orgs/acc_0000000000000000/members/{accountId}'],
+  ['POST', '/api/orgs/acc_0000000000000000/invitations', { invitee: 'someone' }],
+  ['DELETE', '/api/orgs/acc_0000000000000000/invitations/{invitationId}'],
+  ['POST', '/api/invitations/accept', { secret: 'tgi_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
+  ['POST', '/api/orgs/acc_0000000000000000/keys', { name: 'k' }],
+  ['DELETE', '/api/orgs/acc_0000000000000000/keys/{keyId}'],
 ];
 
 /** Signed-in routes that look one thing up by id: for these placeholder ids, 404 once signed in. */
@@ -174,6 +183,12 @@ export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string
   // Without payments.stripe (as in the suites' config) these answer 404 too.
   ['GET', '/api/payments/{id}'],
   ['GET', '/api/payments/auto-recharge'],
+  // An organisation the caller is not in is not found, whatever is asked of it.
+  ['GET', '/api/orgs/acc_0000000000000000'],
+  ['GET', '/api/orgs/acc_0000000000000000/members'],
+  ['GET', '/api/orgs/acc_0000000000000000/invitations'],
+  ['GET', '/api/orgs/acc_0000000000000000/keys'],
+  ['GET', '/api/orgs/acc_0000000000000000/usage'],
 ];
 
 /** Every administrators' route; `{id}` is replaced by an existing account's id. */
@@ -196,4 +211,6 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['DELETE', '/api/admin/accounts/{id}/sessions'],
   ['GET', '/api/admin/accounts/{id}/keys'],
   ['PATCH', '/api/admin/keys/key_0000000000000000', { spend_limit: '1' }],
+  ['GET', '/api/admin/orgs'],
+  ['GET', '/api/admin/orgs/{id}/members'],
 ];

@@ -21,7 +21,7 @@ function charge(overrides: Partial<ChargeRecord> = {}): ChargeRecord {
     imageInputTokens: 14,
     imageOutputTokens: 15,
     images: 16,
-    upstreamCost: 17n,
+    upstreamCost: 17n, memberAccountId: 'acc_2',
     toolCalls: { web_search: 6 },
     cost: 7n,
     held: 8n,
@@ -61,7 +61,7 @@ describe('charge rows', () => {
       input_tokens: 1, cache_write_tokens: 2, cache_write_1h_tokens: 3, cache_read_tokens: 4, output_tokens: 5, image_input_tokens: 14, image_output_tokens: 15,
       tool_calls: '{"web_search":6}', images: 16, cost: 7n, held: 8n, overage: 9n, unbilled: 10n, prices: JSON.stringify(PRICES), service_tier: 'flex', long_context: 1,
       usage_source: 'upstream', status: 200, outcome: 'delivered', latency_ms: 11, created_at: 12, session_id: 'session-1', requested_model: 'alias',
-      served_model: 'gpt-test-2025', attempts: '[{"provider":"openai","outcome":"ok","ms":13}]', ttfb_ms: 15, user_agent: 'agent/1', origin: 'playground', upstream_cost: 17n,
+      served_model: 'gpt-test-2025', attempts: '[{"provider":"openai","outcome":"ok","ms":13}]', ttfb_ms: 15, user_agent: 'agent/1', origin: 'playground', upstream_cost: 17n, member_account_id: 'acc_2',
     });
   });
 

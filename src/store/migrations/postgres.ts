@@ -557,6 +557,68 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE charges ADD COLUMN upstream_cost BIGINT CHECK (upstream_cost >= 0);
     `,
   },
+  {
+    version: 22,
+    description: 'organisations: accounts people spend as members, with roles, invitations and limits per member',
+    sql: `
+      -- An organisation is an account nobody signs in to (it never has a password): its people act
+      -- for it through memberships. Balance, ledger, budgets, keys and payments are an account's.
+      ALTER TABLE accounts ADD COLUMN kind TEXT NOT NULL DEFAULT 'person' CHECK (kind IN ('person', 'organisation'));
+      -- JSON OperatorLimits an operator set on the account: they bind every key it has or makes.
+      ALTER TABLE accounts ADD COLUMN operator_limits TEXT;
+
+      -- budget, models (JSON array) and rate_limits (JSON {rpm?, tpm?}): what the organisation lets
+      -- this member spend through all of their keys in it; NULL: no limit of the organisation's.
+      CREATE TABLE memberships (
+        organisation_id TEXT NOT NULL REFERENCES accounts (id),
+        account_id      TEXT NOT NULL REFERENCES accounts (id),
+        role            TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'billing', 'member')),
+        budget          TEXT,
+        models          TEXT,
+        rate_limits     TEXT,
+        created_at      TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (organisation_id, account_id)
+      );
+      CREATE INDEX memberships_account ON memberships (account_id);
+
+      -- A one-time link, by the SHA-256 of its secret; invitee is the name or e-mail it was sent to.
+      CREATE TABLE invitations (
+        id              TEXT PRIMARY KEY,
+        organisation_id TEXT NOT NULL REFERENCES accounts (id),
+        hash            BYTEA NOT NULL UNIQUE CHECK (length(hash) = 32),
+        invitee         TEXT NOT NULL,
+        role            TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'billing', 'member')),
+        created_by      TEXT NOT NULL REFERENCES accounts (id),
+        created_at      TIMESTAMPTZ NOT NULL,
+        expires_at      TIMESTAMPTZ NOT NULL,
+        accepted_by     TEXT REFERENCES accounts (id),
+        accepted_at     TIMESTAMPTZ,
+        revoked_at      TIMESTAMPTZ
+      );
+      CREATE INDEX invitations_organisation ON invitations (organisation_id, created_at);
+
+      -- The member who made a key inside an organisation (the key's account); NULL: the account's own.
+      ALTER TABLE api_keys ADD COLUMN member_account_id TEXT REFERENCES accounts (id);
+      CREATE INDEX api_keys_member ON api_keys (account_id, member_account_id) WHERE member_account_id IS NOT NULL;
+      -- The member a charge (and the hold before it) was made for, from its key.
+      ALTER TABLE charges ADD COLUMN member_account_id TEXT;
+      CREATE INDEX charges_member_time ON charges (account_id, member_account_id, created_at) WHERE member_account_id IS NOT NULL;
+      ALTER TABLE holds ADD COLUMN member_account_id TEXT;
+
+      -- Authentication reads a key's member limits and its account's operator limits.
+      CREATE TRIGGER memberships_changed
+        AFTER INSERT OR DELETE OR UPDATE ON memberships
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      DROP TRIGGER accounts_changed ON accounts;
+      CREATE TRIGGER accounts_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, name, email, role, disabled, budget, session_budget, kind, operator_limits ON accounts
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed
+        AFTER INSERT OR DELETE OR UPDATE OF id, account_id, hash, revoked_at, expires_at, spend_limit, models, rate_limits, budget, allowed_networks, operator_limits, session_budget, member_account_id ON api_keys
+        FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
+    `,
+  },
 ];
 
 /**

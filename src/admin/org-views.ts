@@ -1,0 +1,58 @@
+/** Organisations, members and invitations as the management API shows them. */
+import { formatUnits } from '../billing/money';
+import type { Account, AccountBalance, ApiKeyRecord } from '../store/store';
+import type { Invitation, Membership, MemberRole } from '../store/orgs';
+import { budgetView, keyView } from './views';
+
+const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
+
+/** An organisation as one of its members sees it: with their role and its balance. */
+export function organisationView(organisation: Account, role: MemberRole | null, balance: AccountBalance | null) {
+  return {
+    id: organisation.id,
+    name: organisation.name,
+    created_at: iso(organisation.createdAt),
+    disabled: organisation.disabled,
+    role,
+    balance: balance === null ? null : formatUnits(balance.balance),
+    held: balance === null ? null : formatUnits(balance.held),
+  };
+}
+
+export function memberView(member: Membership) {
+  return {
+    account_id: member.accountId,
+    name: member.accountName,
+    email: member.accountEmail,
+    role: member.role,
+    created_at: iso(member.createdAt),
+    limits: {
+      budget: budgetView(member.limits.budget),
+      models: member.limits.models,
+      rate_limits: member.limits.rateLimits,
+    },
+  };
+}
+
+export function invitationView(invitation: Invitation, now = Date.now()) {
+  const status =
+    invitation.acceptedAt !== null ? 'accepted' : invitation.revokedAt !== null ? 'revoked' : invitation.expiresAt.getTime() <= now ? 'expired' : 'open';
+  return {
+    id: invitation.id,
+    organisation_id: invitation.organisationId,
+    invitee: invitation.invitee,
+    role: invitation.role,
+    status,
+    created_by: invitation.createdBy,
+    created_at: iso(invitation.createdAt),
+    expires_at: iso(invitation.expiresAt),
+    accepted_by: invitation.acceptedBy,
+    accepted_at: iso(invitation.acceptedAt),
+    revoked_at: iso(invitation.revokedAt),
+  };
+}
+
+/** A key made inside an organisation, with the member who made it. */
+export function orgKeyView(key: ApiKeyRecord, now = Date.now()) {
+  return { ...keyView(key, now), member_account_id: key.memberAccountId ?? null };
+}

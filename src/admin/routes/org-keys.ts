@@ -1,0 +1,113 @@
+/**
+ * Keys and usage inside an organisation. A member makes keys that spend the organisation's balance
+ * and are charged to them; they see and revoke their own, an owner or admin every member's. Usage
+ * reads by member: a member only their own (another member's is 404), an owner or admin anyone's.
+ */
+import type Router from '@koa/router';
+import { issueApiKey } from '../../auth/issue-key';
+import { isValidKeyName } from '../../auth/key-name';
+import { formatUnits } from '../../billing/money';
+import type { ApiKeyRecord, ChargeFilter } from '../../store/store';
+import type { Membership } from '../../store/orgs';
+import { ApiError, invalid, notFound } from '../api-error';
+import { signedIn } from '../authenticate';
+import type { AdminDeps, ApiContext, ApiState } from '../context';
+import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
+import { readJsonObject } from '../json-body';
+import { callerMembership, may } from '../org-access';
+import { orgKeyView } from '../org-views';
+import { usageView } from '../views';
+import { audit } from '../audit';
+import { keyCreated, keyRevoked } from '../../audit/states';
+import { dateParam, limitParam, single } from './query';
+
+/** Active keys one member may hold in one organisation, as for an account's own. */
+const MAX_ACTIVE_KEYS = 200;
+const PAGE_LIMIT = 1000;
+
+/** The keys of the organisation the caller may see: their own, or everyone's for an owner or admin. */
+async function visibleKeys(deps: AdminDeps, membership: Membership): Promise<ApiKeyRecord[]> {
+  const keys = await deps.store.listKeys({ accountId: membership.organisationId });
+  return may(membership.role, 'manage_members') ? keys : keys.filter((key) => key.memberAccountId === membership.accountId);
+}
+
+/** Whose usage: the caller's own unless their role reads everyone's (then `member_id`, or all). */
+function memberScope(ctx: ApiContext, membership: Membership): string | undefined {
+  const asked = single(ctx.query.member_id, 'member_id');
+  if (asked === undefined) return may(membership.role, 'read_all_usage') ? undefined : membership.accountId;
+  if (asked === membership.accountId || may(membership.role, 'read_all_usage')) return asked;
+  throw notFound('This member');
+}
+
+export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
+  const knownModels = () => new Set(Object.keys(deps.runtime.current.config.models));
+
+  router.get('/orgs/:id/keys', signedIn(deps), async (ctx) => {
+    const membership = await callerMembership(deps, ctx);
+    ctx.body = { keys: (await visibleKeys(deps, membership)).reverse().map((key) => orgKeyView(key)) };
+  });
+
+  router.post('/orgs/:id/keys', signedIn(deps), async (ctx) => {
+    const membership = await callerMembership(deps, ctx);
+    const body = await readJsonObject(ctx);
+    const name = optionalString(body, 'name', 'A name', 60);
+    if (name !== null && !isValidKeyName(name)) throw invalid('name', 'A name cannot hold control characters (line breaks, escape sequences, direction overrides).');
+    const expiresAt = optionalFutureDate(body, 'expires_at', 'The expiry');
+    const spendLimit = optionalAmount(body, 'spend_limit', 'The spend limit') ?? null;
+    const models = optionalModelList(body, 'models', knownModels()) ?? null;
+    const rateLimits = optionalRateLimits(body, 'rate_limits') ?? null;
+    const own = (await deps.store.listKeys({ accountId: membership.organisationId })).filter((key) => key.memberAccountId === membership.accountId && key.revokedAt === null);
+    if (own.length >= MAX_ACTIVE_KEYS) throw new ApiError('conflict', `A member holds at most ${MAX_ACTIVE_KEYS} keys in one organisation; revoke one first.`);
+    const issued = await issueApiKey(deps.store, {
+      accountId: membership.organisationId,
+      memberAccountId: membership.accountId,
+      name,
+      expiresAt,
+      spendLimit,
+      models,
+      rateLimits,
+    });
+    deps.logger.info({ organisation: membership.organisationId, member: membership.accountId, key: issued.record.id }, 'console: organisation key created');
+    await audit(deps, ctx, keyCreated(issued.record));
+    ctx.status = 201;
+    ctx.body = { key: orgKeyView(issued.record), secret: issued.key };
+  });
+
+  router.delete('/orgs/:id/keys/:keyId', signedIn(deps), async (ctx) => {
+    const membership = await callerMembership(deps, ctx);
+    const id = (ctx.params as Readonly<Record<string, string>>).keyId;
+    const key = (await visibleKeys(deps, membership)).find((candidate) => candidate.id === id);
+    if (key === undefined) throw notFound('This key');
+    await deps.store.revokeKey(key.id);
+    const revoked = (await deps.store.listKeys({ accountId: membership.organisationId })).find((candidate) => candidate.id === id)!;
+    await audit(deps, ctx, keyRevoked(key, revoked.revokedAt));
+    ctx.body = { key: orgKeyView(revoked) };
+  });
+
+  router.get('/orgs/:id/usage', signedIn(deps), async (ctx) => {
+    const membership = await callerMembership(deps, ctx);
+    const memberAccountId = memberScope(ctx, membership);
+    const since = dateParam(ctx.query.since, 'since', 'start');
+    const until = dateParam(ctx.query.until, 'until', 'end');
+    const filter: ChargeFilter = {
+      accountId: membership.organisationId,
+      ...(memberAccountId === undefined ? {} : { memberAccountId }),
+      ...(since === undefined ? {} : { since }),
+      ...(until === undefined ? {} : { until }),
+    };
+    const limit = limitParam(ctx.query.limit, 100, PAGE_LIMIT);
+    const [charges, totals, keys, members] = await Promise.all([
+      deps.store.listCharges({ ...filter, limit }),
+      deps.store.chargeTotals(filter),
+      deps.store.listKeys({ accountId: membership.organisationId }),
+      deps.store.orgs.listMembers(membership.organisationId),
+    ]);
+    const keyNames = new Map(keys.map((key) => [key.id, key.name]));
+    const names = new Map(members.map((member) => [member.accountId, member.accountName]));
+    ctx.body = {
+      member_id: memberAccountId ?? null,
+      totals: { requests: totals.requests, cost: formatUnits(totals.cost), failed: totals.failed },
+      charges: charges.map((charge) => ({ ...usageView(charge, keyNames), member_id: charge.memberAccountId ?? null, member_name: names.get(charge.memberAccountId ?? '') ?? null })),
+    };
+  });
+}
