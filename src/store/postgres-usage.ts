@@ -12,8 +12,8 @@ export async function findCharge(pool: Pool, requestId: string): Promise<ChargeR
   return rows.length === 0 ? null : toCharge(rows[0]);
 }
 
-export async function usageSummary(pool: Pool, query: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
-  // Positional parameters, numbered in the order the statement first names them.
+/** The summary statement with its positional parameters, numbered in the order the statement first names them. */
+export function postgresSummarySql(query: UsageSummaryQuery): { sql: string; values: unknown[] } {
   const order: (keyof SummaryParams<Date>)[] = [];
   const dialect: SummaryDialect<Date> = {
     day: "((created_at AT TIME ZONE 'UTC')::date - DATE '1970-01-01')",
@@ -26,7 +26,12 @@ export async function usageSummary(pool: Pool, query: UsageSummaryQuery): Promis
     date: (value) => value,
   };
   const { sql, params } = summarySql(query, dialect);
-  const { rows } = await pool.query<SummarySqlRow<Date>>(sql, order.map((name) => params[name]));
+  return { sql, values: order.map((name) => params[name]) };
+}
+
+export async function usageSummary(pool: Pool, query: UsageSummaryQuery): Promise<UsageSummaryRow[]> {
+  const { sql, values } = postgresSummarySql(query);
+  const { rows } = await pool.query<SummarySqlRow<Date>>(sql, values);
   return rows.map((row) => toSummaryRow(row, (value) => value, query.groupBy));
 }
 

@@ -102,7 +102,7 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   }
   const tokens = TOKEN_KINDS.map((kind) => `${dialect.text(`sum(${TOKEN_COLUMNS[kind]})`)} AS ${TOKEN_COLUMNS[kind]}`).join(', ');
   const group = groupExpression(query, dialect);
-  // Asked for by the operator only: upstream_cost is in neither covering index, so these sums read the table.
+  // Asked for by the operator only (an account never sees what its requests cost upstream).
   const upstream = query.upstreamCost !== true ? '' : `
            ${dialect.text('sum(upstream_cost)')} AS upstream_cost,
            ${dialect.text('sum(CASE WHEN upstream_cost IS NULL THEN 0 ELSE cost END)')} AS costed_charged,

@@ -1,8 +1,8 @@
 /**
  * Which index each usage summary reads in SQLite, by EXPLAIN QUERY PLAN, on a ledger the planner
  * has statistics for (ANALYZE, as a long-running store gets them): every summary by model, key, day,
- * account or provider, across accounts or for one, is answered from a covering index alone and never
- * reads the table. A plan that starts reading the table shows up here long before a million charges
+ * account or provider, across accounts or for one, the operator's with its upstream cost and margin
+ * sums too, is answered from a covering index alone and never reads the table. A plan that starts reading the table shows up here long before a million charges
  * make it slow.
  */
 import { expect } from 'chai';
@@ -27,16 +27,17 @@ function seed(db: SqliteDatabase): void {
   db.exec(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS - 1})
            INSERT INTO charges (request_id, account_id, key_id, model, provider, endpoint, input_tokens, cache_write_tokens,
                                 cache_write_1h_tokens, cache_read_tokens, output_tokens, cost, usage_source, status, outcome,
-                                latency_ms, created_at, session_id)
+                                latency_ms, created_at, session_id, upstream_cost)
            SELECT 'req_' || i, 'acc_' || (i % 50), 'key_' || (i % 50) || '_' || (i % 3), 'model-' || (i % 8), 'provider-' || (i % 3),
                   'chat', 1000, 0, 0, 300, 200, 1000000, 'upstream', 200, 'delivered', 800,
-                  ${start} + i * ${Math.floor((90 * DAY_MS) / ROWS)}, CASE WHEN i % 2 = 0 THEN 'sess-' || (i / 200) ELSE NULL END FROM n`);
+                  ${start} + i * ${Math.floor((90 * DAY_MS) / ROWS)}, CASE WHEN i % 2 = 0 THEN 'sess-' || (i / 200) ELSE NULL END,
+                  CASE WHEN i % 10 = 0 THEN NULL ELSE 700000 END FROM n`);
   db.exec('ANALYZE');
 }
 
 /** The lines of the plan that read `charges`, each naming the index it goes through. */
-function planOf(db: SqliteDatabase, accountId: string | null, groupBy: UsageGroup): string[] {
-  const { sql, params } = summarySql({ accountId, groupBy, since: new Date(UNTIL - 30 * DAY_MS), until: new Date(UNTIL), limit: 100, offset: 0 }, SUMMARY_DIALECT);
+function planOf(db: SqliteDatabase, accountId: string | null, groupBy: UsageGroup, upstreamCost = false): string[] {
+  const { sql, params } = summarySql({ accountId, groupBy, upstreamCost, since: new Date(UNTIL - 30 * DAY_MS), until: new Date(UNTIL), limit: 100, offset: 0 }, SUMMARY_DIALECT);
   return db
     .prepare<[Record<string, unknown>], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
     .all(params)
@@ -65,6 +66,12 @@ describe('store/sqlite: the indexes usage summaries read', () => {
     for (const groupBy of groups) {
       it(`${accountId === null ? 'every account' : 'one account'} by ${groupBy}: a covering index, never the table`, () => {
         const plan = planOf(db, accountId, groupBy);
+        expect(plan).to.have.length.greaterThan(0);
+        for (const line of plan) expect(line).to.match(/USING COVERING INDEX charges_(time|account)_totals\b/);
+      });
+
+      it(`${accountId === null ? 'every account' : 'one account'} by ${groupBy}, the operator's, with upstream cost: a covering index, never the table`, () => {
+        const plan = planOf(db, accountId, groupBy, true);
         expect(plan).to.have.length.greaterThan(0);
         for (const line of plan) expect(line).to.match(/USING COVERING INDEX charges_(time|account)_totals\b/);
       });

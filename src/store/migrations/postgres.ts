@@ -619,6 +619,30 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH STATEMENT EXECUTE FUNCTION tollgate_notify_keys_changed();
     `,
   },
+  {
+    version: 23,
+    description: "the operator's usage summaries, upstream cost and margin included, answered from indexes alone",
+    sql: `
+      -- Every column a usage summary groups or sums rides in the index its range is read through
+      -- (INCLUDE: carried, not ordered by), so a summary is an index-only scan wherever the visibility
+      -- map lets it be (autovacuum keeps it current). Each replaces the index with the same key, so a
+      -- charge updates as many indexes as before, wider ones. The same names as SQLite's.
+      -- The operator's summaries across accounts: a time range of every account.
+      CREATE INDEX charges_time_totals ON charges (created_at) INCLUDE (
+        account_id, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens,
+        upstream_cost
+      );
+      DROP INDEX charges_time;
+      -- An account's own summaries and spend, and its charges listed by time.
+      CREATE INDEX charges_account_totals ON charges (account_id, created_at) INCLUDE (
+        key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens,
+        upstream_cost
+      );
+      DROP INDEX charges_account_time;
+    `,
+  },
 ];
 
 /**

@@ -646,6 +646,26 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         BEGIN UPDATE keys_revision SET revision = revision + 1; END;
     `,
   },
+  {
+    version: 23,
+    description: "the operator's usage summaries, upstream cost and margin included, answered from indexes alone",
+    sql: `
+      -- The operator's summaries sum upstream_cost beside cost: it rides in the two covering indexes
+      -- as the other summed columns do, so those summaries read no table either.
+      DROP INDEX charges_time_totals;
+      CREATE INDEX charges_time_totals ON charges (
+        created_at, account_id, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens,
+        upstream_cost
+      );
+      DROP INDEX charges_account_totals;
+      CREATE INDEX charges_account_totals ON charges (
+        account_id, created_at, key_id, model, provider, status, cost,
+        input_tokens, cache_write_tokens, cache_write_1h_tokens, cache_read_tokens, output_tokens, image_input_tokens, image_output_tokens,
+        upstream_cost
+      );
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
