@@ -168,7 +168,9 @@ models:
     context_window: 200000
   gpt-priced:
     family: openai
-    routes: [{ provider: openai }]
+    # What the route costs the operator, so the administrator's pages have upstream cost and margin
+    # to show; claude-priced states none (and the catalog has no such model): its cost is unknown.
+    routes: [{ provider: openai, cost: { input: 1, cache_write: 1.25, cache_hit: 0.1, output: 4 } }]
     price: { input: ${GPT_PRICE.input}, cache_write: 2.5, cache_hit: 0.2, output: ${GPT_PRICE.output} }
     max_output_tokens: 1000
     context_window: 200000

@@ -20,6 +20,8 @@ const PHONE = { width: 390, height: 844 };
 /** A displayed amount's exact figure (its title: "0.0048", "-1.5") as nano-units. */
 const shown = (text: string | null): bigint => unitsToNano((text ?? '').trim().replace('−', '-'));
 const total = (charges: readonly ChargeRecord[]): bigint => charges.reduce((sum, charge) => sum + charge.cost, 0n);
+/** An administrator's usage summary row, as the API returns it. */
+type ApiGroup = { group: string | null; label?: string | null; upstream_cost: string; margin: string };
 
 describe('browser: usage analytics, sessions, requests, playground', function () {
   this.timeout(90_000);
@@ -272,11 +274,26 @@ describe('browser: usage analytics, sessions, requests, playground', function ()
     const upstream = costed.reduce((acc, charge) => acc + charge.upstreamCost!, 0n);
     expect(shown(await exactFigure('gateway-cost'))).to.equal(upstream);
     expect(shown(await exactFigure('gateway-margin'))).to.equal(total(costed) - upstream);
+    expect(upstream > 0n, 'a route with a cost served some of them').to.equal(true);
+    expect(costed.length, 'and one without served others').to.be.lessThan(everything.length);
     const accounts = await tableRows('by-account');
     expect(accounts.reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(everything));
     expect(accounts.map((row) => row.Account).sort()).to.deep.equal(['otto', 'una']);
     const models = await tableRows('by-model');
     expect(models.reduce((acc, row) => acc + shown(row.Cost), 0n)).to.equal(total(everything));
+    // Top accounts and Top models: each row's upstream cost and margin are the API's figures for it.
+    for (const [groupBy, rows, name] of [['account', accounts, 'Account'], ['model', models, 'Model']] as const) {
+      const api = await page.evaluate(async (query) => (await fetch(`/api/usage/summary?${query}`)).json() as Promise<{ rows: ApiGroup[] }>,
+        `account_id=all&group_by=${groupBy}&limit=10`);
+      expect(rows.map((row) => row[name]).sort(), `${groupBy}: the API's rows`).to.deep.equal(api.rows.map((row) => row.label ?? row.group).sort());
+      for (const row of rows) {
+        const figures = api.rows.find((candidate) => (candidate.label ?? candidate.group) === row[name])!;
+        expect(shown(row['Upstream cost']), `${groupBy} ${row[name]}: upstream cost`).to.equal(unitsToNano(figures.upstream_cost));
+        expect(shown(row.Margin), `${groupBy} ${row[name]}: margin`).to.equal(unitsToNano(figures.margin));
+      }
+      expect(rows.reduce((acc, row) => acc + shown(row['Upstream cost']), 0n), `${groupBy}: cost in all`).to.equal(upstream);
+      expect(rows.reduce((acc, row) => acc + shown(row.Margin), 0n), `${groupBy}: margin in all`).to.equal(total(costed) - upstream);
+    }
     const providers = await tableRows('by-provider');
     expect(providers.reduce((acc, row) => acc + Number(row.Requests), 0)).to.equal(everything.length);
     // Money received is not usage charged: each is its own line, the credits by hand beside them.

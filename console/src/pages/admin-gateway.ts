@@ -58,8 +58,8 @@ export const adminGatewayPage: Page = {
       });
       void loadInto(moneyBlock, () => apiGet<MoneyTotals>(withQuery('/api/admin/money', rangeQuery(choice)), { signal: context.signal }), moneyTable);
       void loadInto(refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', { ...rangeQuery(choice), account_id: 'all' }), { signal: context.signal }), (data) => refusalTable(data.reasons));
-      void loadInto(accounts, () => summary(choice, 'account', TOP), (data) => groupTable('account', data.rows));
-      void loadInto(models, () => summary(choice, 'model', TOP), (data) => groupTable('model', data.rows));
+      void loadInto(accounts, () => summary(choice, 'account', TOP), (data) => groupTable('account', data.rows, { upstream: true }));
+      void loadInto(models, () => summary(choice, 'model', TOP), (data) => groupTable('model', data.rows, { upstream: true }));
       void loadInto(providers, () => summary(choice, 'provider', 100), (data) => dataTable({
         caption: 'Requests and errors by provider',
         hideCaption: true,

@@ -42,7 +42,7 @@ export const analyticsPage: Page = {
       void loadInto(tables.refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', rangeQuery(choice)), { signal: context.signal }), (data) => refusalTable(data.reasons));
       void loadInto(tables.model, () => summary(choice, 'model'), (data) => [groupTable('model', data.rows), csvLink(choice, 'model')]);
       void loadInto(tables.key, () => summary(choice, 'key'), (data) => [groupTable('key', data.rows), csvLink(choice, 'key')]);
-      void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, choice), csvLink(choice, 'session')]);
+      void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, { choice }), csvLink(choice, 'session')]);
     };
 
     const initial = rangeFrom(context.query);
@@ -89,8 +89,15 @@ function csvLink(choice: RangeChoice, groupBy: UsageGrouping): HTMLElement {
 
 const GROUP_LABELS: Record<UsageGrouping, string> = { model: 'Model', key: 'Token', day: 'Day (UTC)', session: 'Session', account: 'Account', provider: 'Provider' };
 
+export interface GroupTableOptions {
+  /** The range the rows are of, for the links a session's row makes. */
+  readonly choice?: RangeChoice;
+  /** An administrator's summary across accounts: what the rows cost upstream, and the margin, beside what they charged. */
+  readonly upstream?: boolean;
+}
+
 /** A summary table; a session's name opens its page. */
-export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], choice?: RangeChoice): HTMLElement {
+export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], { choice, upstream = false }: GroupTableOptions = {}): HTMLElement {
   return dataTable({
     caption: `Usage by ${GROUP_LABELS[groupBy].toLowerCase()}`,
     hideCaption: true,
@@ -101,6 +108,8 @@ export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], 
       { label: GROUP_LABELS[groupBy], cell: (row) => groupCell(groupBy, row, choice) },
       { label: 'Requests', cell: (row) => count(row.requests), numeric: true },
       { label: 'Cost', cell: (row) => money(row.cost), numeric: true },
+      upstream ? { label: 'Upstream cost', cell: (row) => money(row.upstream_cost ?? '0'), numeric: true } : null,
+      upstream ? { label: 'Margin', cell: (row) => money(row.margin ?? '0'), numeric: true } : null,
       { label: 'Input', cell: (row) => count(row.input_tokens), numeric: true },
       { label: 'Cache read', cell: (row) => count(row.cache_read_tokens), numeric: true },
       { label: 'Output', cell: (row) => count(row.output_tokens), numeric: true },
