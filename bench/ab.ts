@@ -4,7 +4,8 @@
  * runs in its own process in front of the same fake upstream; plain chat is sent to each in turn, in
  * short rounds (A, B, B, A, …), so machine noise hits both alike. Per build and concurrency it prints
  * the median over rounds of requests/s, CPU µs per request and p99, the p50 and p99 of all requests,
- * the longest event-loop block (bench/loop-probe.ts) and RSS; then B against A. Figures, not assertions.
+ * the longest event-loop block (bench/loop-probe.ts; n/a for a build from before the probe) and RSS;
+ * then B against A. Figures, not assertions.
  * A dist directory is what `npm run build` leaves (`dist/`), e.g. of a checkout of the commit before.
  *
  *   BENCH_ROUNDS (8) rounds per build and concurrency of BENCH_ROUND (2) s; BENCH_CONNECTIONS (1,32)
@@ -25,6 +26,8 @@ interface Build {
   readonly name: string;
   readonly server: ServerProcess<{ url: string; key: string }>;
   readonly restRss: number;
+  /** Whether its gateway answers the loop probe; found out in the warm-up round. */
+  probed: boolean;
 }
 
 interface Round {
@@ -37,12 +40,15 @@ interface Round {
 
 const median = (values: readonly number[]) => quantile([...values].sort((a, b) => a - b), 0.5);
 const spread = (values: readonly number[]) => `${Math.min(...values).toFixed(1)}–${Math.max(...values).toFixed(1)}`;
+/** A loop figure: NaN is a build without the probe. */
+const loopFigure = (values: readonly number[]) =>
+  values.some(Number.isNaN) ? 'n/a' : `${median(values).toFixed(1)} (max ${Math.max(...values).toFixed(1)})`;
 
 async function start(name: string, dist: string, upstream: string, dir: string): Promise<Build> {
   const script = path.relative(__dirname, path.join(path.resolve(dist), 'bench', 'gateway-main.js'));
   const nodeArgs = (process.env[`BENCH_NODE_ARGS_${name}`] ?? '').split(' ').filter((arg) => arg !== '');
   const server = await startServerProcess<{ url: string; key: string }>(script, [upstream, '--billed', `sqlite:${path.join(dir, `${name}.db`)}`], nodeArgs);
-  return { name, server, restRss: rssMiB(server.child.pid!) };
+  return { name, server, restRss: rssMiB(server.child.pid!), probed: true };
 }
 
 async function oneRound(build: Build, connections: number, into: Tally): Promise<Round> {
@@ -50,10 +56,12 @@ async function oneRound(build: Build, connections: number, into: Tally): Promise
   const target: Target = { url: build.server.info.url, path: '/v1/chat/completions', headers: { 'content-type': 'application/json', authorization: `Bearer ${build.server.info.key}` }, body: BODY, protocol: 'chat' };
   const round = new Tally();
   const cpu = cpuMillis(pid);
-  startLoopProbe(build.server.child);
+  if (build.probed) startLoopProbe(build.server.child);
   await plainRound(target, connections, ROUND, round);
-  const loop = await readLoopProbe(build.server.child);
+  // Before the probe's answer, which a build without it makes the bench wait for.
   const cpuMs = cpuMillis(pid) - cpu;
+  const loop = build.probed ? await readLoopProbe(build.server.child) : { loopMaxMs: Number.NaN, loopCpuMaxMs: Number.NaN };
+  build.probed = !Number.isNaN(loop.loopMaxMs);
   into.ok += round.ok;
   into.seconds += round.seconds;
   into.latency.push(...round.latency);
@@ -86,7 +94,7 @@ async function main(distA: string, distB: string): Promise<void> {
       tally.latency.sort((a, b) => a - b);
       const m = { rate: median(list.map((x) => x.rate)), cpu: median(list.map((x) => x.cpuUs)), p99: median(list.map((x) => x.p99)) };
       console.log(
-        `| ${build.name} | ${m.rate.toFixed(0)} (${spread(list.map((x) => x.rate))}) | ${m.cpu.toFixed(0)} (${spread(list.map((x) => x.cpuUs))}) | ${m.p99.toFixed(2)} | ${quantile(tally.latency, 0.5).toFixed(2)} | ${quantile(tally.latency, 0.99).toFixed(2)} | ${median(list.map((x) => x.loopMs)).toFixed(1)} (max ${Math.max(...list.map((x) => x.loopMs)).toFixed(1)}) | ${median(list.map((x) => x.loopCpuMs)).toFixed(1)} (max ${Math.max(...list.map((x) => x.loopCpuMs)).toFixed(1)}) | ${rssMiB(build.server.child.pid!).toFixed(0)} | ${tally.errorCount} |`,
+        `| ${build.name} | ${m.rate.toFixed(0)} (${spread(list.map((x) => x.rate))}) | ${m.cpu.toFixed(0)} (${spread(list.map((x) => x.cpuUs))}) | ${m.p99.toFixed(2)} | ${quantile(tally.latency, 0.5).toFixed(2)} | ${quantile(tally.latency, 0.99).toFixed(2)} | ${loopFigure(list.map((x) => x.loopMs))} | ${loopFigure(list.map((x) => x.loopCpuMs))} | ${rssMiB(build.server.child.pid!).toFixed(0)} | ${tally.errorCount} |`,
       );
       return m;
     });

@@ -33,10 +33,25 @@ export function startLoopProbe(child: ChildProcess): void {
   child.send(request);
 }
 
-/** The longest event-loop block since {@link startLoopProbe}, in ms of wall clock and of CPU. */
+/** How long {@link readLoopProbe} waits for an answer before it takes the process to have no probe. */
+const PROBE_ANSWER_MS = 2000;
+
+/**
+ * The longest event-loop block since {@link startLoopProbe}, in ms of wall clock and of CPU. A process
+ * without the probe (a build from before bench/loop-probe.ts, which bench:ab may run) never answers:
+ * after PROBE_ANSWER_MS both figures are NaN, which the tables print as n/a, and the bench goes on.
+ */
 export function readLoopProbe(child: ChildProcess): Promise<LoopReading> {
   return new Promise((resolve) => {
-    child.once('message', (reading: LoopReading) => resolve(reading));
+    const answer = (reading: LoopReading) => {
+      clearTimeout(timer);
+      resolve(reading);
+    };
+    const timer = setTimeout(() => {
+      child.off('message', answer);
+      resolve({ loopMaxMs: Number.NaN, loopCpuMaxMs: Number.NaN });
+    }, PROBE_ANSWER_MS);
+    child.once('message', answer);
     const request: LoopProbeRequest = { loop: 'read' };
     child.send(request);
   });
