@@ -484,6 +484,14 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * Whether this connection's commits checkpoint the WAL (SQLite's default, at 1,000 pages); off while
+   * a thread does it for them (sqlite-checkpoints.ts).
+   */
+  autoCheckpoint(on: boolean): void {
+    this.db.exec(`PRAGMA wal_autocheckpoint = ${on ? 1000 : 0}`);
+  }
+
   async close(): Promise<void> {
     if (this.db.open) this.db.close();
   }
