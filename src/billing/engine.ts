@@ -114,7 +114,7 @@ export class BillingEngine {
     let result: HoldResult;
     try {
       // Object.assign, not `{ ...hold, expiresAt }`: V8 copies a spread followed by more properties on a
-      // slow path, about 1.4 µs a request (docs/benchmarks.md, the CPU cuts).
+      // slow path (docs/benchmarks.md, the CPU cuts).
       result = await this.book.hold(Object.assign({}, hold, { expiresAt }));
     } catch (error) {
       this.inFlight.done(true);

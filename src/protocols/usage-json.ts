@@ -64,6 +64,6 @@ export function splitCachedInput(totalInput: unknown, details: Record<string, un
 /** The counts with the tier an OpenAI reply's `service_tier` names, when it names one. */
 export function withServedTier(counts: UsageCounts, serviceTier: unknown): UsageCounts {
   // Every OpenAI reply names one. Object.assign, not a spread followed by `servedTier`: V8 copies that on a
-  // slow path, about 1 µs a call, where this costs about 0.1 (docs/benchmarks.md, the CPU cuts).
+  // slow path, ten times dearer than this copy (docs/benchmarks.md, the CPU cuts).
   return typeof serviceTier === 'string' ? Object.assign({}, counts, { servedTier: serviceTier }) : counts;
 }
