@@ -8,6 +8,7 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
+import { boundKey, modelRefusedBy } from '../../src/auth/bound-key';
 import { NetworkList } from '../../src/auth/networks';
 import type { GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
@@ -18,7 +19,10 @@ import type { Account, ApiKeyRecord, KeyIdentity } from '../../src/store/store';
 /** The auth plugin's slot: who the request's key belongs to. */
 export interface AuthState {
   readonly account: Account;
+  /** The key with the limits above it (its account's, its member's) folded in (src/auth/bound-key.ts). */
   readonly key: ApiKeyRecord;
+  /** The identity as the store gave it: the limits of each level, for refusals that name the level. */
+  readonly identity?: KeyIdentity;
 }
 
 declare module '../../src/kernel/context' {
@@ -74,9 +78,12 @@ function tooManyFailures(retryAfterSeconds: number): GatewayError {
 type Rule = (auth: AuthState, request: ParsedRequest, ctx: GatewayContext) => GatewayError | null;
 
 /** A key given a list of models may use those and no other (the resolved id, so an alias cannot get around it). */
-function modelAllowed({ key }: AuthState, { model }: ParsedRequest): GatewayError | null {
+function modelAllowed({ key, identity }: AuthState, { model }: ParsedRequest): GatewayError | null {
   if (key.models === null || key.models.includes(model.id)) return null;
-  return new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', `This API key may not use the model '${model.id}'.`, { param: 'model' });
+  const level = identity === undefined ? 'key' : (modelRefusedBy(identity, identity.key.models, model.id) ?? 'key');
+  const who = { account: "The operator's limits on this account do not", member: "The organisation's limits for this member do not", key: 'This API key may not' }[level];
+  const message = level === 'key' ? `${who} use the model '${model.id}'.` : `${who} allow the model '${model.id}'.`;
+  return new GatewayError('TOLLGATE_ERR_MODEL_NOT_ALLOWED', message, { param: 'model', ...(level === 'key' ? {} : { refusedBy: level }) });
 }
 
 const RULES: readonly Rule[] = [modelAllowed];
@@ -145,7 +152,8 @@ export const authPlugin: PluginDefinition<'auth'> = {
         }
         // Before the body is read, and so before any rate-limit slot or hold.
         checkNetworks(identity.key, ctx.ip);
-        ctx.state.auth = { account: identity.account, key: identity.key };
+        const key = boundKey(identity);
+        ctx.state.auth = key === identity.key ? { account: identity.account, key } : { account: identity.account, key, identity };
         await next();
       },
       authorize: function authorize(ctx: GatewayContext) {

@@ -83,13 +83,13 @@ export function looserLimit(requested: KeyLimits, operator: OperatorLimits | nul
 }
 
 /** Models both allow (null: every model). An empty intersection stays empty: the key can call nothing. */
-function tighterModels(a: readonly string[] | null | undefined, b: readonly string[] | null | undefined): readonly string[] | null {
+export function tighterModels(a: readonly string[] | null | undefined, b: readonly string[] | null | undefined): readonly string[] | null {
   if (a == null) return b ?? null;
   if (b == null) return a;
   return a.filter((model) => b.includes(model));
 }
 
-function tighterRates(a: KeyRateLimits | null | undefined, b: KeyRateLimits | null | undefined): KeyRateLimits | null {
+export function tighterRates(a: KeyRateLimits | null | undefined, b: KeyRateLimits | null | undefined): KeyRateLimits | null {
   const limits: { rpm?: number; tpm?: number; concurrency?: number } = {};
   for (const field of RATE_FIELDS) {
     const values = [a?.[field], b?.[field]].filter((value): value is number => value !== undefined);

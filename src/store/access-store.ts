@@ -92,6 +92,10 @@ export interface KeyIdentity {
   readonly account: Account;
   /** SHA-256 of the full key, as stored. */
   readonly hash: Buffer;
+  /** What an operator set on the key's account: it binds every key the account has or makes. Absent: nothing. */
+  readonly accountLimits?: OperatorLimits;
+  /** What the organisation lets the key's member use through any of their keys in it. Absent: nothing. */
+  readonly memberLimits?: { readonly models: readonly string[] | null; readonly rateLimits: KeyRateLimits | null };
 }
 
 export interface NewKey {
@@ -231,6 +235,10 @@ export interface AccessStore {
   setKeyLimits(id: string, limits: KeyLimits): Promise<boolean>;
   /** Sets an account's own budget (null: none of its own); false when no such account exists. */
   setAccountBudget(accountId: string, budget: Budget | null): Promise<boolean>;
+  /** Sets the operator's limits on an account, binding every key it has or makes (null: none); false when no such account. */
+  setAccountOperatorLimits(accountId: string, limits: OperatorLimits | null): Promise<boolean>;
+  /** The operator's limits on an account; null when none (or no such account). */
+  accountOperatorLimits(accountId: string): Promise<OperatorLimits | null>;
   /** Sets an account's session budget in nano-units (null: none); false when no such account exists. */
   setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean>;
 

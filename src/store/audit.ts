@@ -42,7 +42,8 @@ export type AuditAction =
   | 'org.role'
   | 'org.remove'
   | 'org.member_limits'
-  | 'account.transfer';
+  | 'account.transfer'
+  | 'account.limits';
 
 /** A JSON object of plain values: what the changed thing looked like before or after. */
 export type AuditState = Readonly<Record<string, unknown>>;

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Pool } from 'pg';
-import { AccountExistsError, type Account, type AccountRole, type ApiKeyRecord, type Budget, type KeyIdentity, type KeyLimits, type KeyRateLimits, type NewKey } from './access-store';
+import { AccountExistsError, type Account, type AccountRole, type ApiKeyRecord, type Budget, type KeyIdentity, type KeyLimits, type KeyRateLimits, type NewKey, type OperatorLimits } from './access-store';
 import { ACCOUNT_COLUMNS, normalizeEmail } from './postgres-console';
-import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
+import { budgetText, networksToJson, operatorLimitsFromJson, operatorLimitsToJson, rowMappers, POSTGRES_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type PostgresColumns } from './rows';
 
 /** How a key's limits are stored: money as text, models as TEXT[], rate limits as JSON text. */
 const spendLimitParam = (value: bigint | null | undefined): string | null => (value === undefined || value === null ? null : String(value));
@@ -137,8 +137,10 @@ export async function findKeyByHash(pool: Pool, hash: Buffer): Promise<KeyIdenti
     `SELECT ${KEY_COLUMNS}, k.hash,
             a.name AS account_name, a.email AS account_email, a.role AS account_role,
             a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
-            a.session_budget::text AS account_session_budget
+            a.session_budget::text AS account_session_budget, a.operator_limits AS account_operator_limits,
+            m.models AS member_models, m.rate_limits AS member_rate_limits
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
+       LEFT JOIN memberships m ON m.organisation_id = k.account_id AND m.account_id = k.member_account_id
       WHERE k.hash = $1`,
     [hash],
   );
@@ -171,4 +173,16 @@ export async function setKeyLimits(pool: Pool, id: string, limits: KeyLimits): P
   }
   const { rowCount } = await pool.query(`UPDATE api_keys SET ${set.join(', ')} WHERE id = $1`, params);
   return rowCount === 0 ? 'unknown' : 'changed';
+}
+
+/** False when no such account exists. */
+export async function setAccountOperatorLimits(pool: Pool, accountId: string, limits: OperatorLimits | null): Promise<boolean> {
+  const { rowCount } = await pool.query('UPDATE accounts SET operator_limits = $1 WHERE id = $2', [operatorLimitsToJson(limits), accountId]);
+  return rowCount !== 0;
+}
+
+export async function accountOperatorLimits(pool: Pool, accountId: string): Promise<OperatorLimits | null> {
+  const { rows } = await pool.query<{ operator_limits: string | null }>('SELECT operator_limits FROM accounts WHERE id = $1', [accountId]);
+  const text = rows[0]?.operator_limits;
+  return text == null ? null : operatorLimitsFromJson(text);
 }

@@ -61,6 +61,7 @@ import type {
   Store,
   UsageSummaryQuery,
   UsageSummaryRow,
+  OperatorLimits,
 } from './store';
 
 export type PostgresStoreConfig = Pick<StoreConfig, 'url' | 'connect_timeout_ms' | 'statement_timeout_ms' | 'pool_size'>;
@@ -239,6 +240,16 @@ export class PostgresStore implements Store {
 
   sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
     return this.ledger.sessionSpend(scope, id, sessionId);
+  }
+
+  async setAccountOperatorLimits(accountId: string, limits: OperatorLimits | null): Promise<boolean> {
+    if (!(await keyQueries.setAccountOperatorLimits(this.pool, accountId, limits))) return false;
+    this.listener.bump();
+    return true;
+  }
+
+  async accountOperatorLimits(accountId: string): Promise<OperatorLimits | null> {
+    return keyQueries.accountOperatorLimits(this.pool, accountId);
   }
 
   async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {

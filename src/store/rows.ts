@@ -111,6 +111,11 @@ export interface JoinedAccountColumns<T extends ColumnTypes> {
 /** One row of the key + account join that authentication reads. */
 export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T>, JoinedAccountColumns<T> {
   hash: Buffer;
+  /** JSON `OperatorLimits` the operator set on the key's account; absent before organisations. */
+  account_operator_limits?: string | null;
+  /** The key's member's limits in the organisation (JSON, as memberships stores them); null: none, or no member. */
+  member_models?: string | null;
+  member_rate_limits?: string | null;
 }
 
 /** The charges column of each token kind: a new kind does not compile until it has one. */
@@ -264,7 +269,7 @@ export function operatorLimitsToJson(limits: OperatorLimits | null | undefined):
   return Object.keys(json).length === 0 ? null : JSON.stringify(json);
 }
 
-function operatorLimitsFromJson(text: string): OperatorLimits {
+export function operatorLimitsFromJson(text: string): OperatorLimits {
   const json = JSON.parse(text) as OperatorLimitsJson;
   return {
     ...(json.spend_limit === undefined ? {} : { spendLimit: BigInt(json.spend_limit) }),
@@ -352,7 +357,18 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
     },
 
     toKeyIdentity(row: KeyIdentityRow<T>): KeyIdentity {
-      return { key: mappers.toKeyRecord(row), account: mappers.toJoinedAccount(row), hash: row.hash };
+      const accountLimits = row.account_operator_limits == null ? null : operatorLimitsFromJson(row.account_operator_limits);
+      const memberLimits =
+        row.member_models == null && row.member_rate_limits == null
+          ? null
+          : { models: row.member_models == null ? null : (JSON.parse(row.member_models) as string[]), rateLimits: row.member_rate_limits == null ? null : (JSON.parse(row.member_rate_limits) as KeyRateLimits) };
+      return {
+        key: mappers.toKeyRecord(row),
+        account: mappers.toJoinedAccount(row),
+        hash: row.hash,
+        ...(accountLimits === null ? {} : { accountLimits }),
+        ...(memberLimits === null ? {} : { memberLimits }),
+      };
     },
 
     toSessionWithAccount(row: SessionAccountRow<T>): { session: SessionRecord; account: Account } {

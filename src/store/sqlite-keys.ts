@@ -6,8 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { sqliteErrorCode, type SqliteDatabase } from './sqlite-driver';
 import { ACCOUNT_COLUMNS } from './sqlite-console';
-import { AccountExistsError, type Account, type AccountRole, type ApiKeyRecord, type Budget, type KeyIdentity, type KeyLimits, type NewKey } from './access-store';
-import { budgetText, networksToJson, operatorLimitsToJson, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
+import { AccountExistsError, type Account, type AccountRole, type ApiKeyRecord, type Budget, type KeyIdentity, type KeyLimits, type NewKey, type OperatorLimits } from './access-store';
+import { budgetText, networksToJson, operatorLimitsFromJson, operatorLimitsToJson, rowMappers, SQLITE_CODEC, type AccountRow, type KeyIdentityRow, type KeyRow, type SqliteColumns } from './rows';
 
 // Listing order: creation time, then insertion order (rowid) for keys made in the same millisecond.
 const KEY_COLUMNS = `k.id, k.account_id, k.name, k.prefix, k.last4, k.created_at, k.revoked_at, k.expires_at,
@@ -39,6 +39,8 @@ function prepareStatements(db: SqliteDatabase) {
     setAccountBudget: db.prepare<[string | null, string]>('UPDATE accounts SET budget = ? WHERE id = ?'),
     setKeySessionBudget: db.prepare<[bigint | null, string]>('UPDATE api_keys SET session_budget = ? WHERE id = ?'),
     setAccountSessionBudget: db.prepare<[bigint | null, string]>('UPDATE accounts SET session_budget = ? WHERE id = ?'),
+    setAccountOperatorLimits: db.prepare<[string | null, string]>('UPDATE accounts SET operator_limits = ? WHERE id = ?'),
+    accountOperatorLimits: db.prepare<[string], string | null>('SELECT operator_limits FROM accounts WHERE id = ?').pluck(),
     setKeyNetworks: db.prepare<[string | null, string]>('UPDATE api_keys SET allowed_networks = ? WHERE id = ?'),
     setKeyOperatorLimits: db.prepare<[string | null, string]>('UPDATE api_keys SET operator_limits = ? WHERE id = ?'),
     allKeys: db.prepare<[], KeyRow<SqliteColumns>>(`SELECT ${KEY_COLUMNS} FROM api_keys k ORDER BY k.created_at, k.rowid`),
@@ -51,8 +53,10 @@ function prepareStatements(db: SqliteDatabase) {
       `SELECT ${KEY_COLUMNS}, k.hash,
               a.name AS account_name, a.email AS account_email, a.role AS account_role,
               a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
-              CAST(a.session_budget AS TEXT) AS account_session_budget
+              CAST(a.session_budget AS TEXT) AS account_session_budget, a.operator_limits AS account_operator_limits,
+              m.models AS member_models, m.rate_limits AS member_rate_limits
          FROM api_keys k JOIN accounts a ON a.id = k.account_id
+         LEFT JOIN memberships m ON m.organisation_id = k.account_id AND m.account_id = k.member_account_id
         WHERE k.hash = ?`,
     ),
   };
@@ -116,6 +120,18 @@ export class SqliteKeys {
     // Cached keys carry their account's session budget too.
     if (changes > 0) this.changed();
     return changes > 0;
+  }
+
+  setAccountOperatorLimits(accountId: string, limits: OperatorLimits | null): boolean {
+    const { changes } = this.sql.setAccountOperatorLimits.run(operatorLimitsToJson(limits), accountId);
+    // Cached keys carry their account's operator limits.
+    if (changes > 0) this.changed();
+    return changes > 0;
+  }
+
+  accountOperatorLimits(accountId: string): OperatorLimits | null {
+    const text = this.sql.accountOperatorLimits.get(accountId);
+    return text == null ? null : operatorLimitsFromJson(text);
   }
 
   createAccount(input: { name: string; role: AccountRole; email?: string | null; passwordHash?: string | null }): Account {

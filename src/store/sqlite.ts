@@ -62,6 +62,7 @@ import type {
   Budget,
   BudgetScope,
   NewAlert,
+  OperatorLimits,
 } from './store';
 import { applySqliteMigrations } from './migrations/sqlite';
 
@@ -70,7 +71,7 @@ export const SQLITE_MEMORY = ':memory:';
 
 /** Every call that may meet another process's lock; `migrate`, `ping` and `close` answer at once. */
 const RETRIED_METHODS = [
-  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'setAccountSessionBudget', 'periodSpend', 'sessionSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
+  'migrate', 'findAccountById', 'keySpend', 'setKeyLimits', 'setAccountBudget', 'setAccountSessionBudget', 'setAccountOperatorLimits', 'accountOperatorLimits', 'periodSpend', 'sessionSpend', 'recordAlert', 'listAlerts', 'alertAttempted', 'listAccounts', 'findLogin', 'setPassword', 'setAccountDisabled',
   'createSession', 'findSession', 'deleteSession', 'listSessions', 'deleteExpiredSessions', 'endSessions', 'touchSession', 'dailyUsage', 'lastRequests',
   'verifySecretKey', 'getSecondFactor', 'beginSecondFactor', 'confirmSecondFactor', 'removeSecondFactor', 'useTotpStep', 'useRecoveryCode', 'recoveryCodesLeft',
   'holdFunds', 'recordCharges', 'setAsideCharge', 'listSetAsideCharges', 'releaseHolds', 'expiredHolds', 'credit',
@@ -235,6 +236,14 @@ export class SqliteStore implements Store {
 
   async setAccountSessionBudget(accountId: string, amount: bigint | null): Promise<boolean> {
     return this.keys.setAccountSessionBudget(accountId, amount);
+  }
+
+  async setAccountOperatorLimits(accountId: string, limits: OperatorLimits | null): Promise<boolean> {
+    return this.keys.setAccountOperatorLimits(accountId, limits);
+  }
+
+  async accountOperatorLimits(accountId: string): Promise<OperatorLimits | null> {
+    return this.keys.accountOperatorLimits(accountId);
   }
 
   async recordAlert(alert: NewAlert): Promise<boolean> {

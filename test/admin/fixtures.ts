@@ -213,4 +213,5 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['PATCH', '/api/admin/keys/key_0000000000000000', { spend_limit: '1' }],
   ['GET', '/api/admin/orgs'],
   ['GET', '/api/admin/orgs/{id}/members'],
+  ['PATCH', '/api/admin/accounts/{id}/limits', { models: null }],
 ];

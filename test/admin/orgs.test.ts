@@ -131,4 +131,22 @@ describe('management API: organisations', function () {
     const audit = await tg.store.listAudit({ limit: 100 });
     expect(audit.map((entry) => entry.action)).to.include.members(['org.create', 'org.invite', 'org.join', 'org.member_limits', 'org.remove', 'org.invitation_revoke']);
   });
+
+  it("binds every key of an account to the operator's limits on it, a playground key and one made later included", async () => {
+    const before = await dave.createKey({ name: 'before' });
+    const set = await admin.patch(`/api/admin/accounts/${ids.dave}/limits`, { models: ['gpt-free'], rate_limits: { rpm: 100 } });
+    expect(set.status, set.text).to.equal(200);
+    expect(set.body.limits).to.deep.equal({ models: ['gpt-free'], rate_limits: { rpm: 100 } });
+    const playground = await dave.post('/api/playground/key', {});
+    const after = await dave.createKey({ name: 'after' });
+    for (const secret of [before.secret, playground.body.secret, after.secret]) {
+      const refused = await chat(tg.url, secret, 'gpt-priced');
+      expect(refused.status).to.equal(403);
+      expect(refused.json.error.message).to.include("The operator's limits on this account do not allow the model 'gpt-priced'");
+      expect((await chat(tg.url, secret)).status).to.equal(200);
+    }
+    expect((await admin.patch(`/api/admin/accounts/${ids.dave}/limits`, { models: null })).body.limits).to.deep.equal({ models: null, rate_limits: { rpm: 100 } });
+    expect((await chat(tg.url, after.secret, 'gpt-priced')).status, 'no money, but the model is allowed again').to.equal(402);
+    expectError(await alice.patch(`/api/admin/accounts/${ids.dave}/limits`, { models: null }), 403, 'forbidden');
+  });
 });
