@@ -29,7 +29,7 @@ import { closeRedis, connectRedis, hashTag, scanEveryPrimary, type RedisClient }
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
 import { BookUnavailableError, type AdoptedCharge, type BalanceBook } from './book';
 import type { AccountDrift, BudgetDrift, LiveCopy, StoppedOutbox } from './live-copy';
-import { chargedInPeriod, PeriodCache } from './budget-period';
+import { PeriodCache } from './budget-period';
 import { defineBookScripts, type BookScript, type RunScript } from './redis-scripts';
 import { EPOCH_CHECK_MS, EPOCH_MOVED, InstanceFigures, RedisEpoch } from './redis-epoch';
 
@@ -62,6 +62,8 @@ const SESSION_KEPT_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** A hold that found the state copied (a Cluster's promoted replica) looks at the epoch and tries again this often at most. */
 const HOLD_EPOCH_ATTEMPTS = 3;
+/** Replayed charges moved per script: a long outbox is not one long blocking step. */
+const ADOPT_BATCH = 200;
 
 /** Reply errors that mean "not now" rather than "this script is wrong". */
 const TRANSIENT_REPLY = /^(LOADING|BUSY|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|OOM|NOREPLICAS)\b/;
@@ -237,8 +239,11 @@ export class RedisBook implements BalanceBook, LiveCopy {
         const period = this.periods.at(charge.createdAt, budget.period, budget.timezone);
         return this.budgetKey(budget.scope, budget.id, period.start, period.end);
       });
-      await this.script('chargeBudgets', keys, [String(charge.cost), this.instance]);
+      const fields = keys.map((key) => this.budgetField(key));
+      // Counted before the script is sent, as the account's below: the ledger write will lower them.
+      for (const field of fields) this.figures.addUndrained(field, charge.cost);
       this.budgetsUnwritten.set(charge.requestId, keys);
+      await this.script('chargeBudgets', [this.undrainedKey(this.instance), ...keys], [String(charge.cost), this.instance, ...fields]);
     }
     const keys = [
       this.holdKey(charge.requestId),
@@ -251,9 +256,14 @@ export class RedisBook implements BalanceBook, LiveCopy {
     // The session's hashes, where they exist, count the charge in the step that frees its hold.
     if (charge.sessionId != null) keys.push(this.sessionKey('key', charge.keyId, charge.sessionId), this.sessionKey('account', charge.accountId, charge.sessionId));
     // Counted before the script is sent: a failed settle's charge is on its way to the ledger all the same.
+    const keyField = spendField(charge.keyId);
     this.figures.addUndrained(charge.accountId, charge.cost);
-    const reply = replyList(await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId]));
-    if (reply[0] === 'repeat') this.figures.addUndrained(charge.accountId, -charge.cost);
+    this.figures.addUndrained(keyField, charge.cost);
+    const reply = replyList(await this.script('settle', keys, [String(charge.cost), charge.requestId, String(SETTLED_TTL_S), this.instance, charge.accountId, keyField]));
+    if (reply[0] === 'repeat') {
+      this.figures.addUndrained(charge.accountId, -charge.cost);
+      this.figures.addUndrained(keyField, -charge.cost);
+    }
   }
 
   /**
@@ -336,25 +346,34 @@ export class RedisBook implements BalanceBook, LiveCopy {
 
   /**
    * Charges replayed from the outbox were taken from the live balance by the instance each names:
-   * their amounts move from its `unwritten` figure to this one's, which the ledger writer will clear.
-   * A hash missing meanwhile is seeded later from the ledger less this instance's queue, which has them.
+   * their amounts move from its undrained and `unwritten` figures (account, key, budget periods) to
+   * this one's, which the ledger writer will clear. A hash missing meanwhile is seeded later from the
+   * ledger plus the undrained figures, which have them.
    */
   async adopt(charges: readonly AdoptedCharge[]): Promise<void> {
-    const moves = new Map<string, { accountId: string; from: string; amount: bigint }>();
+    const byInstance = new Map<string, ChargeRecord[]>();
     for (const { charge, instance } of charges) {
       if (instance === null || instance === this.instance || charge.cost === 0n) continue;
-      const id = `${instance} ${charge.accountId}`;
-      const move = moves.get(id) ?? { accountId: charge.accountId, from: instance, amount: 0n };
-      move.amount += charge.cost;
-      moves.set(id, move);
+      byInstance.set(instance, [...(byInstance.get(instance) ?? []), charge]);
     }
-    for (const { accountId, from, amount } of moves.values()) {
-      this.figures.addUndrained(accountId, amount);
-      await this.script('adopt', [this.accountKey(accountId), this.undrainedKey(from), this.undrainedKey(this.instance)], [String(amount), from, this.instance, accountId]);
+    for (const [from, taken] of byInstance) {
+      for (let at = 0; at < taken.length; at += ADOPT_BATCH) {
+        const batch = taken.slice(at, at + ADOPT_BATCH);
+        for (const charge of batch) {
+          this.figures.addUndrained(charge.accountId, charge.cost);
+          this.figures.addUndrained(spendField(charge.keyId), charge.cost);
+        }
+        const args = [from, this.instance, this.prefix, ...batch.flatMap((charge) => [charge.accountId, charge.keyId, String(charge.createdAt.getTime()), String(charge.cost)])];
+        const moved = replyList(await this.script('moveUndrained', [this.undrainedKey(from), this.undrainedKey(this.instance)], args)) as string[];
+        batch.forEach((charge, index) => {
+          const fields = moved[index] === '' ? [] : moved[index].split('\n');
+          for (const field of fields) this.figures.addUndrained(field, charge.cost);
+          if (fields.length > 0) this.budgetsUnwritten.set(charge.requestId, fields.map((field) => this.budgetKeyOf(field)));
+        });
+      }
     }
     // What is left under those instances was never in an outbox: lost, and drift from now on.
-    const from = [...new Set([...moves.values()].map((move) => move.from))];
-    if (from.length > 0) await this.guard(() => this.redis.del(...from.map((instance) => this.outboxKey(instance))));
+    if (byInstance.size > 0) await this.guard(() => this.redis.del(...[...byInstance.keys()].map((instance) => this.outboxKey(instance))));
   }
 
   /** Kept without expiry: outlives the heartbeat, so a stopped instance's charges read as on their way. */
@@ -394,20 +413,14 @@ export class RedisBook implements BalanceBook, LiveCopy {
    * the figures it could not change show as drift until healed.
    */
   async writeLedger(charges: readonly ChargeRecord[], write: () => Promise<number>): Promise<number> {
-    const byAccount = new Map<string, { probe: string; amount: bigint }>();
-    for (const charge of charges) {
-      const entry = byAccount.get(charge.accountId);
-      if (entry === undefined) byAccount.set(charge.accountId, { probe: charge.requestId, amount: charge.cost });
-      else entry.amount += charge.cost;
-    }
+    const byAccount = this.fieldsOf(charges, false);
+    const others = this.fieldsOf(charges, true);
     const accounts = [...byAccount.keys()];
+    const fields = [...byAccount, ...others];
     const undrained = this.undrainedKey(this.instance);
-    for (const [accountId, { probe, amount }] of byAccount) this.figures.beginWrite(accountId, `${probe} ${amount}`);
-    const began = await this.script(
-      'writeBegin',
-      [undrained, ...accounts.map((id) => this.fenceKey(id))],
-      [String(CREDIT_FENCE_TTL_S), ...accounts.flatMap((id) => [id, byAccount.get(id)!.probe, String(byAccount.get(id)!.amount)])],
-    ).then(
+    const fences = [...accounts.map((id) => this.fenceKey(id)), ...this.spendFencesOf(charges)];
+    for (const [field, { probe, amount }] of fields) this.figures.beginWrite(field, `${probe} ${amount}`);
+    const began = await this.script('writeBegin', [undrained, ...fences], [String(CREDIT_FENCE_TTL_S), ...fields.flatMap(([field, { probe, amount }]) => [field, probe, String(amount)])]).then(
       () => true,
       (error: unknown) => (this.options.onError?.(new Error(`marking a ledger write of ${charges.length} charges in Redis failed; a seed racing it may be off by them`, { cause: error })), false),
     );
@@ -415,26 +428,54 @@ export class RedisBook implements BalanceBook, LiveCopy {
     try {
       recorded = await write();
     } catch (error) {
-      if (began) await this.endWrite(undrained, accounts, byAccount, false).catch(() => undefined);
+      if (began) await this.endWrite(undrained, accounts, fields, fences, false).catch(() => undefined);
       throw error;
     }
-    await this.endWrite(undrained, accounts, byAccount, true).catch((error: unknown) =>
+    await this.endWrite(undrained, accounts, fields, fences, true).catch((error: unknown) =>
       this.options.onError?.(new Error(`the undrained and unwritten figures of ${accounts.length} accounts in Redis missed charges just written (drift until healed)`, { cause: error })),
     );
     this.budgetsWritten(charges);
     return recorded;
   }
 
-  private endWrite(undrained: string, accounts: readonly string[], byAccount: ReadonlyMap<string, { amount: bigint }>, committed: boolean): Promise<unknown> {
-    for (const accountId of accounts) {
-      this.figures.endWrite(accountId);
-      if (committed) this.figures.addUndrained(accountId, -byAccount.get(accountId)!.amount);
+  private endWrite(undrained: string, accounts: readonly string[], fields: readonly (readonly [string, WriteShare])[], fences: readonly string[], committed: boolean): Promise<unknown> {
+    for (const [field, { amount }] of fields) {
+      this.figures.endWrite(field);
+      if (committed) this.figures.addUndrained(field, -amount);
     }
     return this.script(
       'writeEnd',
-      [undrained, ...accounts.flatMap((id) => [this.fenceKey(id), this.accountKey(id)])],
-      [String(CREDIT_FENCE_TTL_S), this.instance, committed ? '1' : '0', ...accounts.flatMap((id) => [id, String(byAccount.get(id)!.amount)])],
+      [undrained, ...accounts.map((id) => this.accountKey(id)), ...fences],
+      [String(CREDIT_FENCE_TTL_S), this.instance, committed ? '1' : '0', String(accounts.length), ...fields.flatMap(([field, { amount }]) => [field, String(amount)])],
     );
+  }
+
+  /**
+   * What the charges lower, by undrained field, with one of their request ids: the accounts' fields,
+   * or (`spend`) the keys' and budget periods' ones.
+   */
+  private fieldsOf(charges: readonly ChargeRecord[], spend: boolean): Map<string, WriteShare> {
+    const shares = new Map<string, WriteShare>();
+    const count = (field: string, charge: ChargeRecord): void => {
+      const share = shares.get(field);
+      if (share === undefined) shares.set(field, { probe: charge.requestId, amount: charge.cost });
+      else share.amount += charge.cost;
+    };
+    for (const charge of charges) {
+      if (!spend) {
+        count(charge.accountId, charge);
+        continue;
+      }
+      if (charge.cost === 0n) continue;
+      count(spendField(charge.keyId), charge);
+      for (const key of this.budgetsUnwritten.get(charge.requestId) ?? []) count(this.budgetField(key), charge);
+    }
+    return shares;
+  }
+
+  /** The spend fences a write of these charges moves: each key's and each account's. */
+  private spendFencesOf(charges: readonly ChargeRecord[]): string[] {
+    return [...new Set(charges.flatMap((charge) => [this.spendFenceKey('key', charge.keyId), this.spendFenceKey('account', charge.accountId)]))];
   }
 
   /**
@@ -442,16 +483,19 @@ export class RedisBook implements BalanceBook, LiveCopy {
    * through it): they leave the accounts' undrained and unwritten figures and the budgets' unwritten.
    */
   written(charges: readonly ChargeRecord[]): void {
-    this.budgetsWritten(charges);
     const byAccount = new Map<string, bigint>();
     for (const charge of charges) byAccount.set(charge.accountId, (byAccount.get(charge.accountId) ?? 0n) + charge.cost);
     for (const [accountId, amount] of byAccount) {
       if (amount === 0n) continue;
+      const spends = [...this.fieldsOf(charges.filter((charge) => charge.accountId === accountId), true)];
       this.figures.addUndrained(accountId, -amount);
-      this.script('written', [this.accountKey(accountId), this.undrainedKey(this.instance)], [String(amount), this.instance, accountId]).catch((error: unknown) =>
+      for (const [field, share] of spends) this.figures.addUndrained(field, -share.amount);
+      const args = [String(amount), this.instance, accountId, ...spends.flatMap(([field, share]) => [field, String(share.amount)])];
+      this.script('written', [this.accountKey(accountId), this.undrainedKey(this.instance)], args).catch((error: unknown) =>
         this.options.onError?.(new Error(`account ${accountId}'s unwritten figure in Redis missed ${amount} nano-units just written (drift until healed)`, { cause: error })),
       );
     }
+    this.budgetsWritten(charges);
   }
 
   private budgetsWritten(charges: readonly ChargeRecord[]): void {
@@ -652,21 +696,14 @@ export class RedisBook implements BalanceBook, LiveCopy {
     return Promise.all(writes.map(async ({ writing }) => (await this.store.findCharge(writing.slice(0, writing.indexOf(' ')))) !== null));
   }
 
-  /**
-   * Writes the budget's period spend from the ledger (plus this instance's charges on their way to it)
-   * unless someone already has. Another instance's charges settled but not yet written when the
-   * ledger is read are missed: a short window at the start of a period, which the drift check shows.
-   */
+  /** Writes the budget's period spend from the ledger plus what live instances have not written yet, unless someone already has. */
   private async seedBudget(check: BudgetCheck): Promise<void> {
-    for (;;) {
-      const epoch = await this.epoch.open();
-      const ledger = await this.store.periodSpend(check.scope, check.id, check.start, check.end);
-      const unwritten = this.unwritten((charge) => chargedInPeriod(charge, check));
-      const expiry = check.end.getTime() + BUDGET_KEPT_AFTER_MS;
-      const keys = [this.budgetKey(check.scope, check.id, check.start, check.end), this.epochKey()];
-      if ((await this.script('seedBudget', keys, [String(ledger + unwritten), String(expiry), this.instance, String(unwritten), epoch])) !== EPOCH_MOVED) return;
-      this.epoch.moved();
-    }
+    const key = this.budgetKey(check.scope, check.id, check.start, check.end);
+    const expiry = String(check.end.getTime() + BUDGET_KEPT_AFTER_MS);
+    await this.seedSpend(key, this.budgetField(key), this.spendFenceKey(check.scope, check.id), 'budget', async () => ({
+      spent: await this.store.periodSpend(check.scope, check.id, check.start, check.end),
+      extra: expiry,
+    }));
   }
 
   /**
@@ -687,16 +724,47 @@ export class RedisBook implements BalanceBook, LiveCopy {
     }
   }
 
-  /** Writes the key's spend and limit from the store unless someone already has; false for an unknown key. */
+  /** Writes the key's spend (the store's plus what live instances have not written yet) and limit unless someone already has; false for an unknown key. */
   private async seedKey(accountId: string, keyId: string): Promise<boolean> {
-    const key = (await this.store.listKeys({ accountId })).find((candidate) => candidate.id === keyId);
-    if (key === undefined) return false;
-    const limit = key.spendLimit === null ? '' : String(key.spendLimit);
-    for (;;) {
+    const read = async (): Promise<{ spent: bigint; extra: string } | null> => {
+      const key = (await this.store.listKeys({ accountId })).find((candidate) => candidate.id === keyId);
+      return key === undefined ? null : { spent: key.spent, extra: key.spendLimit === null ? '' : String(key.spendLimit) };
+    };
+    if ((await read()) === null) return false;
+    await this.seedSpend(this.keyKey(keyId), spendField(keyId), this.spendFenceKey('key', keyId), 'key', async () => (await read()) ?? { spent: 0n, extra: '' });
+    return true;
+  }
+
+  /**
+   * Writes a key's spend or a budget period's: the store's, plus what every live instance settled
+   * that the store does not hold yet (their undrained fields), read in one step. As for an account:
+   * the probe (the spend fence, and each write under way that lowers the field), the store (looking
+   * each of those writes up before and after the spend is read), then the seed script, which gives up
+   * ('busy': read again) if a ledger write touching the spend started or ended since the probe.
+   */
+  private async seedSpend(hash: string, field: string, fence: string, kind: 'key' | 'budget', read: () => Promise<{ spent: bigint; extra: string }>): Promise<void> {
+    for (let deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+      const waitedFrom = performance.now();
       const epoch = await this.epoch.open();
-      if ((await this.script('seedKey', [this.keyKey(keyId), this.epochKey()], [String(key.spent), limit, epoch])) !== EPOCH_MOVED) return true;
-      this.epoch.moved();
+      deadline += performance.now() - waitedFrom;
+      const [gen, ...marks] = replyList(await this.script('spendProbe', [fence, this.instancesKey()], [field, this.prefix])) as string[];
+      const writes: { instance: string; writing: string }[] = [];
+      for (let index = 0; index < marks.length; index += 2) writes.push({ instance: marks[index], writing: marks[index + 1] });
+      const before = await this.recorded(writes);
+      const { spent, extra } = await read();
+      const after = await this.recorded(writes);
+      if (writes.every((_write, index) => before[index] === after[index])) {
+        const resolved = writes.flatMap((write, index) => [write.instance, write.writing, after[index] ? '1' : '0']);
+        const answer = await this.script('seedSpend', [hash, fence, this.instancesKey(), this.epochKey()], [String(spent), gen, field, this.prefix, epoch, kind, extra, ...resolved]);
+        if (answer === EPOCH_MOVED) {
+          this.epoch.moved();
+          continue;
+        }
+        if (answer !== 'busy') return;
+      }
+      await delay(SEED_RACE_RETRY_MS * Math.random() * 2);
     }
+    throw new BookUnavailableError(`ledger writes touching ${field} kept starting; its Redis spend could not be seeded`);
   }
 
   /** The credit's Redis step; retried, since it is marked done by its token and cannot apply twice. */
@@ -766,6 +834,19 @@ export class RedisBook implements BalanceBook, LiveCopy {
     return `${this.prefix}budget:${scope}:${id}:${start.getTime()}:${end.getTime()}`;
   }
 
+  /** A budget period's field in the undrained hashes: 'b:<scope>:<id>:<start ms>:<end ms>'. */
+  private budgetField(budgetKey: string): string {
+    return `b:${budgetKey.slice(`${this.prefix}budget:`.length)}`;
+  }
+
+  private budgetKeyOf(field: string): string {
+    return `${this.prefix}budget:${field.slice(2)}`;
+  }
+
+  private spendFenceKey(scope: BudgetScope, id: string): string {
+    return `${this.prefix}spend-fence:${scope}:${id}`;
+  }
+
   private sessionKey(scope: BudgetScope, id: string, sessionId: string): string {
     return `${this.prefix}session:${scope}:${id}:${sessionId}`;
   }
@@ -790,6 +871,17 @@ export class RedisBook implements BalanceBook, LiveCopy {
  */
 function bookKeyPrefix(redis: RedisClient, keyPrefix: string): string {
   return redis.isCluster ? `${keyPrefix}${hashTag(redis, 'book')}:` : keyPrefix;
+}
+
+/** A key's field in the undrained hashes: 'k:<key id>' (an account's is its bare id). */
+function spendField(keyId: string): string {
+  return `k:${keyId}`;
+}
+
+/** One undrained field's part of a ledger write: the amount it lowers, and one of its request ids. */
+interface WriteShare {
+  readonly probe: string;
+  amount: bigint;
 }
 
 function checkAmount(what: string, amount: bigint, min: bigint): void {

@@ -29,30 +29,33 @@ const REASSERT_WINDOW_MS = 2500;
 
 /** This instance's share of what Redis keeps for seeds, kept in memory as the truth to re-assert. */
 export class InstanceFigures {
-  /** Settled here, not yet in the ledger, by account. */
+  /**
+   * Settled here, not yet in the ledger, by undrained field: an account id, a key's 'k:<key id>', a
+   * budget period's 'b:<scope>:<id>:<start ms>:<end ms>'.
+   */
   private readonly undrained = new Map<string, bigint>();
-  /** The store write under way per account: '<request id> <amount>', as `w:<account>` in Redis. */
+  /** The store write under way per undrained field: '<request id> <amount>', as `w:<field>` in Redis. */
   private readonly writing = new Map<string, string>();
 
-  addUndrained(accountId: string, amount: bigint): void {
-    const next = (this.undrained.get(accountId) ?? 0n) + amount;
-    if (next === 0n) this.undrained.delete(accountId);
-    else this.undrained.set(accountId, next);
+  addUndrained(field: string, amount: bigint): void {
+    const next = (this.undrained.get(field) ?? 0n) + amount;
+    if (next === 0n) this.undrained.delete(field);
+    else this.undrained.set(field, next);
   }
 
-  beginWrite(accountId: string, mark: string): void {
-    this.writing.set(accountId, mark);
+  beginWrite(field: string, mark: string): void {
+    this.writing.set(field, mark);
   }
 
-  endWrite(accountId: string): void {
-    this.writing.delete(accountId);
+  endWrite(field: string): void {
+    this.writing.delete(field);
   }
 
   /** The REASSERT script's field and value pairs: the amounts, then the marks. */
   toArgs(): string[] {
     const args: string[] = [];
-    for (const [accountId, amount] of this.undrained) args.push(accountId, String(amount));
-    for (const [accountId, mark] of this.writing) args.push(`w:${accountId}`, mark);
+    for (const [field, amount] of this.undrained) args.push(field, String(amount));
+    for (const [field, mark] of this.writing) args.push(`w:${field}`, mark);
     return args;
   }
 }

@@ -20,7 +20,11 @@
  *   session:<scope>:<id>:<session id>  hash  spent, held; expires when the session has not held for a week
  *   instances           set   every instance that may have charges on their way to the ledger
  *   undrained:<instance> hash  <account id>: what the instance settled that the ledger does not hold
- *                             yet; w:<account id>: '<request id> <amount>' of its store write under way
+ *                             yet; k:<key id> and b:<scope>:<id>:<start ms>:<end ms>: the same for a
+ *                             key's spend and a budget period's; w:<any of those fields>: '<request id>
+ *                             <amount>' of its store write under way
+ *   spend-fence:<scope>:<id> hash  gen: ledger writes touching the key's or account's spend, so a
+ *                             spend seed never races one
  *   instance:<instance> string  the instance's heartbeat; outbox:<instance> string  its outbox
  *   epoch               hash  id, opens (ms, the server's clock), run_id (the server it stands on):
  *                             Redis's state since it was last found empty or copied; no seed runs
@@ -160,7 +164,8 @@ return {'ok'}
 /**
  * KEYS: hold, hold-expiries, settled marker, account, key, this instance's undrained hash, then the
  * session hashes the charge counts in (its session's, by key and by account). ARGV: cost, request id,
- * marker TTL seconds, instance, account id. Replies {'settled', taken} or {'repeat', taken}.
+ * marker TTL seconds, instance, account id, the key's undrained field ('k:<key id>'). Replies
+ * {'settled', taken} or {'repeat', taken}.
  */
 const SETTLE = `
 local hold, expiries, marker, account, key = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -195,9 +200,12 @@ if redis.call('EXISTS', account) == 1 then
   redis.call('HINCRBY', account, 'unwritten:' .. ARGV[4], taken)
 end
 if redis.call('EXISTS', key) == 1 then redis.call('HINCRBY', key, 'spent', taken) end
--- Counted whether or not the account hash exists: a seed subtracts what every live instance has
--- settled and the ledger does not hold yet, and this is where it reads it.
-if taken ~= '0' then redis.call('HINCRBY', KEYS[6], ARGV[5], taken) end
+-- Counted whether or not the account or key hash exists: a seed subtracts (the key's: adds) what every
+-- live instance has settled and the ledger does not hold yet, and this is where it reads it.
+if taken ~= '0' then
+  redis.call('HINCRBY', KEYS[6], ARGV[5], taken)
+  redis.call('HINCRBY', KEYS[6], ARGV[6], taken)
+end
 redis.call('SET', marker, taken, 'EX', ARGV[3])
 return {'settled', taken}
 `;
@@ -292,14 +300,14 @@ return 'seeded'
 `;
 
 /**
- * KEYS: this instance's undrained hash, then one credit fence per account. ARGV: fence TTL seconds,
- * then per account its id, one of its charges' request ids in the write and their amount.
- * Marks a store write under way, so a seed can ask the ledger whether it holds it.
+ * KEYS: this instance's undrained hash, then the fences the write moves (each account's credit fence,
+ * each key's and account's spend fence). ARGV: fence TTL seconds, then per undrained field the write
+ * lowers (an account id, 'k:<key id>', 'b:<budget>') the field, one of its charges' request ids in the
+ * write and their amount. Marks a store write under way, so a seed can ask the ledger whether it holds it.
  */
 const WRITE_BEGIN = `
+for i = 2, #ARGV, 3 do redis.call('HSET', KEYS[1], 'w:' .. ARGV[i], ARGV[i + 1] .. ' ' .. ARGV[i + 2]) end
 for i = 2, #KEYS do
-  local at = 2 + (i - 2) * 3
-  redis.call('HSET', KEYS[1], 'w:' .. ARGV[at], ARGV[at + 1] .. ' ' .. ARGV[at + 2])
   redis.call('HINCRBY', KEYS[i], 'gen', 1)
   if redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 end
@@ -307,20 +315,25 @@ return 1
 `;
 
 /**
- * KEYS: this instance's undrained hash, then per account its credit fence and its hash. ARGV: fence
- * TTL seconds, instance, '1' when the write committed ('0': it failed), then per account its id and
- * amount. Ends a write begun by WRITE_BEGIN; a committed one leaves the undrained and unwritten figures.
+ * KEYS: this instance's undrained hash, then per account its hash, then the fences of WRITE_BEGIN.
+ * ARGV: fence TTL seconds, instance, '1' when the write committed ('0': it failed), the count of
+ * accounts, then per undrained field of WRITE_BEGIN (the accounts' first, in KEYS' order) the field
+ * and its amount. Ends a write begun by WRITE_BEGIN; a committed one leaves the undrained and the
+ * accounts' unwritten figures in the same step as its marks go.
  */
 const WRITE_END = `
 local committed = ARGV[3] == '1'
-for i = 2, #KEYS, 2 do
-  local at = 4 + (i - 2)
-  local account, amount = ARGV[at], ARGV[at + 1]
-  redis.call('HDEL', KEYS[1], 'w:' .. account)
+local accounts = tonumber(ARGV[4])
+for i = 5, #ARGV, 2 do
+  local field, amount = ARGV[i], ARGV[i + 1]
+  local n = (i - 5) / 2 + 1
+  redis.call('HDEL', KEYS[1], 'w:' .. field)
   if committed and amount ~= '0' then
-    if redis.call('HINCRBY', KEYS[1], account, neg(amount)) == 0 then redis.call('HDEL', KEYS[1], account) end
-    if redis.call('EXISTS', KEYS[i + 1]) == 1 then redis.call('HINCRBY', KEYS[i + 1], 'unwritten:' .. ARGV[2], neg(amount)) end
+    if redis.call('HINCRBY', KEYS[1], field, neg(amount)) == 0 then redis.call('HDEL', KEYS[1], field) end
+    if n <= accounts and redis.call('EXISTS', KEYS[1 + n]) == 1 then redis.call('HINCRBY', KEYS[1 + n], 'unwritten:' .. ARGV[2], neg(amount)) end
   end
+end
+for i = 2 + accounts, #KEYS do
   redis.call('HINCRBY', KEYS[i], 'gen', 1)
   if redis.call('TTL', KEYS[i]) < 0 then redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 end
@@ -329,59 +342,75 @@ return 1
 
 /**
  * KEYS: account, this instance's undrained hash. ARGV: what left this instance's ledger queue for the
- * account (written, or set aside), the instance id, the account id.
+ * account (written, or set aside), the instance id, the account id, then the key and budget fields
+ * those charges counted in, each with its amount.
  */
 const WRITTEN = `
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1])) end
 if redis.call('HINCRBY', KEYS[2], ARGV[3], neg(ARGV[1])) == 0 then redis.call('HDEL', KEYS[2], ARGV[3]) end
+for i = 4, #ARGV, 2 do
+  if redis.call('HINCRBY', KEYS[2], ARGV[i], neg(ARGV[i + 1])) == 0 then redis.call('HDEL', KEYS[2], ARGV[i]) end
+end
 return 1
 `;
 
 /**
- * KEYS: account, the undrained hashes of the instance that took it and of the one taking over its
- * ledger write. ARGV: amount, the two instances, the account id (charges replayed from an outbox by a
- * later process).
+ * KEYS: the undrained hashes of the instance that took the charges and of the one taking over their
+ * ledger write. ARGV: the two instances, the key prefix, then per charge its account id, key id,
+ * time (ms) and cost (charges replayed from an outbox by a later process). Each charge's amount moves
+ * from the first hash to the second in its account's, key's and budget periods' fields (a budget field
+ * of its account or key whose period holds its time), and so in the account and budget hashes'
+ * `unwritten:<instance>`. Replies per charge the budget fields it moved, one a line.
  */
-const ADOPT = `
-if redis.call('HINCRBY', KEYS[2], ARGV[4], neg(ARGV[1])) == 0 then redis.call('HDEL', KEYS[2], ARGV[4]) end
-redis.call('HINCRBY', KEYS[3], ARGV[4], ARGV[1])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[2], neg(ARGV[1]))
-redis.call('HINCRBY', KEYS[1], 'unwritten:' .. ARGV[3], ARGV[1])
-if redis.call('HGET', KEYS[1], 'unwritten:' .. ARGV[2]) == '0' then redis.call('HDEL', KEYS[1], 'unwritten:' .. ARGV[2]) end
-return 1
-`;
-
-/**
- * KEYS: budget, epoch. ARGV: spent in the period per the ledger, the hash's expiry (ms since 1970:
- * after the period ends), this instance, its charges in the period not yet in the ledger, the epoch.
- * 'seeded', 'exists' or 'epoch' (as for an account).
- */
-const SEED_BUDGET = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-if redis.call('HGET', KEYS[2], 'id') ~= ARGV[5] then return 'epoch' end
-redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'unwritten:' .. ARGV[3], ARGV[4])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
-return 'seeded'
-`;
-
-/**
- * KEYS: the charge's budget hashes. ARGV: cost, instance. A settled charge counts in each period
- * whose hash exists (a missing one is seeded from the ledger, which will hold the charge);
- * 'unwritten:<instance>' keeps what the ledger has not recorded yet, as in account hashes.
- * Replies each hash's spend after it ('' for a missing hash).
- */
-const CHARGE_BUDGETS = `
-local spent = {}
-for i = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 1 then
-    redis.call('HINCRBY', KEYS[i], 'unwritten:' .. ARGV[2], ARGV[1])
-    spent[i] = redis.call('HINCRBY', KEYS[i], 'spent', ARGV[1])
-  else
-    spent[i] = ''
+const MOVE_UNDRAINED = `
+local from, to, fromId, toId, prefix = KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3]
+local function move(field, amount, hash)
+  if redis.call('HINCRBY', from, field, neg(amount)) == 0 then redis.call('HDEL', from, field) end
+  redis.call('HINCRBY', to, field, amount)
+  if hash and redis.call('EXISTS', hash) == 1 then
+    redis.call('HINCRBY', hash, 'unwritten:' .. toId, amount)
+    if redis.call('HINCRBY', hash, 'unwritten:' .. fromId, neg(amount)) == 0 then redis.call('HDEL', hash, 'unwritten:' .. fromId) end
   end
 end
-return spent
+local budgets = {}
+for _, field in ipairs(redis.call('HKEYS', from)) do
+  local scope, id, first, last = string.match(field, '^b:(%a+):(.+):(%d+):(%d+)$')
+  if scope then table.insert(budgets, {field, scope, id, tonumber(first), tonumber(last)}) end
+end
+local moved = {}
+for i = 4, #ARGV, 4 do
+  local account, key, at, cost = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  move(account, cost, prefix .. 'account:' .. account)
+  move('k:' .. key, cost, nil)
+  local fields = {}
+  for _, budget in ipairs(budgets) do
+    local owner = budget[2] == 'account' and account or key
+    if budget[3] == owner and at >= budget[4] and at < budget[5] then
+      move(budget[1], cost, prefix .. 'budget:' .. string.sub(budget[1], 3))
+      table.insert(fields, budget[1])
+    end
+  end
+  table.insert(moved, table.concat(fields, '\n'))
+end
+return moved
+`;
+
+/**
+ * KEYS: this instance's undrained hash, then the charge's budget hashes. ARGV: cost, instance, then
+ * each budget's undrained field. A settled charge counts in each period whose hash exists and, in the
+ * same step, in this instance's undrained field of it, which a seed of a missing hash adds to the
+ * ledger's spend; 'unwritten:<instance>' keeps what the ledger has not recorded yet, as in account
+ * hashes, for the drift check.
+ */
+const CHARGE_BUDGETS = `
+for i = 2, #KEYS do
+  redis.call('HINCRBY', KEYS[1], ARGV[i + 1], ARGV[1])
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    redis.call('HINCRBY', KEYS[i], 'unwritten:' .. ARGV[2], ARGV[1])
+    redis.call('HINCRBY', KEYS[i], 'spent', ARGV[1])
+  end
+end
+return 1
 `;
 
 /** KEYS: budget hashes. ARGV: amount per hash, instance. The ledger recorded these charges. */
@@ -404,12 +433,70 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 'seeded'
 `;
 
-/** KEYS: key, epoch. ARGV: spent, limit ('' for none), the epoch. Replies 'seeded', 'exists' or 'epoch'. */
-const SEED_KEY = `
+/**
+ * KEYS: spend fence, instances. ARGV: the undrained field of the key or budget to seed ('k:<key id>',
+ * 'b:<budget>'), key prefix. What a spend seed must know before it reads the store: the fence's gen,
+ * and each live instance's store write under way that lowers the field. Replies {gen, then per such
+ * write its instance and '<request id> <amount>'}.
+ */
+const SPEND_PROBE = `
+local reply = {redis.call('HGET', KEYS[1], 'gen') or ''}
+for _, instance in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if live(ARGV[2], instance) then
+    local writing = redis.call('HGET', ARGV[2] .. 'undrained:' .. instance, 'w:' .. ARGV[1])
+    if writing then
+      table.insert(reply, instance)
+      table.insert(reply, writing)
+    end
+  end
+end
+return reply
+`;
+
+/**
+ * KEYS: the key or budget hash, spend fence, instances, epoch. ARGV: what the store says was spent,
+ * the fence's gen read before that, the hash's undrained field, key prefix, the epoch the seed was
+ * made for, 'key' or 'budget', then the key's limit ('' for none) or the budget hash's expiry (ms since
+ * 1970: after the period ends), then per store write under way at the probe: its instance, '<request
+ * id> <amount>' and '1' when the store read holds it ('0' when not). The spend is the store's plus
+ * what every live instance settled and the store did not hold when read: their undrained fields, less
+ * a write under way that the read already holds. Replies 'seeded', 'exists', 'epoch' or 'busy' (a
+ * ledger write touching the spend started or ended since the probe: read again), as for an account.
+ */
+const SEED_SPEND = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'exists' end
-if redis.call('HGET', KEYS[2], 'id') ~= ARGV[3] then return 'epoch' end
-redis.call('HSET', KEYS[1], 'spent', ARGV[1], 'held', '0')
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'limit', ARGV[2]) end
+if redis.call('HGET', KEYS[4], 'id') ~= ARGV[5] then return 'epoch' end
+if (redis.call('HGET', KEYS[2], 'gen') or '') ~= ARGV[2] then return 'busy' end
+local field, prefix = ARGV[3], ARGV[4]
+local resolved = {}
+for i = 8, #ARGV, 3 do resolved[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2]} end
+local spent = ARGV[1]
+local unwritten = {}
+for _, instance in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  local undrained = prefix .. 'undrained:' .. instance
+  if live(prefix, instance) then
+    local writing = redis.call('HGET', undrained, 'w:' .. field)
+    if writing then
+      local known = resolved[instance]
+      -- A write the probe did not see cannot have started without moving the fence's gen.
+      if not known or known[1] ~= writing then return 'busy' end
+      if known[2] == '1' then spent = add(KEYS[1], spent, neg(string.match(writing, ' (.+)$'))) end
+    end
+    local amount = redis.call('HGET', undrained, field)
+    if amount and amount ~= '0' then
+      spent = add(KEYS[1], spent, amount)
+      table.insert(unwritten, 'unwritten:' .. instance)
+      table.insert(unwritten, amount)
+    end
+  end
+end
+if ARGV[6] == 'key' then
+  redis.call('HSET', KEYS[1], 'spent', spent, 'held', '0')
+  if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'limit', ARGV[7]) end
+else
+  redis.call('HSET', KEYS[1], 'spent', spent, unpack(unwritten))
+  redis.call('PEXPIREAT', KEYS[1], ARGV[7])
+end
 return 'seeded'
 `;
 
@@ -499,8 +586,9 @@ return {id, opens, string.format('%.0f', now), dropped}
 
 /**
  * KEYS: this instance's undrained hash, instances, its heartbeat. ARGV: instance, heartbeat TTL ms,
- * then field and value pairs: per account its id and undrained amount, per store write under way its
- * 'w:<account id>' and '<request id> <amount>'. Makes the hash what the instance knows it to be.
+ * then field and value pairs: per undrained field (an account id, 'k:<key id>', 'b:<budget>') its
+ * amount, per store write under way its 'w:<field>' and '<request id> <amount>'. Makes the hash what
+ * the instance knows it to be.
  */
 const REASSERT = `
 local undrained = KEYS[1]
@@ -526,9 +614,9 @@ const SCRIPTS = {
   writeBegin: { numberOfKeys: null, lua: WRITE_BEGIN },
   writeEnd: { numberOfKeys: null, lua: WRITE_END },
   written: { numberOfKeys: 2, lua: WRITTEN },
-  adopt: { numberOfKeys: 3, lua: ADOPT },
-  seedKey: { numberOfKeys: 2, lua: SEED_KEY },
-  seedBudget: { numberOfKeys: 2, lua: SEED_BUDGET },
+  moveUndrained: { numberOfKeys: 2, lua: MOVE_UNDRAINED },
+  spendProbe: { numberOfKeys: 2, lua: SPEND_PROBE },
+  seedSpend: { numberOfKeys: 4, lua: SEED_SPEND },
   seedSession: { numberOfKeys: 2, lua: SEED_SESSION },
   chargeBudgets: { numberOfKeys: null, lua: CHARGE_BUDGETS },
   budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
