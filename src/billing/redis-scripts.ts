@@ -390,7 +390,7 @@ for i = 4, #ARGV, 4 do
       table.insert(fields, budget[1])
     end
   end
-  table.insert(moved, table.concat(fields, '\n'))
+  table.insert(moved, table.concat(fields, '\\n'))
 end
 return moved
 `;

@@ -290,6 +290,38 @@ describe('billing/RedisBook', function () {
     expect(await raw!.hget(`${prefix}account:${ids.accountId}`, `unwritten:${stopped.instance}`), 'nothing left under the stopped instance').to.equal(null);
   });
 
+  it("moves a stopped instance's undrained key and budget figures with its replayed charges, and reseeds spend with them", async () => {
+    const ids = await newAccount(1000n, 800n);
+    const now = new Date();
+    const budget = { scope: 'account' as const, id: ids.accountId, amount: 900n, period: 'month' as const, timezone: 'UTC', start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)), end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)) };
+    const field = `b:account:${ids.accountId}:${budget.start.getTime()}:${budget.end.getTime()}`;
+    const stopped = await openRedisBook(config, store);
+    expect((await stopped.hold({ requestId: 'move-1', ...ids, amount: 300n, expiresAt: new Date(Date.now() + 60_000), budgets: [budget] })).ok).to.equal(true);
+    await stopped.settle(charge(ids, 'move-1', 300n), [budget]);
+    await stopped.registerOutbox('host-a:/data/outbox');
+    await stopped.close();
+    const undrained = (instance: string): Promise<Record<string, string>> => raw!.hgetall(`${prefix}undrained:${instance}`);
+    expect(await undrained(stopped.instance)).to.deep.equal({ [ids.accountId]: '300', [`k:${ids.keyId}`]: '300', [field]: '300' });
+
+    await bookB.adopt([{ charge: charge(ids, 'move-1', 300n), instance: stopped.instance }]);
+    expect(await undrained(stopped.instance), 'nothing left under the stopped instance').to.deep.equal({});
+    const moved = await undrained(bookB.instance);
+    expect([moved[ids.accountId], moved[`k:${ids.keyId}`], moved[field]]).to.deep.equal(['300', '300', '300']);
+
+    // Lost and reseeded before the ledger has the charge: the spend counts it, from bookB's figures.
+    await raw!.del(`${prefix}key:${ids.keyId}`, `${prefix}budget:${field.slice(2)}`);
+    expect(await bookA.budgetSpent(budget)).to.equal(300n);
+    expect(await hold(bookA, ids, 'move-2', 501n)).to.deep.equal({ ok: false, reason: 'key_spend_limit', available: 500n });
+
+    await store.recordCharges([charge(ids, 'move-1', 300n)]);
+    bookB.written([charge(ids, 'move-1', 300n)]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const left = await undrained(bookB.instance);
+    expect([left[ids.accountId], left[`k:${ids.keyId}`], left[field]], 'written: gone from the figures').to.deep.equal([undefined, undefined, undefined]);
+    await raw!.del(`${prefix}key:${ids.keyId}`, `${prefix}budget:${field.slice(2)}`);
+    expect(await bookA.budgetSpent(budget), 'reseeded from the ledger alone').to.equal(300n);
+  });
+
   it('answers ping while Redis answers', async () => {
     expect(await bookA.ping()).to.equal(true);
   });
