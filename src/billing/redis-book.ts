@@ -9,7 +9,8 @@
  *
  * A missing account hash is seeded from the ledger less what every live instance settled that the
  * ledger does not hold yet (`undrained:<instance>`, kept by the settle script and each ledger write;
- * see `seedAccount` for how a seed racing a ledger write counts it once).
+ * see `seedAccount` for how a seed racing a ledger write counts it once). A missing key or budget
+ * hash is seeded from the store's spend plus every live instance's undrained field of it (`seedSpend`).
  *
  * Redis may lose everything (a restart without persistence, a flush, a failover to an empty
  * replica): each instance keeps its undrained figures in memory as well and puts them back before any
