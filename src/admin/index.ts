@@ -23,6 +23,7 @@ import { budgetRoutes } from './routes/budgets';
 import { tokenRoutes } from './routes/tokens';
 import { twoFactorRoutes } from './routes/two-factor';
 import { sessionListRoutes } from './routes/sessions';
+import { statementRoutes } from './routes/statements';
 import { topupRoutes } from './routes/topup';
 import { usageRoutes } from './routes/usage';
 import { orgRoutes } from './routes/orgs';
@@ -90,6 +91,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   adminAuditRoutes(router, deps);
   adminMoneyRoutes(router, deps);
   paymentRoutes(router, deps);
+  statementRoutes(router, deps);
   return router;
 }
 

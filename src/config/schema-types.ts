@@ -808,6 +808,26 @@ export interface BillingPluginConfig {
    * when part of the cost was above the hold.
    */
   readonly cost_header: boolean;
+  /**
+   * Monthly statements (docs/statements.md): who issues them, as printed at the top and foot of each. Figures
+   * are frozen when a statement is issued, and so are these details: a change here shows on statements issued
+   * afterwards.
+   */
+  readonly statements: {
+    /** The operator's name, at the top of every statement. */
+    readonly name: string;
+    /** The operator's postal address; one line per line of the statement's address block. */
+    readonly address: readonly string[];
+    /** The operator's tax or VAT number, printed under the address; empty: none printed. */
+    readonly tax_id: string;
+    /** A line at the foot of every statement (terms, where to ask); empty: none. */
+    readonly footer: string;
+    /**
+     * What statement numbers start with: <prefix>-<year>-<sequence>, the sequence counting within each year
+     * across every account.
+     */
+    readonly number_prefix: string;
+  };
 }
 
 /**

@@ -10,6 +10,8 @@ import type { RefusalStore } from './refusals';
 import { PostgresRefusals } from './postgres-refusals';
 import type { OrgStore } from './orgs';
 import { PostgresOrgs } from './postgres-orgs';
+import type { StatementStore } from './statements';
+import { PostgresStatements } from './postgres-statements';
 import type { RelayedResponseStore } from './relayed-responses';
 import { PostgresRelayedResponses } from './postgres-relayed-responses';
 import { Client, Pool, type PoolConfig } from 'pg';
@@ -103,6 +105,8 @@ export class PostgresStore implements Store {
   readonly relayedResponses: RelayedResponseStore;
   /** Organisations (postgres-orgs.ts). */
   readonly orgs: OrgStore;
+  /** Monthly statements (postgres-statements.ts). */
+  readonly statements: StatementStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -139,6 +143,7 @@ export class PostgresStore implements Store {
     this.payments = new PostgresPayments(this.pool);
     this.refusals = new PostgresRefusals(this.pool);
     this.relayedResponses = new PostgresRelayedResponses(this.pool);
+    this.statements = new PostgresStatements(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
     this.orgs = new PostgresOrgs(this.pool, () => this.listener.bump());
   }

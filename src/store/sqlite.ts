@@ -9,6 +9,8 @@ import type { CardPaymentStore } from './payments';
 import { SqlitePayments } from './sqlite-payments';
 import type { RefusalStore } from './refusals';
 import { SqliteRefusals } from './sqlite-refusals';
+import type { StatementStore } from './statements';
+import { SqliteStatements } from './sqlite-statements';
 import type { RelayedResponseStore } from './relayed-responses';
 import { SqliteRelayedResponses } from './sqlite-relayed-responses';
 import { BUSY_TIMEOUT_MS, retryWhileBusy } from './sqlite-busy';
@@ -100,6 +102,7 @@ export class SqliteStore implements Store {
   readonly refusals: RefusalStore;
   readonly relayedResponses: RelayedResponseStore;
   readonly orgs: OrgStore;
+  readonly statements: StatementStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -156,6 +159,8 @@ export class SqliteStore implements Store {
     retryWhileBusy<CardPaymentStore>(this.payments, PAYMENT_METHODS);
     this.refusals = new SqliteRefusals(this.db);
     retryWhileBusy<RefusalStore>(this.refusals, ['record', 'list', 'summary']);
+    this.statements = new SqliteStatements(this.db);
+    retryWhileBusy<StatementStore>(this.statements, ['issue', 'list', 'find', 'firstEntry']);
     this.relayedResponses = new SqliteRelayedResponses(this.db);
     retryWhileBusy<RelayedResponseStore>(this.relayedResponses, ['record', 'relayedTo']);
     this.orgs = new SqliteOrgs(this.db, () => (this.localRevision += 1));

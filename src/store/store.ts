@@ -10,6 +10,7 @@ import type { UsageStore } from './usage-store';
 import type { AuditStore } from './audit-store';
 import type { PaymentsStore } from './payments-store';
 import type { OrgStore } from './orgs';
+import type { StatementStore } from './statements';
 
 // Every record type, where the code written before the split finds it.
 export type { AccountRole, Account, BudgetPeriod, Budget, ApiKeyRecord, OperatorLimits, KeyRateLimits, KeyIdentity, NewKey, KeyLimits, AccountSummary, AccountLogin, SessionKind, NewSession, SessionRecord, SecondFactor, RevisionFreshness } from './access-store';
@@ -34,6 +35,9 @@ export interface Store extends AccessStore, LedgerStore, UsageStore, AuditStore,
   readonly durable?: boolean;
   /** Organisations, their members and invitations (orgs.ts). */
   readonly orgs: OrgStore;
+
+  /** Monthly statements, issued from the ledger and never changed (statements.ts). */
+  readonly statements: StatementStore;
 
   /**
    * Creates or upgrades the schema, and seals TOTP secrets an older version stored in plaintext; safe

@@ -19,7 +19,7 @@ import '../helpers/test-secret-key';
 const ADMIN_URL = process.env.TOLLGATE_TEST_PG_URL ?? `postgres://${encodeURIComponent(os.userInfo().username)}@127.0.0.1:5432/test`;
 const REACH_TIMEOUT_MS = 1_000;
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
-const TABLES = 'invitations, memberships, relayed_responses, budget_alerts, audit, recovery_codes, second_factors, sessions, debits, payment_events, payment_leases, payment_profiles, payment_orders, redemption_codes, credits, charges, holds, api_keys, accounts';
+const TABLES = 'statements, invitations, memberships, relayed_responses, budget_alerts, audit, recovery_codes, second_factors, sessions, debits, payment_events, payment_leases, payment_profiles, payment_orders, redemption_codes, credits, charges, holds, api_keys, accounts';
 
 /** Where the admin URL points, without user or password. */
 function hostOf(url: string): string {

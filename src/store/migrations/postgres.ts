@@ -643,6 +643,32 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       DROP INDEX charges_account_time;
     `,
   },
+  {
+    version: 24,
+    description: 'monthly statements: issued once per account and month, numbered, never changed',
+    sql: `
+      -- document: the statement as issued (JSON), its figures frozen; hash: its SHA-256, hex.
+      -- number is the operator's prefix, year and sequence; the sequence counts within the year.
+      CREATE TABLE statements (
+        id         TEXT PRIMARY KEY,
+        number     TEXT NOT NULL UNIQUE,
+        year       INTEGER NOT NULL,
+        sequence   INTEGER NOT NULL CHECK (sequence >= 1),
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        month      TEXT NOT NULL CHECK (month ~ '^[0-9]{4}-[0-1][0-9]$'),
+        issued_at  TIMESTAMPTZ NOT NULL,
+        document   TEXT NOT NULL,
+        hash       TEXT NOT NULL CHECK (length(hash) = 64),
+        UNIQUE (account_id, month),
+        UNIQUE (year, sequence)
+      );
+      -- An issued statement never changes; a correction is a ledger entry on a later one.
+      CREATE FUNCTION statements_never_change() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN RAISE EXCEPTION 'an issued statement never changes'; END $$;
+      CREATE TRIGGER statements_never_change BEFORE UPDATE OR DELETE ON statements
+        FOR EACH ROW EXECUTE FUNCTION statements_never_change();
+    `,
+  },
 ];
 
 /**

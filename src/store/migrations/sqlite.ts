@@ -666,6 +666,32 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       );
     `,
   },
+  {
+    version: 24,
+    description: 'monthly statements: issued once per account and month, numbered, never changed',
+    sql: `
+      -- document: the statement as issued (JSON), its figures frozen; hash: its SHA-256, hex.
+      -- number is the operator's prefix, year and sequence; the sequence counts within the year.
+      CREATE TABLE statements (
+        id         TEXT PRIMARY KEY,
+        number     TEXT NOT NULL UNIQUE,
+        year       INTEGER NOT NULL,
+        sequence   INTEGER NOT NULL CHECK (sequence >= 1),
+        account_id TEXT NOT NULL REFERENCES accounts (id),
+        month      TEXT NOT NULL CHECK (month GLOB '[0-9][0-9][0-9][0-9]-[0-1][0-9]'),
+        issued_at  INTEGER NOT NULL,
+        document   TEXT NOT NULL,
+        hash       TEXT NOT NULL CHECK (length(hash) = 64),
+        UNIQUE (account_id, month),
+        UNIQUE (year, sequence)
+      ) STRICT;
+      -- An issued statement never changes; a correction is a ledger entry on a later one.
+      CREATE TRIGGER statements_never_updated BEFORE UPDATE ON statements
+        BEGIN SELECT RAISE(ABORT, 'an issued statement never changes'); END;
+      CREATE TRIGGER statements_never_deleted BEFORE DELETE ON statements
+        BEGIN SELECT RAISE(ABORT, 'an issued statement never changes'); END;
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
