@@ -15,6 +15,7 @@ import { EXIT_ERROR, EXIT_OK, EXIT_USAGE } from './cli/context';
 import { keyCommand } from './cli/key-command';
 import { ledgerCommand } from './cli/ledger-command';
 import { orgCommand } from './cli/org-command';
+import { statementsCommand } from './cli/statements-command';
 import { modelsCommand } from './cli/models-command';
 import { paymentsCommand } from './cli/payments-command';
 import { redeemCodesCommand } from './cli/redeem-codes-command';
@@ -107,6 +108,11 @@ Commands:
   redemption-codes list [--limit N] [--json]  list codes (amount, expiry, who redeemed; never the code)
   ledger verify                               check every balance (stored and live) against the ledger; exits 1 on drift
   ledger heal                                 rebuild drifting live balances (Redis) from the ledger
+  statements issue --month YYYY-MM            issue every account's statement of a closed month (UTC),
+                                              and any earlier month an account lacks; issued ones
+                                              are printed unchanged
+  statements list --account NAME [--json]     one account's statements, issuing closed months not
+                                              issued yet
   payments reconcile                          look every pending card payment up in Stripe and credit
                                               what Stripe says was paid (once); exits 1 when Stripe
                                               could not be asked about some of them
@@ -117,8 +123,8 @@ Commands:
   --version                                   print Tollgate's version
 
 \`redeem-codes\` is another name for \`redemption-codes\` (the console's Admin → Codes page).
-The models add and check, account, key, org, redemption-codes, ledger, payments and audit commands also
-take --config FILE.
+The models add and check, account, key, org, redemption-codes, ledger, statements, payments and audit
+commands also take --config FILE.
 Credits, codes and audit entries record who made them as cli:$USER (or cli when $USER is unset).
 --json prints the listing as one JSON document; money is a decimal string of units.
 
@@ -140,7 +146,7 @@ Exit codes:
      \`ledger verify\` found drift, \`reload\` found no server
   2  usage error: an unknown command or flag, a missing or extra argument, a bad amount or number`;
 
-const COMMANDS = ['serve', 'reload', 'config', 'models', 'account', 'key', 'org', 'redemption-codes', 'redeem-codes', 'ledger', 'help'];
+const COMMANDS = ['serve', 'reload', 'config', 'models', 'account', 'key', 'org', 'redemption-codes', 'redeem-codes', 'ledger', 'statements', 'help'];
 
 /** The help text's entries for one command (its lines under "Commands:"), or the whole text. */
 export function helpText(command?: string): string {
@@ -195,6 +201,8 @@ async function dispatch(argv: string[], io: CliIo): Promise<number> {
       return ledgerCommand(args, io);
     case 'org':
       return orgCommand(args, io);
+    case 'statements':
+      return statementsCommand(args, io);
     case 'audit':
       return auditCommand(args, io);
     case 'payments':

@@ -10,7 +10,7 @@ import { documentHash, type StoredStatement } from '../store/statements';
 import type { StatementMonth } from './month';
 
 /** Who issues statements (`plugins.billing.statements`). */
-export interface Issuer {
+interface Issuer {
   readonly name: string;
   readonly address: readonly string[];
   readonly tax_id: string;
@@ -53,10 +53,10 @@ export interface StatementContext {
 }
 
 /** An issued statement whose row no longer matches its hash: refused rather than shown. */
-export class StatementIntegrityError extends Error {}
+class StatementIntegrityError extends Error {}
 
 /** `TG-2026-000123`. */
-export function statementNumber(prefix: string, year: number, sequence: number): string {
+function statementNumber(prefix: string, year: number, sequence: number): string {
   return `${prefix}-${year}-${String(sequence).padStart(6, '0')}`;
 }
 

@@ -18,7 +18,7 @@ export interface StatementMonth {
  * instance's outbox within seconds, so a statement issued an hour after midnight has them all. One
  * that still arrives later (an instance down over the turn of the month) shows on the next statement.
  */
-export const CLOSING_DELAY_MS = 60 * 60 * 1000;
+const CLOSING_DELAY_MS = 60 * 60 * 1000;
 
 const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
 
@@ -35,7 +35,7 @@ export function parseMonth(text: string): StatementMonth | null {
 }
 
 /** The month `at` falls in. */
-export function monthContaining(at: Date): StatementMonth {
+function monthContaining(at: Date): StatementMonth {
   return monthOf(at.getUTCFullYear(), at.getUTCMonth());
 }
 

@@ -3,8 +3,9 @@ import { toCsv } from '../admin/csv';
 import type { StatementDocument } from './document';
 import { shownAmount } from './shown';
 
-const FIELDS = ['statement', 'month', 'section', 'item', 'name', 'requests', 'amount', 'currency', 'shown'] as const;
-type Row = Record<(typeof FIELDS)[number], string | number | null>;
+/** The CSV's columns, in order. */
+export const STATEMENT_CSV_FIELDS = ['statement', 'month', 'section', 'item', 'name', 'requests', 'amount', 'currency', 'shown'] as const;
+type Row = Record<(typeof STATEMENT_CSV_FIELDS)[number], string | number | null>;
 
 export function statementCsv(document: StatementDocument): string {
   const row = (section: string, item: string, name: string | null, requests: number | null, amount: string): Row => ({
@@ -26,5 +27,5 @@ export function statementCsv(document: StatementDocument): string {
     ...document.charges.by_payer.map((group) => row(`charges_by_${document.charges.payer_kind}`, group.id, group.name, group.requests, group.amount)),
     row('balance', 'closing', 'Closing balance', null, document.closing),
   ];
-  return toCsv(FIELDS, rows);
+  return toCsv(STATEMENT_CSV_FIELDS, rows);
 }

@@ -174,6 +174,7 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['POST', '/api/invitations/accept', { secret: 'tgi_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
   ['POST', '/api/orgs/acc_0000000000000000/keys', { name: 'k' }],
   ['DELETE', '/api/orgs/acc_0000000000000000/keys/{keyId}'],
+  ['GET', '/api/statements'],
 ];
 
 /** Signed-in routes that look one thing up by id: for these placeholder ids, 404 once signed in. */
@@ -189,6 +190,7 @@ export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string
   ['GET', '/api/orgs/acc_0000000000000000/invitations'],
   ['GET', '/api/orgs/acc_0000000000000000/keys'],
   ['GET', '/api/orgs/acc_0000000000000000/usage'],
+  ['GET', '/api/statements/{id}'],
 ];
 
 /** Every administrators' route; `{id}` is replaced by an existing account's id. */
@@ -214,4 +216,6 @@ export const ADMIN_ROUTES: readonly (readonly [method: string, path: string, bod
   ['GET', '/api/admin/orgs'],
   ['GET', '/api/admin/orgs/{id}/members'],
   ['PATCH', '/api/admin/accounts/{id}/limits', { models: null }],
+  ['GET', '/api/admin/statements?account={id}'],
+  ['GET', '/api/admin/statements/{id}'],
 ];

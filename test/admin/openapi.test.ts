@@ -29,6 +29,27 @@ import { AUDIT_ACTIONS } from '../../src/store/audit';
 import type { Account, ApiKeyRecord, ChargeRecord, CreditRecord, RedemptionCodeRecord, SessionRecord, UsageSummaryRow } from '../../src/store/store';
 import { operatorSummaryView, requestView, SUMMARY_FIELDS, summaryView } from '../../src/admin/usage-views';
 import { PLAIN_CHARGE } from '../helpers/charges';
+import { composeDocument } from '../../src/statements/document';
+import { parseMonth } from '../../src/statements/month';
+import { STATEMENT_CSV_FIELDS } from '../../src/statements/render-csv';
+import { statementSummaryView, statementView } from '../../src/statements/views';
+import { documentHash, type StoredStatement } from '../../src/store/statements';
+
+/** A statement as the store keeps it, composed as issuing does. */
+function storedStatement(): StoredStatement {
+  const month = parseMonth('2026-11')!;
+  const issuedAt = new Date('2026-12-01T01:00:00Z');
+  const context = { account: { id: 'acc_1b9c', name: 'alice' }, month, issuer: { name: 'Example Ltd', address: ['1 Long Road'], tax_id: 'GB1', footer: '' }, numberPrefix: 'TG', currency: 'usd', issuedAt };
+  const ledger = {
+    before: 1_000_000_000n,
+    credits: [{ kind: 'topup', amount: 20_000_000_000n, entries: 1 }],
+    debits: [{ kind: 'refund', amount: 5_000_000_000n, entries: 1 }],
+    chargesByModel: [{ id: 'claude-sonnet-5', name: 'claude-sonnet-5', requests: 12, amount: 106_200_000n }],
+    chargesByPayer: [{ id: 'key_7d41', name: null, requests: 12, amount: 106_200_000n }],
+  };
+  const { number, document } = composeDocument(context, ledger, null, 123);
+  return { id: 'st_5a1f', number, accountId: 'acc_1b9c', month: month.month, issuedAt, document, hash: documentHash(document) };
+}
 
 const DOCUMENT_FILE = path.join(SCHEMAS_DIR, 'management-api.yaml');
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
@@ -242,14 +263,19 @@ describe('schemas/management-api.yaml', () => {
       }
     });
 
-    it('take JSON request bodies only, and answer JSON or CSV', () => {
+    it('take JSON request bodies only, and answer JSON or CSV (a statement also as HTML and PDF)', () => {
+      // A statement is a document people print and file: its two routes answer a page and a PDF too.
+      const documents = new Set(['GET /api/statements/{id}', 'GET /api/admin/statements/{id}']);
       for (const operation of operations) {
         const body = operation.operation.requestBody;
         if (body !== undefined) expect(Object.keys(deref(document, body).content as JsonObject), operation.id).to.deep.equal(['application/json']);
         for (const [status, response] of Object.entries(operation.operation.responses as JsonObject)) {
           const content = deref(document, response).content;
           if (status === '204') expect(content, `${operation.id} 204`).to.equal(undefined);
-          else expect(Object.keys(content as JsonObject).filter((type) => type !== 'application/json' && type !== 'text/csv'), `${operation.id} ${status}`).to.deep.equal([]);
+          else {
+            const allowed = ['application/json', 'text/csv', ...(documents.has(operation.id) && status === '200' ? ['text/html', 'application/pdf'] : [])];
+            expect(Object.keys(content as JsonObject).filter((type) => !allowed.includes(type)), `${operation.id} ${status}`).to.deep.equal([]);
+          }
         }
       }
     });
@@ -448,6 +474,8 @@ describe('schemas/management-api.yaml', () => {
       ['Token', () => tokenView({ ...token, name: 'deploy script' })],
       ['AuditEntry', () => auditView({ id: 'aud_1', at, actor: 'root', surface: 'console', action: 'account.disable', target: account.id, accountId: account.id, before: { disabled: false }, after: { disabled: true }, requestId: 'req_1' })],
       ['AuditEntry', () => auditView({ id: 'aud_2', at, actor: 'SIGHUP', surface: 'server', action: 'config.reload', target: 'gateway.yaml', accountId: null, before: null, after: null, requestId: null })],
+      ['Statement', () => statementView(storedStatement())],
+      ['StatementSummary', () => statementSummaryView(storedStatement())],
       ['Error', () => new ApiError('not_found', 'This key was not found.').toJSON()],
       ['Error', () => new ApiError('invalid_request', 'A name is required.', 'name').toJSON()],
     ];
@@ -470,6 +498,7 @@ describe('schemas/management-api.yaml', () => {
       expect(csvExample(document, 'usageSummary')).to.deep.equal([...SUMMARY_FIELDS]);
       expect(csvExample(document, 'adminListCodes')).to.deep.equal([...CODE_FIELDS]);
       expect(csvExample(document, 'adminListAudit')).to.deep.equal([...AUDIT_FIELDS]);
+      expect(csvExample(document, 'getStatement')).to.deep.equal([...STATEMENT_CSV_FIELDS]);
       expect(csvExample(document, 'adminCreateCodes')).to.deep.equal(propertyNames(document, { $ref: '#/components/schemas/NewCode' }));
     });
   });

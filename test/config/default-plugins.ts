@@ -1,7 +1,7 @@
 /** Every plugin's section of gateway.yaml once the schema defaults are applied: what an empty `plugins:` means. */
 export const DEFAULT_PLUGIN_CONFIG = {
   auth: { enabled: true, cache_ttl_ms: 60000, cache_max_entries: 10000, failures_per_minute: 20 },
-  billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 10, flush_max_records: 500, max_queued_charges: 1000, max_queued_age_ms: 2000, outbox_path: 'data/outbox', outbox_max_bytes: 134217728, drift_check_interval_ms: 60000, overage: 'charge', server_tool_uses: 10, currency: '', cost_header: true },
+  billing: { enabled: true, hold_ttl_ms: 3600000, sweep_interval_ms: 30000, flush_interval_ms: 10, flush_max_records: 500, max_queued_charges: 1000, max_queued_age_ms: 2000, outbox_path: 'data/outbox', outbox_max_bytes: 134217728, drift_check_interval_ms: 60000, overage: 'charge', server_tool_uses: 10, currency: '', cost_header: true, statements: { name: 'Tollgate', address: [], tax_id: '', footer: '', number_prefix: 'TG' } },
   metrics: { enabled: true, bearer_token: '', label_accounts: false },
   'rate-limit': {
     enabled: true,

@@ -54,6 +54,11 @@ const INVALID: readonly InvalidCase[] = [
     expected: ['gateway.yaml:16:33 models.gpt-5.1.price.tiers.priority.ouput: unknown field "ouput" (did you mean "output"?)'],
   },
   {
+    name: 'a misspelt field of the statements section',
+    text: yaml('providers: {}', 'models: {}', 'plugins:', '  billing:', '    statements:', '      name: Example Ltd', '      tax_di: GB123'),
+    expected: ['gateway.yaml:7:7 plugins.billing.statements.tax_di: unknown field "tax_di" (did you mean "tax_id"?)'],
+  },
+  {
     name: 'an unknown field close to a known one (did you mean)',
     text: yaml('providers:', '  openai:', '    protocl: openai', '    base_url: https://api.openai.com/v1', 'models: {}'),
     expected: ['gateway.yaml:3:5 providers.openai.protocl: unknown field "protocl" (did you mean "protocol"?)'],
