@@ -63,7 +63,7 @@ export interface PeriodLedger {
   readonly credits: readonly KindSum[];
   readonly debits: readonly KindSum[];
   readonly chargesByModel: readonly ChargeGroup[];
-  /** The same charges by who spent them: the charge's member where charges record one, else its key. */
+  /** The same charges by who spent them: the organisation's member whose key made it, or the account itself. */
   readonly chargesByPayer: readonly ChargeGroup[];
 }
 
@@ -121,7 +121,7 @@ export function statementFigures(ledger: PeriodLedger, previousClosing: bigint |
   place(movements, CREDIT_LINE, ledger.credits, 'credits');
   place(movements, DEBIT_LINE, ledger.debits, 'debits');
   const charged = sumOf(ledger.chargesByModel);
-  if (sumOf(ledger.chargesByPayer) !== charged) throw new StatementMismatchError('charges by model and by key do not sum to the same amount');
+  if (sumOf(ledger.chargesByPayer) !== charged) throw new StatementMismatchError('charges by model and by member do not sum to the same amount');
   movements.charges = charged;
   const opening = previousClosing ?? ledger.before;
   const earlier = ledger.before - opening;

@@ -36,8 +36,8 @@ export interface StatementDocument {
   readonly charges: {
     readonly requests: number;
     readonly by_model: readonly { readonly model: string; readonly requests: number; readonly amount: string }[];
-    /** What `by_payer` groups by: the key that spent each charge (a member, where charges record one). */
-    readonly payer_kind: 'key';
+    /** What `by_payer` groups by: the member who spent each charge (an organisation's member, or the account itself). */
+    readonly payer_kind: 'member';
     readonly by_payer: readonly { readonly id: string; readonly name: string | null; readonly requests: number; readonly amount: string }[];
   };
 }
@@ -89,7 +89,7 @@ export function composeDocument(context: StatementContext, ledger: PeriodLedger,
     charges: {
       requests: figures.requests,
       by_model: figures.chargesByModel.map((group) => ({ model: group.id, ...groupView(group) })),
-      payer_kind: 'key',
+      payer_kind: 'member',
       by_payer: figures.chargesByPayer.map((group) => ({ id: group.id, name: group.name, ...groupView(group) })),
     },
   };

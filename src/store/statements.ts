@@ -53,10 +53,11 @@ export function documentHash(document: string): string {
 }
 
 /**
- * Who spent a charge, for the statement's charges by payer: the one place that names the column. The
- * key today; a charges column naming the member who spent it replaces both names here.
+ * Who spent a charge, for the statement's charges by member: the one place that says so. The member
+ * of an organisation whose key made it (charges.member_account_id); on a personal account, the
+ * account itself, its one member.
  */
-const PAYER = { column: 'key_id', names: 'api_keys' } as const;
+const PAYER = { expression: 'COALESCE(c.member_account_id, c.account_id)', names: 'accounts' } as const;
 
 /** How the shared statement SQL reads in each dialect. */
 export interface StatementDialect {
@@ -80,10 +81,10 @@ export function periodLedgerSql(dialect: StatementDialect): { before: string; cr
     debits: kinds('debits'),
     byModel: `SELECT model AS id, model AS name, count(*) AS requests, ${text('sum(cost)')} AS amount FROM charges WHERE ${inPeriod()}
                GROUP BY model ORDER BY sum(cost) DESC, model`,
-    byPayer: `SELECT c.${PAYER.column} AS id, p.name AS name, count(*) AS requests, ${text('sum(c.cost)')} AS amount
-                FROM charges c LEFT JOIN ${PAYER.names} p ON p.id = c.${PAYER.column}
+    byPayer: `SELECT ${PAYER.expression} AS id, p.name AS name, count(*) AS requests, ${text('sum(c.cost)')} AS amount
+                FROM charges c LEFT JOIN ${PAYER.names} p ON p.id = ${PAYER.expression}
                WHERE ${inPeriod('c.')}
-               GROUP BY c.${PAYER.column}, p.name ORDER BY sum(c.cost) DESC, c.${PAYER.column}`,
+               GROUP BY ${PAYER.expression}, p.name ORDER BY sum(c.cost) DESC, ${PAYER.expression}`,
   };
 }
 

@@ -137,7 +137,7 @@ for (const backend of BACKENDS) {
       expect(statement.closing.exact).to.equal(formatUnits(27_000_000_003n - 3_500_000_000n - charged));
       expect(statement.closing.shown).to.match(/^23\.\d\d USD$/);
       expect(statement.charges.by_model).to.deep.equal([{ model: 'gpt-priced', requests: 3, amount: { exact: formatUnits(charged), shown: statement.charges.by_model[0].amount.shown } }]);
-      expect(statement.charges.by_payer.map((group: { name: string }) => group.name)).to.deep.equal(['ci']);
+      expect(statement.charges.by_payer.map((group: { name: string }) => group.name)).to.deep.equal(['amy']);
       expect(statement.issuer).to.deep.equal({ name: 'Example Gateways Ltd', address: ['1 Long Road'], tax_id: 'GB123456789', footer: 'Thank you' });
       expect(statement.number).to.match(/^TG-2026-\d{6}$/);
       expect(summary.closing).to.deep.equal(statement.closing);

@@ -73,6 +73,6 @@ describe('statement figures', () => {
 
   it('refuses charges whose two groupings disagree', () => {
     const skewed = { ...LEDGER, chargesByPayer: [{ id: 'key_a', name: null, requests: 6, amount: 1n }] };
-    expect(() => statementFigures(skewed, null)).to.throw(StatementMismatchError, 'charges by model and by key');
+    expect(() => statementFigures(skewed, null)).to.throw(StatementMismatchError, 'charges by model and by member');
   });
 });
