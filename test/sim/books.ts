@@ -20,13 +20,15 @@ import { StoreBook } from '../../src/billing/store-book';
 import { PaymentMetrics } from '../../src/metrics/payment-metrics';
 import { Payments } from '../../src/payments/payments';
 import { openStore } from '../../src/store/open';
+import { marginOf } from '../../src/billing/money';
 import type { Account, ApiKeyRecord, BudgetCheck, ChargeRecord, HoldResult, RedeemResult, Store } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
 import { closeRedis, connectRedis, scanEveryPrimary } from '../../src/shared-state/redis';
 import { redisClusterProblem, startOwnCluster } from '../helpers/redis-cluster';
 import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
+import type { UpstreamSums } from './model';
 import type { Abilities, Op } from './ops';
-import { CONFIG, MODEL, orderCredit, STRIPE_CONFIG, webhook } from './world';
+import { CONFIG, MODEL, orderCredit, STRIPE_CONFIG, webhook, type Priced } from './world';
 
 export const STORES = ['local', 'sqlite', 'pg', 'redis', 'redis-cluster'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -254,7 +256,7 @@ export class BookSession {
   }
 
   /** What billing does when a request ends: the live balances first, then the ledger writer's queue. */
-  async settle(request: string, cost: bigint, at: number): Promise<void> {
+  async settle(request: string, { cost, provider, upstreamCost }: Pick<Priced, 'cost' | 'provider' | 'upstreamCost'>, at: number): Promise<void> {
     const open = this.requests.get(request)!;
     this.requests.delete(request);
     const charge: ChargeRecord = {
@@ -263,7 +265,7 @@ export class BookSession {
       accountId: open.accountId,
       keyId: open.keyId,
       model: MODEL,
-      provider: 'openai',
+      provider,
       endpoint: 'chat',
       inputTokens: 0,
       cacheWriteTokens: 0,
@@ -275,6 +277,7 @@ export class BookSession {
       cost,
       held: open.amount,
       overage: cost > open.amount ? cost - open.amount : 0n,
+      upstreamCost,
       usageSource: cost === 0n ? 'none' : 'upstream',
       status: cost === 0n ? 502 : 200,
       outcome: cost === 0n ? 'failed' : 'delivered',
@@ -359,6 +362,17 @@ export class BookSession {
       views.set(account.id, { ...total, chargeRows });
     }
     return views;
+  }
+
+  /**
+   * An account's charges as the operator's usage summary reads them from the ledger: what they cost
+   * upstream, the margin (by the gateway's own rule), and how many had no known cost.
+   */
+  async upstream(account: number): Promise<UpstreamSums> {
+    const accountId = this.accounts[account].id;
+    const rows = await this.store.usageSummary({ accountId, groupBy: 'account', upstreamCost: true, since: new Date(0), until: new Date(Date.UTC(9999, 0)), limit: 10, offset: 0 });
+    const sums = rows[0]?.upstream ?? { cost: 0n, costedCharged: 0n, uncosted: 0 };
+    return { cost: sums.cost, margin: marginOf(sums.costedCharged, sums.cost), uncosted: sums.uncosted };
   }
 
   /** What the book's own drift checks find (a book with a copy of its own: Redis). */

@@ -11,6 +11,11 @@
  * charge is what the upstream reported, in full, past the hold too. A card order adds its amount less
  * what refunds and disputes took, whatever order Stripe's events arrive in; together they never take
  * more than the order; a dispute won gives back what it took. A redemption code credits once.
+ *
+ *   upstream cost = the sum of what the charges of known cost cost upstream
+ *   margin        = what those same charges charged − their upstream cost
+ *
+ * A charge whose route states no cost records none: it is counted apart, in neither sum.
  */
 
 export type Scope = 'account' | 'key';
@@ -33,7 +38,17 @@ interface Charge {
   readonly accountId: string;
   readonly keyId: string;
   readonly cost: bigint;
+  /** What it cost the operator upstream; null when its route's cost is unknown. */
+  readonly upstreamCost: bigint | null;
   readonly at: number;
+}
+
+/** An account's charges as the operator reads them: what they cost upstream, and the margin on them. */
+export interface UpstreamSums {
+  readonly cost: bigint;
+  readonly margin: bigint;
+  /** Charges of unknown upstream cost, in neither figure. */
+  readonly uncosted: number;
 }
 
 interface OpenHold {
@@ -111,11 +126,11 @@ export class MoneyModel {
    * reported no more than the request could use (its own text, at most its output limit), so the hold
    * had to cover it.
    */
-  settle(requestId: string, cost: bigint, at: number, honest: boolean): Breach[] {
+  settle(requestId: string, cost: bigint, upstreamCost: bigint | null, at: number, honest: boolean): Breach[] {
     const hold = this.holds.get(requestId);
     if (hold === undefined) throw new Error(`the model holds nothing for ${requestId}`);
     this.holds.delete(requestId);
-    this.charges.push({ accountId: hold.accountId, keyId: hold.keyId, cost, at });
+    this.charges.push({ accountId: hold.accountId, keyId: hold.keyId, cost, upstreamCost, at });
     const breaches: Breach[] = [];
     if (!honest) {
       this.dented.add(hold.accountId);
@@ -193,6 +208,22 @@ export class MoneyModel {
 
   chargeCount(accountId: string): number {
     return this.charges.filter((charge) => charge.accountId === accountId).length;
+  }
+
+  upstream(accountId: string): UpstreamSums {
+    let cost = 0n;
+    let charged = 0n;
+    let uncosted = 0;
+    for (const charge of this.charges) {
+      if (charge.accountId !== accountId) continue;
+      if (charge.upstreamCost === null) {
+        uncosted += 1;
+        continue;
+      }
+      cost += charge.upstreamCost;
+      charged += charge.cost;
+    }
+    return { cost, margin: charged - cost, uncosted };
   }
 
   /** Credits less debits: what the ledger's funds side adds up to. */

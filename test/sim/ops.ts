@@ -23,6 +23,8 @@ export type Op =
       /** Settled in the same step; otherwise its hold stays open until a `settle`. */
       readonly settleNow: boolean;
       readonly instance: number;
+      /** The route that answered: 0 the first (it states its cost), 1 the failover (a cost no one knows). */
+      readonly route: number;
     }
   | { readonly kind: 'settle'; readonly request: string }
   | { readonly kind: 'drain' }
@@ -167,6 +169,7 @@ export class OpGenerator {
       outputPercent: r.int(0, 100),
       settleNow: r.chance(0.7),
       instance: r.int(0, this.abilities.instances - 1),
+      route: r.chance(0.2) ? 1 : 0,
     };
   }
 

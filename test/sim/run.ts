@@ -1,8 +1,8 @@
 /**
  * Runs seeds of the simulator on one book: draws each operation from the seed and the model, applies
  * it to the model and to the book, and compares every observable after it (the live balance and held
- * amount, the 402 reason, and after each drain the ledger's rows and sums, `verify`'s checks, the
- * period spends and the book's own drift check). The first difference ends the seed with what it was,
+ * amount, the 402 reason, and after each drain the ledger's rows and sums, what the charges cost
+ * upstream and their margin, `verify`'s checks, the period spends and the book's own drift check). The first difference ends the seed with what it was,
  * where, and the operations that led there.
  */
 import type { BudgetCheck, HoldResult } from '../../src/store/store';
@@ -10,7 +10,7 @@ import { BookSession, openRig, type Setup, type StoreName } from './books';
 import { MoneyModel, type Admission, type ModelBudget } from './model';
 import { ACCOUNTS, CODES, KEYS_PER_ACCOUNT, OpGenerator, Random, type Op } from './ops';
 import { pendingFor, type PendingRule } from './pending';
-import { orderCredit, priced } from './world';
+import { orderCredit, priced, type Priced } from './world';
 
 interface SeedFailure {
   readonly seed: number;
@@ -150,6 +150,11 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
       same(`verify: account ${index}'s stored balance against credits − charges − debits`, 'verify', view.balance, view.credits - view.charges - view.debits);
       same(`verify: account ${index}'s held against its open holds`, 'verify', view.held, view.openHolds);
       same(`account ${index}'s held amount in the store`, 'ledger', view.held, session.holdsInStore ? model.held('account', account.id) : 0n);
+      const upstream = await session.upstream(index);
+      const expected = model.upstream(account.id);
+      same(`account ${index}'s upstream cost in the operator's summary`, 'upstream-cost', upstream.cost, expected.cost);
+      same(`account ${index}'s margin in the operator's summary`, 'upstream-cost', upstream.margin, expected.margin);
+      same(`account ${index}'s charges of unknown upstream cost`, 'upstream-cost', upstream.uncosted, expected.uncosted);
     }
     const drift = await session.drift();
     if (drift.length > 0) throw new Mismatch('verify', `the drift check finds ${drift.join('; ')}`);
@@ -164,7 +169,8 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
         return checkLive('balance');
       case 'request': {
         const key = op.account * KEYS_PER_ACCOUNT + op.key;
-        const { hold, cost, honest } = priced(op);
+        const request = priced(op);
+        const { hold, honest } = request;
         const record = session.keys[key];
         const checks = session.budgets(key, clock);
         const expected = model.hold(op.id, record.accountId, record.id, hold, modelBudgets(checks));
@@ -174,18 +180,18 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
           if (!tolerate(rule)) throw new Mismatch(rule, `a hold of ${hold}: the book says ${reasonOf(actual)}, the model ${reasonOf(expected)}`);
         }
         if (expected.ok && op.settleNow) {
-          for (const breach of model.settle(op.id, cost, clock, honest)) if (!tolerate(breach.rule)) throw new Mismatch(breach.rule, breach.detail);
-          await session.settle(op.id, cost, clock);
+          for (const breach of model.settle(op.id, request.cost, request.upstreamCost, clock, honest)) if (!tolerate(breach.rule)) throw new Mismatch(breach.rule, breach.detail);
+          await session.settle(op.id, request, clock);
         } else if (expected.ok) {
-          pricedOpen.set(op.id, { cost, honest });
+          pricedOpen.set(op.id, request);
         }
         return checkLive('balance', op.instance);
       }
       case 'settle': {
-        const { cost, honest } = pricedOpen.get(op.request)!;
+        const request = pricedOpen.get(op.request)!;
         pricedOpen.delete(op.request);
-        for (const breach of model.settle(op.request, cost, clock, honest)) if (!tolerate(breach.rule)) throw new Mismatch(breach.rule, breach.detail);
-        await session.settle(op.request, cost, clock);
+        for (const breach of model.settle(op.request, request.cost, request.upstreamCost, clock, request.honest)) if (!tolerate(breach.rule)) throw new Mismatch(breach.rule, breach.detail);
+        await session.settle(op.request, request, clock);
         return checkLive('balance');
       }
       case 'drain':
@@ -230,7 +236,7 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
     }
   };
 
-  const pricedOpen = new Map<string, { cost: bigint; honest: boolean }>();
+  const pricedOpen = new Map<string, Priced>();
   try {
     for (const [index] of session.accounts.entries()) await apply({ kind: 'credit', account: index, amount: new Random(seed + index).big(3_000_000n, 15_000_000n) });
     for (step = 0; step < ops; step++) await apply(generator.next(model.openHolds()));

@@ -1,12 +1,14 @@
 /**
- * What every book of the simulator shares: one gateway.yaml (a priced chat model, card payments in
- * cents at one balance unit per dollar, so every share of an order is exact), the gateway's own hold
- * estimate and pricing for a request, and Stripe's webhooks as Stripe signs them.
+ * What every book of the simulator shares: one gateway.yaml (a priced chat model with two routes, the
+ * first stating what it costs the operator and the second, its failover, of unknown cost; card
+ * payments in cents at one balance unit per dollar, so every share of an order is exact), the
+ * gateway's own hold estimate, pricing and upstream cost for a request, and Stripe's webhooks as
+ * Stripe signs them.
  */
 import Stripe from 'stripe';
 import { dearestHold } from '../../src/billing/hold-amount';
 import { costOf } from '../../src/billing/prices';
-import { rateTable } from '../../src/billing/service-levels';
+import { costTable, rateTable, routeKey } from '../../src/billing/service-levels';
 import { chatFramingTokens } from '../../src/billing/chat-framing';
 import { parseConfig } from '../../src/config/load';
 import type { GatewayConfig, ModelConfig, StripeConfig } from '../../src/config/types';
@@ -23,8 +25,14 @@ export const CONFIG: GatewayConfig = parseConfig(
 version: 1
 providers:
   openai: { protocol: openai, base_url: http://127.0.0.1:9/v1, api_key: k }
+  spare: { protocol: openai, base_url: http://127.0.0.1:9/v1, api_key: k }
 models:
-  ${MODEL}: { family: openai, routes: [{ provider: openai }], max_output_tokens: 200, context_window: 128000, price: { input: 2, output: 8 } }
+  ${MODEL}:
+    family: openai
+    routes: [{ provider: openai, cost: { input: 1.3, output: 5.7 } }, { provider: spare, priority: 1 }]
+    max_output_tokens: 200
+    context_window: 128000
+    price: { input: 2, output: 8 }
 payments:
   stripe:
     secret_key: sk_test_sim
@@ -42,12 +50,20 @@ payments:
 export const STRIPE_CONFIG: StripeConfig = CONFIG.payments.stripe!;
 const model: ModelConfig = CONFIG.models[MODEL];
 const rates = rateTable(CONFIG).get(MODEL)!;
+const routeCosts = costTable(CONFIG).get(MODEL)!;
+/** The providers of the model's routes, in the order `Op.route` names them. */
+const ROUTES = model.routes.map((route) => route.provider);
 
-/** A request as the gateway sees it: its hold (the gateway's own estimate) and what each usage costs. */
+/**
+ * A request as the gateway sees it: its hold (the gateway's own estimate), what its usage is charged,
+ * and what it cost upstream at the route that answered (null: that route's cost is unknown).
+ */
 export interface Priced {
   readonly hold: bigint;
   readonly cost: bigint;
   readonly honest: boolean;
+  readonly provider: string;
+  readonly upstreamCost: bigint | null;
 }
 
 const counted = new Map<string, number>();
@@ -67,7 +83,10 @@ export function priced(op: Extract<Op, { kind: 'request' }>): Priced {
     none: { inputTokens: 0, outputTokens: 0 },
   }[op.usage];
   const cost = costOf({ ...NO_TOKENS, ...usage, toolCalls: {} }, rates.standard.card);
-  return { hold, cost, honest: op.usage !== 'over' };
+  const provider = ROUTES[op.route];
+  const routeRates = routeCosts.get(routeKey(provider, MODEL));
+  const upstreamCost = routeRates === undefined ? null : costOf({ ...NO_TOKENS, ...usage, toolCalls: {} }, routeRates.standard.card);
+  return { hold, cost, honest: op.usage !== 'over', provider, upstreamCost };
 }
 
 /** The nano-units an order of `minor` cents credits: a unit per dollar. */
