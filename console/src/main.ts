@@ -1,10 +1,12 @@
 // Boot: restore the session, then render whichever page the URL names — or the
 // log-in form, for every page but Prices, while nobody is signed in.
+import { refreshOrganisations } from './acting.js';
 import { apiDelete, apiGet, errorMessage, setUnauthenticatedHandler } from './api.js';
 import { h, replace } from './dom.js';
 import { setCurrency } from './money.js';
 import { renderShell } from './nav.js';
 import type { PageContext } from './page.js';
+import { invitationWaiting, JOIN_PATH } from './pages/join.js';
 import { SIGNUP_PATH, renderLogin, wantsSignup } from './pages/login.js';
 import { renderForbidden, renderNotFound } from './pages/problems.js';
 import { findPage } from './routes.js';
@@ -52,6 +54,7 @@ function renderLocation(location: Location, cause: 'start' | 'navigate' | 'histo
     signal: activeVisit.signal,
   };
 
+  if (account) refreshOrganisations();
   const page = findPage(location.path);
   const showLogin = !account && !page?.public;
   const title = renderPageInto(context, showLogin);
@@ -93,7 +96,9 @@ function moveFocusTo(root: HTMLElement, title: string): void {
 }
 
 function onSignedIn(): void {
-  if (window.location.pathname.startsWith(SIGNUP_PATH)) navigate('/console', { replace: true });
+  // Someone who opened an invitation signed out comes back to it once signed in or up.
+  if (invitationWaiting()) navigate(JOIN_PATH, { replace: true });
+  else if (window.location.pathname.startsWith(SIGNUP_PATH)) navigate('/console', { replace: true });
   else reload();
 }
 

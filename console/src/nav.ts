@@ -1,6 +1,7 @@
 // The header: main navigation and the signed-in account with its balance (fetched again on each
 // page, so it is never older than the page) and its Log out button.
 // Admin links sit in a collapsed "Admin" menu so the main bar stays short on phones.
+import { accountSwitcher, actingOrganisationLoaded, organisationsLoaded } from './acting.js';
 import { apiGet } from './api.js';
 import { h, replace, uniqueId } from './dom.js';
 import { formatMoney } from './money.js';
@@ -21,11 +22,13 @@ const MAIN_LINKS: readonly NavLink[] = [
   { href: '/console/sessions', text: 'Sessions' },
   { href: '/console/playground', text: 'Playground' },
   { href: '/console/prices', text: 'Prices' },
+  { href: '/console/members', text: 'Members' },
   { href: '/console/account', text: 'Account' },
 ];
 
 const ADMIN_LINKS: readonly NavLink[] = [
   { href: '/console/admin/accounts', text: 'Accounts' },
+  { href: '/console/admin/orgs', text: 'Organisations' },
   { href: '/console/admin/codes', text: 'Codes' },
   { href: '/console/admin/payments', text: 'Payments' },
   { href: '/console/admin/providers', text: 'Providers' },
@@ -122,19 +125,35 @@ function adminMenu(path: string): HTMLElement {
   return item;
 }
 
-/** The balance as a link to Top Up; empty until it loads, and left empty if it cannot. */
+/**
+ * The balance of the account acted for, as a link to Top Up (an organisation's to its Members
+ * page); empty until it loads, and left empty if it cannot.
+ */
 function headerBalance(): HTMLElement {
   const link = h('a', { href: '/console/topup', class: 'header-balance', 'data-testid': 'header-balance', hidden: true });
-  void apiGet<AccountSummary>('/api/account').then((summary) => {
-    link.title = `Balance ${summary.balance}: top up`;
-    replace(link, h('span', { class: 'visually-hidden' }, 'Balance: '), formatMoney(summary.balance));
+  void actingOrganisationLoaded().then(async (organisation) => {
+    const balance = organisation === null ? (await apiGet<AccountSummary>('/api/account')).balance : organisation.balance;
+    if (balance === null) return;
+    if (organisation !== null) link.href = '/console/members';
+    link.title = `${organisation === null ? 'Balance' : `${organisation.name}'s balance`} ${balance}`;
+    replace(link, h('span', { class: 'visually-hidden' }, organisation === null ? 'Balance: ' : `${organisation.name}'s balance: `), formatMoney(balance));
     link.hidden = false;
-  }, () => undefined);
+  }).catch(() => undefined);
   return link;
+}
+
+/** The account switcher, once the person's organisations are read; nothing for someone in none. */
+function switcherSlot(account: Account): HTMLElement {
+  const slot = h('span', { class: 'switcher-slot' });
+  void organisationsLoaded().then((organisations) => {
+    if (organisations.length > 0) replace(slot, accountSwitcher(account.name));
+  });
+  return slot;
 }
 
 function accountBox(account: Account, onLogout: () => void): HTMLElement {
   return h('div', { class: 'account-box' },
+    switcherSlot(account),
     headerBalance(),
     h('span', { class: 'account-name' },
       h('span', { class: 'visually-hidden' }, 'Signed in as '), account.name,

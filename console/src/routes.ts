@@ -17,6 +17,9 @@ import { topupPage } from './pages/topup.js';
 import { paymentsPage } from './pages/payments.js';
 import { adminPaymentsPage } from './pages/admin-payments.js';
 import { usagePage } from './pages/usage.js';
+import { membersPage } from './pages/members.js';
+import { joinPage, JOIN_PATH } from './pages/join.js';
+import { adminOrgsPage } from './pages/admin-orgs.js';
 
 const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console', dashboardPage],
@@ -32,6 +35,9 @@ const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console/playground', playgroundPage],
   ['/console/prices', pricesPage],
   ['/console/account', accountPage],
+  ['/console/members', membersPage],
+  [JOIN_PATH, joinPage],
+  ['/console/admin/orgs', adminOrgsPage],
   ['/console/admin/accounts', adminAccountsPage],
   ['/console/admin/codes', adminCodesPage],
   ['/console/admin/providers', adminProvidersPage],

@@ -423,3 +423,49 @@ export interface BudgetAlert {
     budget?: Budget & { scope: 'account' | 'key' };
   };
 }
+
+/** An organisation one belongs to (GET /api/orgs), with one's role; an administrator's list adds the member count. */
+export interface Organisation {
+  id: string;
+  name: string;
+  created_at: string;
+  disabled: boolean;
+  role: MemberRole | null;
+  balance: string | null;
+  held: string | null;
+  members?: number;
+}
+
+export type MemberRole = 'owner' | 'admin' | 'billing' | 'member';
+
+/** What an owner or admin set for one member; null for another member's, unless one may manage them. */
+interface MemberLimits {
+  budget: Budget | null;
+  models: string[] | null;
+  rate_limits: RateLimits | null;
+}
+
+export interface Member {
+  account_id: string;
+  name: string;
+  email: string | null;
+  role: MemberRole;
+  created_at: string;
+  limits: MemberLimits | null;
+}
+
+export interface Invitation {
+  id: string;
+  invitee: string;
+  role: MemberRole;
+  status: 'open' | 'accepted' | 'revoked' | 'expired';
+  created_at: string;
+  expires_at: string;
+}
+
+/** POST /api/orgs/{id}/invitations: the link's secret, shown this once. */
+export interface NewInvitation {
+  invitation: Invitation;
+  secret: string;
+  link: string;
+}

@@ -5,23 +5,22 @@
  * nor in the panel Add Token opens. axe is added to each page from the installed package, so the
  * context bypasses the console's CSP (the other suites check the CSP itself).
  */
-import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { unitsToNano } from '../../src/billing/money';
 import type { FakeUpstream } from '../helpers/fake-upstream';
 import type { TestGateway } from '../helpers/test-gateway';
 import { chatCompletion } from '../helpers/upstream-replies';
+import { seriousViolations } from './axe';
 import { createLoginAccount, saveScreenshot, startConsoleRig, stopConsoleRig, waitFor } from './browser-helpers';
 
-const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 const PASSWORD = 'correct-horse-battery';
-const WCAG_TAGS = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa'];
 
 const SIGNED_OUT_PAGES = [
   ['/console', 'Log in'],
   ['/console/signup', 'Create an account'],
   ['/console/prices', 'Prices'],
+  ['/console/join', 'Join an organisation'],
 ] as const;
 
 const SIGNED_IN_PAGES = [
@@ -35,33 +34,15 @@ const SIGNED_IN_PAGES = [
   ['/console/playground', 'Playground'],
   ['/console/prices', 'Prices'],
   ['/console/account', 'Account'],
+  ['/console/members', 'Organisations'],
   ['/console/admin/accounts', 'Accounts'],
+  ['/console/admin/orgs', 'Organisations'],
   ['/console/admin/codes', 'Redemption codes'],
   ['/console/admin/payments', 'Payments'],
   ['/console/admin/providers', 'Providers'],
   ['/console/admin/audit', 'Audit log'],
   ['/console/admin/gateway', 'Gateway totals'],
 ] as const;
-
-interface Violation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown[]; failureSummary?: string }[];
-}
-
-/** axe's serious and critical violations on the page as it is now, one line each. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async (tags) => {
-    const axe = (globalThis as unknown as { axe: { run(context: unknown, options: unknown): Promise<{ violations: Violation[] }> } }).axe;
-    const result = await axe.run((globalThis as unknown as { document: unknown }).document, { runOnly: { type: 'tag', values: tags }, resultTypes: ['violations'] });
-    return result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.map((node) => ({ target: node.target, failureSummary: node.failureSummary })) }));
-  }, WCAG_TAGS);
-  return violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .flatMap((violation) => violation.nodes.map((node) => `${violation.impact} ${violation.id} (${violation.help}) at ${JSON.stringify(node.target)}: ${node.failureSummary ?? ''}`));
-}
 
 for (const viewport of [{ width: 1366, height: 900 }, { width: 390, height: 844 }]) {
   describe(`browser: axe-core on every console page, at ${viewport.width} px`, function () {

@@ -33,6 +33,8 @@ const PAGES = [
   ['/console/prices', 'Prices'],
   ['/console/account', 'Account'],
   ['/console/admin/accounts', 'Accounts'],
+  ['/console/members', 'Organisations'],
+  ['/console/admin/orgs', 'Organisations'],
   ['/console/admin/codes', 'Redemption codes'],
   ['/console/admin/payments', 'Payments'],
   ['/console/admin/providers', 'Providers'],
