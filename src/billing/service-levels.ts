@@ -79,7 +79,7 @@ export function costTable(config: GatewayConfig): ReadonlyMap<string, ReadonlyMa
   for (const model of Object.values(config.models)) {
     const routes = new Map<string, ModelRates>();
     for (const route of model.routes) {
-      const cost = routeCost(route, config.providers[route.provider], model.family);
+      const cost = routeCost(route, config.providers[route.provider], model);
       if (cost !== null) routes.set(routeKey(route.provider, route.upstream_model), modelRates(cost));
     }
     table.set(model.id, routes);

@@ -5,6 +5,7 @@
  * them; their data is what shipped in node_modules.
  */
 import type { ModelData } from '../config/schema-types';
+import type { ModelKind } from '../protocols/types';
 import { LIMITS_SOURCE, PRICES_SOURCE } from './sources';
 
 /** A price as gateway.yaml writes it (per 1M tokens, tool calls per 1,000). */
@@ -227,4 +228,14 @@ export function searchCatalog(text: string, at: Date = new Date()): CatalogModel
     }
   }
   return found;
+}
+
+/**
+ * The catalog lists an image model's output rate as `output`, but every output token such a model
+ * bills is an image token, which gateway.yaml prices as `image_output`: read as text output, the
+ * images would cost the operator nothing and the margin would look larger than it is. Such a model
+ * writes no text, so its text output costs nothing.
+ */
+export function priceForKind(price: CatalogPrice, kind: ModelKind): CatalogPrice {
+  return kind !== 'image' || price.image_output !== undefined || price.output === undefined ? price : { ...price, image_output: price.output, output: 0 };
 }

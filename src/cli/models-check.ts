@@ -4,7 +4,7 @@
  * figures went stale, and a warning for each rate sold below what a route costs. Neither is an error:
  * prices are the operator's to set.
  */
-import { catalogModel, type CatalogModel } from '../catalog/catalog';
+import { catalogModel, priceForKind, type CatalogModel } from '../catalog/catalog';
 import { describeSource, PRICES_SOURCE } from '../catalog/sources';
 import { routeCost } from '../config/route-cost';
 import type { GatewayConfig, ModelConfig, RateCard } from '../config/types';
@@ -31,7 +31,7 @@ function differences(model: ModelConfig, facts: CatalogModel): string[] {
   if (facts.contextWindow !== null && model.context_window !== facts.contextWindow) found.push(`context_window ${model.context_window ?? 'unset'}, catalog ${facts.contextWindow}`);
   if (facts.maxOutputTokens !== null && model.max_output_tokens !== facts.maxOutputTokens) found.push(`max_output_tokens ${model.max_output_tokens}, catalog ${facts.maxOutputTokens}`);
   if (model.price === undefined || facts.price === null) return found;
-  const listed = facts.price as Partial<Record<keyof RateCard, number>>;
+  const listed = priceForKind(facts.price, model.kind) as Partial<Record<keyof RateCard, number>>;
   for (const field of RATE_FIELDS) {
     const catalog = listed[field];
     if (catalog !== undefined && model.price[field] !== catalog) found.push(`price.${field} ${model.price[field]}, catalog ${catalog} (list price of ${facts.priceDate})`);
@@ -47,7 +47,7 @@ function belowCost(config: Pick<GatewayConfig, 'providers' | 'models'>): string[
   const lines: string[] = [];
   for (const model of Object.values(config.models)) {
     for (const route of model.routes) {
-      const cost = routeCost(route, config.providers[route.provider], model.family);
+      const cost = routeCost(route, config.providers[route.provider], model);
       if (cost === null) continue;
       const price = model.price;
       const below = RATE_FIELDS.filter((field) => (price === undefined ? 0 : price[field]) < cost[field]).map(

@@ -3,13 +3,14 @@
  * price for the model that provider serves (`src/catalog`), else unknown. Billing records each charge's
  * usage at it; `tollgate models check` compares prices with it.
  */
-import { catalogModel } from '../catalog/catalog';
+import { catalogModel, priceForKind } from '../catalog/catalog';
 import { derivePrice } from './derive';
-import type { ModelFamily, ModelPrice, ProviderConfig, RouteTarget } from './types';
+import type { ModelConfig, ModelPrice, ProviderConfig, RouteTarget } from './types';
 
-export function routeCost(route: RouteTarget, provider: ProviderConfig | undefined, family: ModelFamily): ModelPrice | null {
+export function routeCost(route: RouteTarget, provider: ProviderConfig | undefined, model: Pick<ModelConfig, 'family' | 'kind'>): ModelPrice | null {
   if (route.cost !== undefined) return route.cost;
   if (provider === undefined) return null;
   const price = catalogModel(provider, route.upstream_model)?.price ?? null;
-  return price === null ? null : derivePrice(price, family);
+  return price === null ? null : derivePrice(priceForKind(price, model.kind), model.family);
 }
+

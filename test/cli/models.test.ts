@@ -168,4 +168,32 @@ describe('tollgate models', () => {
     ]);
     // Above the catalog's list output price of 2 on the openai route: no warning there.
   });
+
+  it("costs an image model's output at the catalog's output rate as image output, which its price is compared with", async () => {
+    const imageModel = (imageOutput: number) =>
+      [
+        'providers: { openai: { protocol: openai, base_url: "https://api.openai.com/v1", api_key: "" } }',
+        'models:',
+        '  gpt-image-1:',
+        '    family: openai',
+        '    kind: image',
+        '    routes: [{ provider: openai }]',
+        `    price: { input: 5, cache_hit: 1.25, image_input: 10, image_output: ${imageOutput} }`,
+        '',
+      ].join('\n');
+    // The catalog lists gpt-image-1's output at 40: every token of it is an image token.
+    expect(catalogModel({ protocol: 'openai' }, 'gpt-image-1')!.price).to.include({ output: 40 });
+    writeFileSync(file, imageModel(30));
+    const below = await tollgate(dir, 'models', 'check', '--config', file);
+    expect(below.out.filter((line) => line.startsWith('warning:'))).to.deep.equal([
+      'warning: gpt-image-1 is sold below cost on route openai gpt-image-1 (catalog list price): image_output 30 < cost 40',
+    ]);
+    expect(below.out.filter((line) => line.includes('price.'))).to.deep.equal([
+      'gpt-image-1 (openai gpt-image-1 = catalog openai gpt-image-1): price.image_output 30, catalog 40 (list price of 2026-09-23)',
+    ]);
+    // At the list price: no warning, no difference (before, the images cost nothing and text output 40).
+    writeFileSync(file, imageModel(40));
+    const atList = await tollgate(dir, 'models', 'check', '--config', file);
+    expect(atList.out.filter((line) => line.startsWith('warning:') || line.includes('price.'))).to.deep.equal([]);
+  });
 });
