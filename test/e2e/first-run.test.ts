@@ -28,7 +28,11 @@ function serve(dir: string, env: NodeJS.ProcessEnv = {}): Promise<Served> {
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line; stdout so far:\n${out}`)), SERVE_START_BOUND_MS);
+    const timer = setTimeout(() => {
+      // A child left running would outlive the suite and load every test after it.
+      child.kill('SIGKILL');
+      reject(new Error(`no listening line; stdout so far:\n${out}`));
+    }, SERVE_START_BOUND_MS);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}:\n${out}`)));
     const check = () => {
       const listening = /"url":"(http:\/\/[^"]+)".*"msg":"tollgate is listening"/.exec(out);
