@@ -6,22 +6,16 @@
  * the reseed does not count them as unspent and the account is never served more than its credit.
  * Skipped, saying so, without PostgreSQL or redis-server.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { expect } from 'chai';
 import { Client } from 'pg';
-import pino from 'pino';
 import { issueApiKey } from '../../src/auth/issue-key';
 import { openRedisBook } from '../../src/billing/redis-book';
 import { verifyLedgerCommand, verifyLiveBalances } from '../../src/cli/ledger';
-import { parseConfig } from '../../src/config/load';
-import { startGateway, type Gateway } from '../../src/gateway';
-import { openStore } from '../../src/store/open';
+import type { Gateway } from '../../src/gateway';
 import type { Store } from '../../src/store/store';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
-import { redisServerProblem, startOwnRedis, type OwnRedis } from '../helpers/redis-server';
-import { createTestDatabase, postgresProblem, type TestDatabase } from '../helpers/services';
+import { startPairOnOwnRedis, type OwnRedisPair } from '../helpers/pair-on-own-redis';
+import { redisServerProblem, type OwnRedis } from '../helpers/redis-server';
+import { postgresProblem, type TestDatabase } from '../helpers/services';
 import { PROVIDER_KEYS } from '../helpers/test-gateway';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 20, messages: [{ role: 'user', content: 'Say something short.' }] });
@@ -46,10 +40,9 @@ describe('faults: Redis restarted empty during a PostgreSQL stall, two instances
   this.timeout(120_000);
   let database: TestDatabase;
   let redis: OwnRedis;
-  let fake: FakeUpstream;
   let store: Store;
-  let gateways: Gateway[] = [];
-  let folder: string;
+  let gateways: Gateway[];
+  let rig: OwnRedisPair | undefined;
 
   before(async function () {
     const problem = (await postgresProblem()) ?? redisServerProblem();
@@ -57,25 +50,12 @@ describe('faults: Redis restarted empty during a PostgreSQL stall, two instances
       console.log(`      ${problem}: suite skipped`);
       this.skip();
     }
-    database = await createTestDatabase();
-    redis = await startOwnRedis();
-    fake = await startFakeUpstream();
-    folder = mkdtempSync(path.join(tmpdir(), 'tollgate-restart-'));
-    for (const name of ['a', 'b']) {
-      const config = parseConfig(yaml(fake.url, database.url, redis.url, path.join(folder, name)), 'restart.yaml', {});
-      gateways.push(await startGateway({ config, port: 0, logger: pino({ level: 'silent' }) }));
-    }
-    store = openStore({ url: database.url });
+    rig = await startPairOnOwnRedis(yaml, 'restart');
+    ({ database, redis, store, gateways } = rig);
   });
 
   after(async () => {
-    for (const gateway of gateways) await gateway.stop(200);
-    gateways = [];
-    await store?.close();
-    await fake?.close();
-    await redis?.close();
-    await database?.drop();
-    if (folder !== undefined) rmSync(folder, { recursive: true, force: true });
+    await rig?.stop();
   });
 
   /** `count` requests, `concurrency` at a time, alternating between the instances; their statuses. */
