@@ -23,7 +23,8 @@ const RATE_FIELDS: ReadonlyArray<{ name: keyof RateLimits; label: string }> = [
 type LimitValues = Pick<ApiKey, 'spend_limit' | 'models' | 'rate_limits' | 'allowed_networks'> & { operator_limits?: OperatorLimits | null };
 
 /** `availableModels` comes from the price list; a key's own models are kept even if no longer priced. */
-export function limitFields(availableModels: readonly string[] | null, key?: LimitValues): Child[] {
+/** `networks` is false where the key cannot hold them (an organisation's keys). */
+export function limitFields(availableModels: readonly string[] | null, key?: LimitValues, networks = true): Child[] {
   const chosen = key?.models ?? [];
   const models = [...new Set([...(availableModels ?? []), ...chosen])];
   return [
@@ -55,7 +56,7 @@ export function limitFields(availableModels: readonly string[] | null, key?: Lim
         value: key?.rate_limits?.[field.name] ?? '',
         attrs: { min: 1, step: 1, inputmode: 'numeric' },
       }))),
-    inputField({
+    !networks ? null : inputField({
       name: 'allowed_networks',
       label: 'Allowed networks',
       value: key?.allowed_networks?.join(', ') ?? '',

@@ -121,6 +121,8 @@ export interface ApiKey {
   budget: Budget | null;
   /** The Playground's own key: left out of the Tokens page. */
   playground: boolean;
+  /** An organisation's key only: the member it is charged to, null once they have left. */
+  member_name?: string | null;
 }
 
 /** What an operator set on a key: the owner can tighten it, never loosen it. */

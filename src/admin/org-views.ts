@@ -52,7 +52,11 @@ export function invitationView(invitation: Invitation, now = Date.now()) {
   };
 }
 
-/** A key made inside an organisation, with the member who made it. */
-export function orgKeyView(key: ApiKeyRecord, now = Date.now()) {
-  return { ...keyView(key, now), member_account_id: key.memberAccountId ?? null };
+/**
+ * A key made inside an organisation, with the member who made it and their name (null once they
+ * have left: their keys stay listed for an owner or admin to revoke).
+ */
+export function orgKeyView(key: ApiKeyRecord, memberNames: ReadonlyMap<string, string>, now = Date.now()) {
+  const member = key.memberAccountId ?? null;
+  return { ...keyView(key, now), member_account_id: member, member_name: member === null ? null : memberNames.get(member) ?? null };
 }

@@ -98,6 +98,7 @@ describe('management API: organisations', function () {
     const made = await bob.post(`/api/orgs/${orgId}/keys`, { name: 'work' });
     expect(made.status, made.text).to.equal(201);
     expect(made.body.key.member_account_id).to.equal(ids.bob);
+    expect(made.body.key.member_name).to.equal('bob');
     expect((await bob.get('/api/keys')).body.keys, 'not among his own keys').to.deep.equal([]);
     const refused = await chat(tg.url, made.body.secret, 'gpt-priced');
     expect(refused.status, 'the organisation has no money yet').to.equal(402);
@@ -117,7 +118,7 @@ describe('management API: organisations', function () {
     const byAdmin = await carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.bob}`);
     expect(byAdmin.body.totals.requests).to.equal(1);
     expect((await carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.carol}`)).body.totals.requests).to.equal(0);
-    expect((await carol.get(`/api/orgs/${orgId}/keys`)).body.keys.map((key: { id: string }) => key.id)).to.deep.equal([made.body.key.id]);
+    expect((await carol.get(`/api/orgs/${orgId}/keys`)).body.keys.map((key: { id: string; member_name: string }) => `${key.id}:${key.member_name}`)).to.deep.equal([`${made.body.key.id}:bob`]);
     expect((await alice.get(`/api/orgs/${orgId}/keys`)).body.keys).to.have.length(1);
   });
 

@@ -2,16 +2,19 @@
  * Organisations in a real browser: an owner makes one on the Members page, invites a second person,
  * who opens the one-time link signed out, logs in and accepts it in their own browser; the account
  * switcher then shows the organisation's balance and members; the owner changes the member's role,
- * sets their limits and removes them; an administrator lists it under Admin → Organisations. Each
- * new page passes axe-core and does not scroll sideways at 390 px.
+ * sets their limits and removes them; an administrator lists it under Admin → Organisations. Acting
+ * for the organisation, Tokens makes a key in it and Usage shows that key's paid request with its
+ * cost, which the personal account's Usage does not. Each new page passes axe-core and does not
+ * scroll sideways at 390 px.
  */
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { unitsToNano } from '../../src/billing/money';
 import type { FakeUpstream } from '../helpers/fake-upstream';
 import type { TestGateway } from '../helpers/test-gateway';
+import { chatCompletion } from '../helpers/upstream-replies';
 import { seriousViolations } from './axe';
-import { createLoginAccount, saveScreenshot, startConsoleRig, stopConsoleRig, type PageGlobals } from './browser-helpers';
+import { createLoginAccount, saveScreenshot, startConsoleRig, stopConsoleRig, waitFor, type PageGlobals } from './browser-helpers';
 
 const PASSWORD = 'correct-horse-battery';
 const PHONE = { width: 390, height: 844 } as const;
@@ -145,6 +148,79 @@ describe('browser: organisations (switcher, members, invitations)', function () 
     await owner.getByText('bruno removed.').waitFor({ state: 'attached' });
     await owner.getByTestId('members-table').getByText('bruno').waitFor({ state: 'detached' });
     expect((await tg.store.orgs.listMembers(acme.id)).map((row) => row.accountName)).to.deep.equal(['olive']);
+  });
+
+  it("makes a key on Tokens for the organisation and shows its paid request on the organisation's Usage only", async () => {
+    const acme = (await tg.store.orgs.listOrganisations()).find((organisation) => organisation.name === 'acme')!;
+    const owner = await newPage();
+    await owner.goto(`${tg.url}/console/token`);
+    await logIn(owner, 'olive');
+    await heading(owner, 'Tokens');
+    await owner.getByTestId('account-switcher').selectOption({ label: 'acme (owner)' });
+    await owner.getByText("API keys that spend acme's balance").waitFor();
+    await owner.getByRole('button', { name: 'Add Token' }).click();
+    await owner.getByLabel('Name', { exact: true }).fill('team-ci');
+    expect(await owner.getByLabel('Allowed networks').count(), 'no networks on an organisation key').to.equal(0);
+    await owner.getByRole('button', { name: 'Create token' }).click();
+    const secret = await owner.getByTestId('new-key-secret').inputValue();
+    expect(secret).to.match(/^sk-/);
+    await owner.getByRole('button', { name: 'Done' }).click();
+    // The owner sees every member's keys, each with its member.
+    const keyRow = owner.getByTestId('key-table').getByRole('row').filter({ hasText: 'team-ci' });
+    await keyRow.filter({ hasText: 'olive' }).waitFor();
+    const [made] = (await tg.store.listKeys({ accountId: acme.id })).filter((key) => key.name === 'team-ci');
+    expect(made?.memberAccountId, 'made in the organisation, charged to olive').to.equal((await tg.store.findAccountByName('olive'))!.id);
+    await accessible(owner, 'Tokens (organisation owner)');
+
+    // One paid request (1,200 × 2 + 300 × 8 per 1M = 0.0048) spends the organisation's balance.
+    fake.enqueue(chatCompletion({ inputTokens: 1200, outputTokens: 300, model: 'gpt-priced' }));
+    const res = await fetch(`${tg.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+      body: JSON.stringify({ model: 'gpt-priced', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status, await res.clone().text()).to.equal(200);
+    await res.arrayBuffer();
+    await waitFor(() => tg.store.listCharges({ accountId: acme.id }), (charges) => charges.length === 1);
+
+    await owner.getByRole('link', { name: 'Usage', exact: true }).click();
+    await heading(owner, 'Usage');
+    const usageRow = owner.getByTestId('member-usage-table').getByRole('row').filter({ hasText: 'team-ci' });
+    await usageRow.filter({ hasText: 'olive' }).waitFor();
+    expect(await usageRow.locator('.money').first().getAttribute('title'), 'its cost').to.equal('0.0048');
+    expect(await owner.getByTestId('member-usage-cost').getAttribute('title')).to.equal('0.0048');
+    await owner.getByTestId('usage-member').selectOption({ label: 'olive' });
+    await usageRow.waitFor();
+    await accessible(owner, 'Usage (organisation owner)');
+
+    // The personal account's Usage does not show it.
+    await owner.getByTestId('account-switcher').selectOption({ label: 'olive (personal)' });
+    await owner.getByTestId('usage-table').waitFor();
+    expect(await owner.getByTestId('usage-totals').textContent()).to.match(/^0 requests match/);
+    expect(await owner.getByTestId('usage-table').getByText('team-ci').count()).to.equal(0);
+
+    // At a phone's width both pages, as an organisation's, fit.
+    const phone = await newPage(PHONE);
+    await phone.goto(`${tg.url}/console`);
+    await logIn(phone, 'olive');
+    await heading(phone, 'Dashboard');
+    await phone.getByTestId('account-switcher').selectOption({ label: 'acme (owner)' });
+    for (const [path, title, ready] of [['/console/token', 'Tokens', 'key-table'], ['/console/usage', 'Usage', 'member-usage-table']] as const) {
+      await phone.goto(`${tg.url}${path}`);
+      await heading(phone, title);
+      await phone.getByTestId(ready).getByText('team-ci').first().waitFor();
+      await accessible(phone, `${title} (organisation) at 390 px`);
+      expect(await scrollWidth(phone), `scrollWidth of ${title} at 390 px`).to.be.at.most(PHONE.width);
+    }
+
+    // Revoked from the organisation's Tokens page.
+    await owner.getByTestId('account-switcher').selectOption({ label: 'acme (owner)' });
+    await owner.getByRole('link', { name: 'Tokens', exact: true }).click();
+    await heading(owner, 'Tokens');
+    await owner.getByRole('button', { name: 'Revoke team-ci' }).click();
+    await owner.getByRole('dialog').getByRole('button', { name: 'Revoke token' }).click();
+    await owner.getByText('Token “team-ci” revoked.').waitFor({ state: 'attached' });
+    expect((await tg.store.listKeys({ accountId: acme.id })).find((key) => key.name === 'team-ci')?.revokedAt).to.not.equal(null);
   });
 
   it('lists organisations with their balance and members under Admin → Organisations', async () => {

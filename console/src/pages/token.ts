@@ -1,5 +1,8 @@
 // /console/token — the account's API keys: list, add (secret shown once, with the base URLs and
-// snippets to use it), edit limits and budget, revoke.
+// snippets to use it), edit limits and budget, revoke. Acting for an organisation, its keys through
+// /api/orgs/{id}/keys: the member's own (every member's, named, for an owner or admin), made and
+// revoked there; they have no limits to edit after creation, budgets or networks.
+import { actingOrganisationLoaded, managesMembers } from '../acting.js';
 import { budgetsSection } from '../budgets.js';
 import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
 import { confirmAction } from '../confirm.js';
@@ -14,11 +17,15 @@ import { secretReveal } from '../secret.js';
 import { statusLine, type StatusLine } from '../status.js';
 import { dataTable } from '../table.js';
 import { endOfDayIso, todayInputValue } from '../time.js';
-import type { ApiKey, KeyStatus, PricedModel } from '../types.js';
+import type { ApiKey, KeyStatus, Organisation, PricedModel } from '../types.js';
 import { badge, buttonRow, money, pageHeading, timeEl, type BadgeTone } from '../ui.js';
 
 interface TokensView {
   context: PageContext;
+  /** The organisation acted for, or null for the personal account. */
+  organisation: Organisation | null;
+  /** Where the keys are listed, made and revoked. */
+  keysPath: string;
   panel: Panel;
   status: StatusLine;
   list: HTMLElement;
@@ -44,32 +51,40 @@ function snippetModels(offered: readonly PricedModel[] | null, key: ApiKey): Con
 export const tokensPage: Page = {
   title: 'Tokens',
   render(context: PageContext) {
-    let offered: Promise<PricedModel[] | null> | undefined;
-    const view: TokensView = {
-      context,
-      panel: inlinePanel(),
-      status: statusLine(),
-      list: h('div'),
-      budgets: budgetsSection(context.signal, false),
-      offered: () => (offered ??= loadOfferedModels(context.signal)),
-      showPlayground: false,
-    };
-    const addButton = h('button', {
-      type: 'button',
-      class: 'button button-primary',
-      'aria-expanded': 'false',
-      onclick: () => void openCreateForm(view, addButton),
-    }, 'Add Token');
-    context.root.append(
-      pageHeading('Tokens', 'API keys let programs call the gateway on this account. Each key can have its own limits.'),
-      buttonRow(addButton),
-      view.status.element,
-      view.panel.element,
-      view.budgets,
-      view.list);
-    void refreshList(view);
+    void actingOrganisationLoaded().then((organisation) => renderTokens(context, organisation));
   },
 };
+
+function renderTokens(context: PageContext, organisation: Organisation | null): void {
+  let offered: Promise<PricedModel[] | null> | undefined;
+  const view: TokensView = {
+    context,
+    organisation,
+    keysPath: organisation === null ? '/api/keys' : `/api/orgs/${encodeURIComponent(organisation.id)}/keys`,
+    panel: inlinePanel(),
+    status: statusLine(),
+    list: h('div'),
+    budgets: organisation === null ? budgetsSection(context.signal, false) : h('div'),
+    offered: () => (offered ??= loadOfferedModels(context.signal)),
+    showPlayground: false,
+  };
+  const addButton = h('button', {
+    type: 'button',
+    class: 'button button-primary',
+    'aria-expanded': 'false',
+    onclick: () => void openCreateForm(view, addButton),
+  }, 'Add Token');
+  context.root.append(
+    pageHeading('Tokens', organisation === null
+      ? 'API keys let programs call the gateway on this account. Each key can have its own limits.'
+      : `API keys that spend ${organisation.name}'s balance, charged to you as its member. Each key can have its own limits.`),
+    buttonRow(addButton),
+    view.status.element,
+    view.panel.element,
+    view.budgets,
+    view.list);
+  void refreshList(view);
+}
 
 async function loadOfferedModels(signal: AbortSignal): Promise<PricedModel[] | null> {
   try {
@@ -83,7 +98,7 @@ async function loadOfferedModels(signal: AbortSignal): Promise<PricedModel[] | n
 
 function refreshList(view: TokensView): Promise<boolean> {
   return loadInto(view.list,
-    () => apiGet<{ keys: ApiKey[] }>('/api/keys', { signal: view.context.signal }),
+    () => apiGet<{ keys: ApiKey[] }>(view.keysPath, { signal: view.context.signal }),
     (data) => {
       // The Playground makes its own short-lived key: not one of the account's tokens, so not listed
       // unless asked for.
@@ -113,13 +128,15 @@ const STATUS_TONES: Record<KeyStatus, BadgeTone> = { active: 'good', revoked: 'b
 
 function keyTable(view: TokensView, keys: readonly ApiKey[]): HTMLElement {
   return dataTable({
-    caption: 'Your API keys',
+    caption: view.organisation === null ? 'Your API keys' : `API keys in ${view.organisation.name}`,
     hideCaption: true,
     rows: keys,
     emptyText: 'No tokens yet. Use “Add Token” to create one.',
     testId: 'key-table',
     columns: [
       { label: 'Name', cell: (key) => key.name ?? h('span', { class: 'muted' }, 'Unnamed') },
+      // An owner or admin lists every member's keys; a member only their own, so no column.
+      ...(managesMembers(view.organisation) ? [{ label: 'Member', cell: (key: ApiKey) => key.member_name ?? h('span', { class: 'muted' }, 'Left') }] : []),
       // Only the prefix and last four characters are ever known after creation.
       { label: 'Key', cell: (key) => h('code', { class: 'key-mask' }, `${key.prefix}…${key.last4}`) },
       { label: 'Status', cell: (key) => badge(key.status, STATUS_TONES[key.status]) },
@@ -145,6 +162,13 @@ function spentCell(key: ApiKey): Child {
 function keyActions(view: TokensView, key: ApiKey): Child {
   if (key.status !== 'active') return null;
   const label = keyLabel(key);
+  const revoke = h('button', {
+    type: 'button',
+    class: 'button button-small button-danger',
+    'aria-label': `Revoke ${label}`,
+    onclick: () => void revokeKey(view, key),
+  }, 'Revoke');
+  if (view.organisation !== null) return h('div', { class: 'row-actions' }, revoke);
   const edit = h('button', {
     type: 'button',
     class: 'button button-small',
@@ -157,12 +181,6 @@ function keyActions(view: TokensView, key: ApiKey): Child {
     'aria-label': `Budget for ${label}`,
     onclick: () => openBudgetForm(view, key, budget),
   }, 'Budget');
-  const revoke = h('button', {
-    type: 'button',
-    class: 'button button-small button-danger',
-    'aria-label': `Revoke ${label}`,
-    onclick: () => void revokeKey(view, key),
-  }, 'Revoke');
   return h('div', { class: 'row-actions' }, edit, budget, revoke);
 }
 
@@ -174,7 +192,7 @@ async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<vo
     fields: [
       inputField({ name: 'name', label: 'Name', required: true, hint: 'Something to recognise it by, e.g. “laptop”.', attrs: { maxlength: 60, autocomplete: 'off' } }),
       inputField({ name: 'expires_at', label: 'Expiry date', type: 'date', hint: 'Optional. The token works through the end of this day (UTC).', attrs: { min: todayInputValue() } }),
-      ...limitFields(models),
+      ...limitFields(models, undefined, view.organisation === null),
     ],
     async onSubmit(form) {
       const expiry = valueOf(form, 'expires_at');
@@ -187,7 +205,7 @@ async function openCreateForm(view: TokensView, opener: HTMLElement): Promise<vo
         ...(limits.rate_limits !== null ? { rate_limits: limits.rate_limits } : {}),
         ...(limits.allowed_networks !== null ? { allowed_networks: limits.allowed_networks } : {}),
       };
-      const created = await apiPost<{ key: ApiKey; secret: string }>('/api/keys', body);
+      const created = await apiPost<{ key: ApiKey; secret: string }>(view.keysPath, body);
       showNewSecret(view, created.key, created.secret, snippetModels(await view.offered(), created.key), opener);
       void refreshList(view);
     },
@@ -258,7 +276,7 @@ async function revokeKey(view: TokensView, key: ApiKey): Promise<void> {
   });
   if (!confirmed) return;
   try {
-    await apiDelete<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`);
+    await apiDelete<{ key: ApiKey }>(`${view.keysPath}/${encodeURIComponent(key.id)}`);
     view.status.show(`Token “${label}” revoked.`, 'success');
   } catch (error) {
     view.status.show(`Could not revoke “${label}”: ${errorMessage(error)}`, 'error');

@@ -1,15 +1,18 @@
 // /console/usage — every request, charged or refused, with filters, totals over every matching
-// row, pages by cursor, and the same rows as CSV.
+// row, pages by cursor, and the same rows as CSV. Acting for an organisation, its usage by member
+// instead (GET /api/orgs/{id}/usage: one's own, or any member's for an owner or admin).
+import { actingOrganisationLoaded } from '../acting.js';
 import { apiGet, withQuery } from '../api.js';
 import { h, replace } from '../dom.js';
 import { createForm, FieldError, inputField, selectField, valueOf } from '../forms.js';
 import { loadInto } from '../load.js';
+import { memberUsageSection } from '../org/member-usage.js';
 import type { Page, PageContext } from '../page.js';
 import { reasonText, refusedByText } from '../reasons.js';
 import { replaceQuery } from '../router.js';
 import { isAdmin } from '../session.js';
 import { dataTable } from '../table.js';
-import type { AdminAccount, ApiKey, PricedModel, Usage, UsagePage } from '../types.js';
+import type { AdminAccount, ApiKey, Organisation, PricedModel, Usage, UsagePage } from '../types.js';
 import { badge, count, money, pageHeading, timeEl, totalMoney, type BadgeTone } from '../ui.js';
 
 const ROW_LIMIT = 100;
@@ -40,41 +43,54 @@ interface FilterChoices {
 export const usagePage: Page = {
   title: 'Usage',
   render(context: PageContext) {
-    const filterArea = h('div');
-    const results = h('div');
-    const exportLink = h('a', { class: 'button', download: true }, 'Export CSV');
-    context.root.append(
-      pageHeading('Usage', 'Every request made with your tokens, newest first, refused ones included.'),
-      filterArea,
-      h('div', { class: 'button-row' }, exportLink),
-      results);
-
-    // The cursors of the pages before this one, so Previous can go back.
-    let previous: (string | null)[] = [];
-    const show = (filters: Filters, cursor: string | null) => {
-      exportLink.setAttribute('href', withQuery('/api/usage', { ...filters, format: 'csv' }));
-      void loadInto(results,
-        () => apiGet<UsagePage>(withQuery('/api/usage', { ...filters, limit: ROW_LIMIT, cursor }), { signal: context.signal }),
-        (data) => usageResults(data, {
-          older: data.next_cursor === null ? null : () => {
-            previous.push(cursor);
-            show(filters, data.next_cursor);
-          },
-          newer: previous.length === 0 ? null : () => show(filters, previous.pop() ?? null),
-        }));
-    };
-
-    const initial = filtersFrom(context.query);
-    show(initial, null);
-    void loadFilterChoices(context.signal).then((choices) => {
-      replace(filterArea, filterForm(choices, initial, (filters) => {
-        previous = [];
-        replaceQuery(new URLSearchParams(filters));
-        show(filters, null);
-      }));
+    void actingOrganisationLoaded().then((organisation) => {
+      if (organisation === null) personalUsage(context);
+      else organisationUsage(context, organisation);
     });
   },
 };
+
+function organisationUsage(context: PageContext, organisation: Organisation): void {
+  context.root.append(
+    pageHeading('Usage', `Requests made with ${organisation.name}'s tokens, newest first, charged to its balance.`),
+    memberUsageSection(organisation, context));
+}
+
+function personalUsage(context: PageContext): void {
+  const filterArea = h('div');
+  const results = h('div');
+  const exportLink = h('a', { class: 'button', download: true }, 'Export CSV');
+  context.root.append(
+    pageHeading('Usage', 'Every request made with your tokens, newest first, refused ones included.'),
+    filterArea,
+    h('div', { class: 'button-row' }, exportLink),
+    results);
+
+  // The cursors of the pages before this one, so Previous can go back.
+  let previous: (string | null)[] = [];
+  const show = (filters: Filters, cursor: string | null) => {
+    exportLink.setAttribute('href', withQuery('/api/usage', { ...filters, format: 'csv' }));
+    void loadInto(results,
+      () => apiGet<UsagePage>(withQuery('/api/usage', { ...filters, limit: ROW_LIMIT, cursor }), { signal: context.signal }),
+      (data) => usageResults(data, {
+        older: data.next_cursor === null ? null : () => {
+          previous.push(cursor);
+          show(filters, data.next_cursor);
+        },
+        newer: previous.length === 0 ? null : () => show(filters, previous.pop() ?? null),
+      }));
+  };
+
+  const initial = filtersFrom(context.query);
+  show(initial, null);
+  void loadFilterChoices(context.signal).then((choices) => {
+    replace(filterArea, filterForm(choices, initial, (filters) => {
+      previous = [];
+      replaceQuery(new URLSearchParams(filters));
+      show(filters, null);
+    }));
+  });
+}
 
 function filtersFrom(query: URLSearchParams): Filters {
   const filters: Filters = {};

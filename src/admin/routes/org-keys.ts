@@ -31,6 +31,11 @@ async function visibleKeys(deps: AdminDeps, membership: Membership): Promise<Api
   return may(membership.role, 'manage_members') ? keys : keys.filter((key) => key.memberAccountId === membership.accountId);
 }
 
+/** Member names by account id, for the keys' `member_name`. */
+async function memberNames(deps: AdminDeps, organisationId: string): Promise<Map<string, string>> {
+  return new Map((await deps.store.orgs.listMembers(organisationId)).map((member) => [member.accountId, member.accountName]));
+}
+
 /** Whose usage: the caller's own unless their role reads everyone's (then `member_id`, or all). */
 function memberScope(ctx: ApiContext, membership: Membership): string | undefined {
   const asked = single(ctx.query.member_id, 'member_id');
@@ -44,7 +49,8 @@ export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
 
   router.get('/orgs/:id/keys', signedIn(deps), async (ctx) => {
     const membership = await callerMembership(deps, ctx);
-    ctx.body = { keys: (await visibleKeys(deps, membership)).reverse().map((key) => orgKeyView(key)) };
+    const [keys, names] = await Promise.all([visibleKeys(deps, membership), memberNames(deps, membership.organisationId)]);
+    ctx.body = { keys: keys.reverse().map((key) => orgKeyView(key, names)) };
   });
 
   router.post('/orgs/:id/keys', signedIn(deps), async (ctx) => {
@@ -70,7 +76,7 @@ export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     deps.logger.info({ organisation: membership.organisationId, member: membership.accountId, key: issued.record.id }, 'console: organisation key created');
     await audit(deps, ctx, keyCreated(issued.record));
     ctx.status = 201;
-    ctx.body = { key: orgKeyView(issued.record), secret: issued.key };
+    ctx.body = { key: orgKeyView(issued.record, new Map([[membership.accountId, membership.accountName]])), secret: issued.key };
   });
 
   router.delete('/orgs/:id/keys/:keyId', signedIn(deps), async (ctx) => {
@@ -81,7 +87,7 @@ export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     await deps.store.revokeKey(key.id);
     const revoked = (await deps.store.listKeys({ accountId: membership.organisationId })).find((candidate) => candidate.id === id)!;
     await audit(deps, ctx, keyRevoked(key, revoked.revokedAt));
-    ctx.body = { key: orgKeyView(revoked) };
+    ctx.body = { key: orgKeyView(revoked, await memberNames(deps, membership.organisationId)) };
   });
 
   router.get('/orgs/:id/usage', signedIn(deps), async (ctx) => {
