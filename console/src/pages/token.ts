@@ -51,11 +51,14 @@ function snippetModels(offered: readonly PricedModel[] | null, key: ApiKey): Con
 export const tokensPage: Page = {
   title: 'Tokens',
   render(context: PageContext) {
-    void actingOrganisationLoaded().then((organisation) => renderTokens(context, organisation));
+    // The heading now, so the router's focus lands on it; the rest once the organisation is known.
+    const lead = h('span');
+    context.root.append(pageHeading('Tokens', lead));
+    void actingOrganisationLoaded().then((organisation) => renderTokens(context, organisation, lead));
   },
 };
 
-function renderTokens(context: PageContext, organisation: Organisation | null): void {
+function renderTokens(context: PageContext, organisation: Organisation | null, lead: HTMLElement): void {
   let offered: Promise<PricedModel[] | null> | undefined;
   const view: TokensView = {
     context,
@@ -74,10 +77,10 @@ function renderTokens(context: PageContext, organisation: Organisation | null): 
     'aria-expanded': 'false',
     onclick: () => void openCreateForm(view, addButton),
   }, 'Add Token');
+  lead.textContent = organisation === null
+    ? 'API keys let programs call the gateway on this account. Each key can have its own limits.'
+    : `API keys that spend ${organisation.name}'s balance, charged to you as its member. Each key can have its own limits.`;
   context.root.append(
-    pageHeading('Tokens', organisation === null
-      ? 'API keys let programs call the gateway on this account. Each key can have its own limits.'
-      : `API keys that spend ${organisation.name}'s balance, charged to you as its member. Each key can have its own limits.`),
     buttonRow(addButton),
     view.status.element,
     view.panel.element,

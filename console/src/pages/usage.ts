@@ -43,25 +43,27 @@ interface FilterChoices {
 export const usagePage: Page = {
   title: 'Usage',
   render(context: PageContext) {
+    // The heading now, so the router's focus lands on it; the rest once the organisation is known.
+    const lead = h('span');
+    context.root.append(pageHeading('Usage', lead));
     void actingOrganisationLoaded().then((organisation) => {
-      if (organisation === null) personalUsage(context);
-      else organisationUsage(context, organisation);
+      if (organisation === null) personalUsage(context, lead);
+      else organisationUsage(context, organisation, lead);
     });
   },
 };
 
-function organisationUsage(context: PageContext, organisation: Organisation): void {
-  context.root.append(
-    pageHeading('Usage', `Requests made with ${organisation.name}'s tokens, newest first, charged to its balance.`),
-    memberUsageSection(organisation, context));
+function organisationUsage(context: PageContext, organisation: Organisation, lead: HTMLElement): void {
+  lead.textContent = `Requests made with ${organisation.name}'s tokens, newest first, charged to its balance.`;
+  context.root.append(memberUsageSection(organisation, context));
 }
 
-function personalUsage(context: PageContext): void {
+function personalUsage(context: PageContext, lead: HTMLElement): void {
   const filterArea = h('div');
   const results = h('div');
   const exportLink = h('a', { class: 'button', download: true }, 'Export CSV');
+  lead.textContent = 'Every request made with your tokens, newest first, refused ones included.';
   context.root.append(
-    pageHeading('Usage', 'Every request made with your tokens, newest first, refused ones included.'),
     filterArea,
     h('div', { class: 'button-row' }, exportLink),
     results);
