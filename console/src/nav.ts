@@ -17,6 +17,7 @@ const MAIN_LINKS: readonly NavLink[] = [
   { href: '/console/token', text: 'Tokens' },
   { href: '/console/topup', text: 'Top Up' },
   { href: '/console/payments', text: 'Payments' },
+  { href: '/console/statements', text: 'Statements' },
   { href: '/console/usage', text: 'Usage' },
   { href: '/console/analytics', text: 'Analytics' },
   { href: '/console/sessions', text: 'Sessions' },

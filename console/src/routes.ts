@@ -15,6 +15,7 @@ import { pricesPage } from './pages/prices.js';
 import { tokensPage } from './pages/token.js';
 import { topupPage } from './pages/topup.js';
 import { paymentsPage } from './pages/payments.js';
+import { statementsPage } from './pages/statements.js';
 import { adminPaymentsPage } from './pages/admin-payments.js';
 import { usagePage } from './pages/usage.js';
 import { membersPage } from './pages/members.js';
@@ -26,6 +27,7 @@ const ROUTES: ReadonlyMap<string, Page> = new Map([
   ['/console/token', tokensPage],
   ['/console/topup', topupPage],
   ['/console/payments', paymentsPage],
+  ['/console/statements', statementsPage],
   ['/console/admin/payments', adminPaymentsPage],
   ['/console/usage', usagePage],
   ['/console/analytics', analyticsPage],

@@ -471,3 +471,23 @@ export interface NewInvitation {
   secret: string;
   link: string;
 }
+
+/** An amount on a statement: exact (balance units, to the nano-unit) and as the statement prints it. */
+interface StatementAmount {
+  exact: string;
+  shown: string;
+}
+
+/** One monthly statement in the account's list (GET /api/statements). */
+export interface StatementSummary {
+  id: string;
+  number: string;
+  /** The calendar month (UTC) covered: "2026-11". */
+  month: string;
+  issued_at: string;
+  account_id: string;
+  /** The currency at issue, upper case ("USD"). */
+  currency: string;
+  opening: StatementAmount;
+  closing: StatementAmount;
+}

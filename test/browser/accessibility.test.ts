@@ -28,6 +28,7 @@ const SIGNED_IN_PAGES = [
   ['/console/token', 'Tokens'],
   ['/console/topup', 'Top Up'],
   ['/console/payments', 'Payments'],
+  ['/console/statements', 'Statements'],
   ['/console/usage', 'Usage'],
   ['/console/analytics', 'Analytics'],
   ['/console/sessions', 'Sessions'],

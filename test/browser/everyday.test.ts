@@ -26,6 +26,7 @@ const PAGES = [
   ['/console/token', 'Tokens'],
   ['/console/topup', 'Top Up'],
   ['/console/payments', 'Payments'],
+  ['/console/statements', 'Statements'],
   ['/console/usage', 'Usage'],
   ['/console/analytics', 'Analytics'],
   ['/console/sessions', 'Sessions'],
