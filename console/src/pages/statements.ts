@@ -2,6 +2,7 @@
 // the printable page (a new tab, to print or save as PDF), the CSV and the PDF of each. The list is
 // asked of the API, which issues any closed month not issued yet, so a month appears here once it
 // has closed without anyone running anything.
+import { actingOrganisationLoaded } from '../acting.js';
 import { apiGet } from '../api.js';
 import { h } from '../dom.js';
 import { loadInto } from '../load.js';
@@ -63,9 +64,15 @@ export const statementsPage: Page = {
   title: 'Statements',
   render(context: PageContext) {
     const list = h('div');
+    // The API serves the signed-in person's own statements only: say so rather than let them pass
+    // for the organisation's while one is chosen in the header.
+    const whose = h('p', { class: 'hint', 'data-testid': 'statements-whose' });
+    void actingOrganisationLoaded().then((organisation) => {
+      if (organisation !== null) whose.textContent = `These are your personal account's statements; ${organisation.name}'s are not shown here.`;
+    });
     context.root.append(
       pageHeading('Statements', 'One statement a calendar month (UTC): what your balance opened at, what moved it, and what it closed at. Issued once the month has ended, and never changed.'),
-      section('Monthly statements', list));
+      section('Monthly statements', whose, list));
     void loadInto(list,
       () => apiGet<{ statements: StatementSummary[] }>('/api/statements', { signal: context.signal }),
       (data) => statementTable(data.statements));
