@@ -4,6 +4,7 @@
  * names. Tells which optional dependencies a configuration really loads.
  */
 import { writeFileSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 
 /** The package a module file belongs to: its innermost node_modules folder's entry (`@scope/name` or `name`). */
 function packageOf(file: string): string | null {
@@ -13,7 +14,9 @@ function packageOf(file: string): string | null {
 }
 
 const file = process.env.TOLLGATE_TEST_LOADED_PACKAGES;
-if (file !== undefined && file !== '') {
+// `--require` preloads into every worker thread as well (the tokenizer's, SQLite's checkpoints'):
+// a worker exiting at shutdown would write its own list over the main thread's.
+if (file !== undefined && file !== '' && isMainThread) {
   process.on('exit', () => {
     const names = new Set(Object.keys(require.cache).map(packageOf).filter((name) => name !== null));
     writeFileSync(file, JSON.stringify([...names].sort()));
