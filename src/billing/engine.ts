@@ -26,7 +26,7 @@ import { formatUnits } from './money';
 import { openBook } from './open-book';
 import { openReplySizes, type ReplySizes } from './reply-sizes';
 import { backlogged, outboxRefusal, refusal, unavailable } from './refusals';
-import { chargeOf, replyWeight, type Bill } from './request-charge';
+import { chargeNow, chargeOf, replyWeight, type Bill } from './request-charge';
 import { tierRates } from './service-levels';
 import type { SettledCharges } from './settled';
 
@@ -131,7 +131,20 @@ export class BillingEngine {
   async settle(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
     // Counted as admitted until it is in the writer's queue, so the backlog bound never misses it.
     try {
-      return await this.settleAndQueue(bill, outcome, status);
+      // A charge that needs no count is built without an await: one async step (the book's) per plain request.
+      const charge = chargeNow(bill, outcome, status, this.config.overage) ?? (await chargeOf(bill, outcome, status, this.config.overage));
+      this.warnIfUnusual(bill, charge);
+      this.remember(bill, outcome, charge);
+      try {
+        await this.book.settle(charge, bill.budgets);
+        if (charge.cost > 0n) this.deps.settled?.emit(charge);
+      } catch (error) {
+        // The ledger still gets the charge; the live hold expires and the sweeper frees it.
+        this.deps.logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');
+      }
+      this.writer.enqueue(charge);
+      this.alerts.afterCharge(charge, bill.budgets);
+      return charge;
     } finally {
       this.inFlight.done(bill.held !== null);
     }
@@ -179,9 +192,9 @@ export class BillingEngine {
     await this.replySizes.close?.();
   }
 
-  private async settleAndQueue(bill: Bill, outcome: ExchangeOutcome | null, status: number): Promise<ChargeRecord> {
+  /** A charge above its hold, or at a tier without a price, is told in the log. */
+  private warnIfUnusual(bill: Bill, charge: ChargeRecord): void {
     const { logger } = this.deps;
-    const charge = await chargeOf(bill, outcome, status, this.config.overage);
     if (charge.overage > 0n || charge.unbilled > 0n) {
       logger.warn(
         { requestId: bill.requestId, accountId: charge.accountId, model: charge.model, held: formatUnits(charge.held), cost: formatUnits(charge.cost), overage: formatUnits(charge.overage), unbilled: formatUnits(charge.unbilled) },
@@ -194,17 +207,6 @@ export class BillingEngine {
         'billing: the reply reports a service tier this model has no price for; charged at the standard rates (price.tiers)',
       );
     }
-    this.remember(bill, outcome, charge);
-    try {
-      await this.book.settle(charge, bill.budgets);
-      if (charge.cost > 0n) this.deps.settled?.emit(charge);
-    } catch (error) {
-      // The ledger still gets the charge; the live hold expires and the sweeper frees it.
-      logger.error({ err: error, requestId: bill.requestId }, 'billing: settling the live balance failed');
-    }
-    this.writer.enqueue(charge);
-    this.alerts.afterCharge(charge, bill.budgets);
-    return charge;
   }
 
   /** What this reply (and the conversation it continues) weighs, for requests that reference them. */

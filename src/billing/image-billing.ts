@@ -52,8 +52,10 @@ export function partialImageTokens(ask: ImageAsk | undefined): number {
  */
 export function unreportedToolImages(billed: BilledTokens, ask: ImageAsk | undefined): BilledTokens {
   const { tokens } = billed;
-  const calls = Object.values(tokens.imageCalls ?? {});
-  if (calls.length === 0 || billed.source === 'upstream') return billed;
+  // Before Object.values: every plain request passes here without image calls.
+  if (tokens.imageCalls === undefined || billed.source === 'upstream') return billed;
+  const calls = Object.values(tokens.imageCalls);
+  if (calls.length === 0) return billed;
   const image = imageTokensPerImage(GPT_IMAGE_OUTPUT_TOKENS, ask);
   const owed = calls.reduce((sum, call) => sum + toolCallImageTokens(call, image), 0);
   return { source: 'partial', tokens: { ...tokens, imageOutputTokens: tokens.imageOutputTokens + owed } };

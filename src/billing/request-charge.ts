@@ -12,7 +12,7 @@ import type { HoldEstimate } from './hold-amount';
 import { imageCharge, unreportedToolImages } from './image-billing';
 import { costOf, snapshotOf, type NanoPrice } from './prices';
 import { chargedLevel, routeKey, type ModelRates } from './service-levels';
-import { billedTokens } from './settlement';
+import { billedTokens, reportedTokens, type BilledTokens } from './settlement';
 
 /** What billing knows of a request from its hold to its charge. */
 export interface Bill {
@@ -45,13 +45,25 @@ export interface Bill {
  * recorded as `unbilled`. Nothing is dropped silently.
  */
 export async function chargeOf(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): Promise<ChargeRecord> {
-  let { tokens, source } = await billedTokens(outcome, bill.request.body, bill.endpoint);
-  let imageKey: string | null = null;
-  if (bill.reach.image !== undefined) {
-    ({ billed: { tokens, source }, imageKey } = await imageCharge({ tokens, source }, chargedLevel(bill.rates, tokens).card, bill.request.model, bill.reach.image, bill.request.body, bill.hold));
-  } else {
-    ({ tokens, source } = unreportedToolImages({ tokens, source }, bill.reach.toolImage));
-  }
+  const now = chargeNow(bill, outcome, status, mode);
+  if (now !== null) return now;
+  const billed = await billedTokens(outcome, bill.request.body, bill.endpoint);
+  if (bill.reach.image === undefined) return chargeFrom(bill, unreportedToolImages(billed, bill.reach.toolImage), null, outcome, status, mode);
+  const image = await imageCharge(billed, chargedLevel(bill.rates, billed.tokens).card, bill.request.model, bill.reach.image, bill.request.body, bill.hold);
+  return chargeFrom(bill, image.billed, image.imageKey, outcome, status, mode);
+}
+
+/**
+ * The charge when nothing needs counting (the upstream reported usage, or nothing was produced) and
+ * no image is priced: every plain paid request. Null when `chargeOf` must count or price images first.
+ */
+export function chargeNow(bill: Bill, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): ChargeRecord | null {
+  if (bill.reach.image !== undefined) return null;
+  const billed = reportedTokens(outcome);
+  return billed === null ? null : chargeFrom(bill, unreportedToolImages(billed, bill.reach.toolImage), null, outcome, status, mode);
+}
+
+function chargeFrom(bill: Bill, { tokens, source }: BilledTokens, imageKey: string | null, outcome: ExchangeOutcome | null, status: number, mode: BillingPluginConfig['overage']): ChargeRecord {
   // The reply's tier (`servedTier`) is recorded as the charge's service level, not as a token count.
   const level = chargedLevel(bill.rates, tokens);
   const images = tokens.images ?? 0;

@@ -33,24 +33,34 @@ export async function billedTokens(
   body: Readonly<Record<string, unknown>>,
   endpoint?: string,
 ): Promise<BilledTokens> {
-  if (outcome === null) return NOTHING;
+  const known = reportedTokens(outcome);
+  if (known !== null || outcome === null) return known ?? NOTHING;
   const { end } = outcome;
   // Counts the upstream never reported (a Responses stream's image calls) are no usage: the tokens
   // are counted here, and the image calls kept for billing to charge.
   const usage = outcome.usage?.unreported === true ? null : outcome.usage;
   const shown = usage === null ? shownImageCalls(outcome.usage) : undefined;
   const inputEstimate = async (): Promise<number> => (await countTokensAsync(requestText(body))) + (endpoint === 'chat' ? chatFramingTokens(body) : 0);
-  if (end.kind === 'delivered') {
-    if (outcome.status >= 400) return NOTHING;
-    if (usage !== null) return { tokens: counts(usage), source: 'upstream' };
-    return { tokens: estimated(await inputEstimate(), await outcome.outputTokens(), shown), source: 'estimated' };
-  }
+  if (end.kind === 'delivered') return { tokens: estimated(await inputEstimate(), await outcome.outputTokens(), shown), source: 'estimated' };
   const output = await outcome.outputTokens();
   if (usage === null && output === 0 && shown === undefined) return NOTHING;
   const input = usage === null ? estimated(await inputEstimate(), 0, shown) : counts(usage);
   // Cut before any content: the upstream's early output count (Anthropic's message_start says 1) is a
   // placeholder, not output the client got, so only the input is billed.
   return { tokens: { ...input, outputTokens: output === 0 ? 0 : Math.max(usage?.outputTokens ?? 0, output) }, source: 'partial' };
+}
+
+/**
+ * The tokens billed when nothing needs counting (no exchange, an error answer, a delivered reply with
+ * readable usage: every plain paid request), else null. Synchronous, so settling such a request takes
+ * no await of its own before the book (docs/benchmarks.md, issue 47's cuts).
+ */
+export function reportedTokens(outcome: ExchangeOutcome | null): BilledTokens | null {
+  if (outcome === null) return NOTHING;
+  if (outcome.end.kind !== 'delivered') return null;
+  if (outcome.status >= 400) return NOTHING;
+  const usage = outcome.usage?.unreported === true ? null : outcome.usage;
+  return usage === null ? null : { tokens: counts(usage), source: 'upstream' };
 }
 
 /** The image calls (and their partial images) an unreported stream showed; undefined when none. */
