@@ -144,7 +144,9 @@ export const authPlugin: PluginDefinition<'auth'> = {
         // An address over the limit gets no store lookup (docs/faults.md#a7); but a key this gateway
         // already knows is valid still gets in, so one guesser behind a shared NAT does not lock out
         // everyone else behind it. The cache holds only keys that were found valid.
-        const identity = wait > 0 ? knownIdentity(ctx, now) : await authenticate(ctx, now);
+        const found = wait > 0 ? knownIdentity(ctx, now) : authenticate(ctx, now);
+        // A cached key is answered without an await (most requests); only a store lookup is awaited.
+        const identity = found instanceof Promise ? await found : found;
         if (identity === null && wait > 0) throw tooManyFailures(wait);
         if (identity === null) {
           failures.fail(ctx.ip, now);
@@ -174,33 +176,36 @@ export const authPlugin: PluginDefinition<'auth'> = {
       return identity !== null && usable(identity, now) ? identity : null;
     }
 
-    /** The identity behind the presented key when it is valid and usable, else null. */
-    async function authenticate(ctx: GatewayContext, now: number): Promise<KeyIdentity | null> {
+    /** The identity behind the presented key when it is valid and usable, else null; a promise only when the store is asked. */
+    function authenticate(ctx: GatewayContext, now: number): KeyIdentity | null | Promise<KeyIdentity | null> {
       const key = presentedKey(ctx);
       if (key === null) return null;
       const revision = store.keysRevision('turn');
-      let identity = cache.get(key, revision, now);
-      if (identity === null) {
-        // Hashed only on a miss: a cached key was hashed and compared when it was found.
-        const hash = hashApiKey(key);
-        let found: KeyIdentity | null;
-        try {
-          found = await store.findKeyByHash(hash);
-        } catch (error) {
-          // The store is away: a key it confirmed before keeps working as it was then (a store outage
-          // must not turn away paying clients); one never seen here cannot be checked.
-          const known = cache.lastKnown(key);
-          if (known === null) throw storeUnavailable(error);
-          return usable(known, now) ? known : null;
-        }
-        if (found === null || !keysEqual(found.hash, hash)) {
-          cache.forget(key);
-          return null;
-        }
-        identity = found;
-        cache.set(key, identity, revision, now);
-      }
+      const identity = cache.get(key, revision, now);
+      if (identity === null) return lookUp(key, revision, now);
       return usable(identity, now) ? identity : null;
+    }
+
+    /** A key the cache does not hold (or holds from an older revision), from the store. */
+    async function lookUp(key: string, revision: number, now: number): Promise<KeyIdentity | null> {
+      // Hashed only on a miss: a cached key was hashed and compared when it was found.
+      const hash = hashApiKey(key);
+      let found: KeyIdentity | null;
+      try {
+        found = await store.findKeyByHash(hash);
+      } catch (error) {
+        // The store is away: a key it confirmed before keeps working as it was then (a store outage
+        // must not turn away paying clients); one never seen here cannot be checked.
+        const known = cache.lastKnown(key);
+        if (known === null) throw storeUnavailable(error);
+        return usable(known, now) ? known : null;
+      }
+      if (found === null || !keysEqual(found.hash, hash)) {
+        cache.forget(key);
+        return null;
+      }
+      cache.set(key, found, revision, now);
+      return usable(found, now) ? found : null;
     }
   },
 };
