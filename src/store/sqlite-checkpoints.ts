@@ -19,6 +19,12 @@ import type { CheckpointThreadData, CheckpointThreadMessage } from './sqlite-che
  */
 const CHECKPOINT_INTERVAL_MS = 1000;
 
+/**
+ * The thread runs one statement a second and allocates next to nothing: V8's default young generation
+ * (up to 16 MiB a semi-space) would only be room it never needs (the outbox syncer's limits, likewise).
+ */
+const CHECKPOINT_THREAD_LIMITS = { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 };
+
 /** The connection whose checkpoints are handed over: turned off while the thread runs, back on after. */
 export interface CheckpointingConnection {
   readonly filename: string;
@@ -32,7 +38,7 @@ export interface BackgroundCheckpoints {
 
 export function checkpointInBackground(store: CheckpointingConnection, logger: Logger, intervalMs = CHECKPOINT_INTERVAL_MS): BackgroundCheckpoints {
   const data: CheckpointThreadData = { filename: store.filename, intervalMs };
-  const worker = new Worker(path.join(__dirname, 'sqlite-checkpoint-thread.js'), { workerData: data });
+  const worker = new Worker(path.join(__dirname, 'sqlite-checkpoint-thread.js'), { workerData: data, resourceLimits: CHECKPOINT_THREAD_LIMITS });
   // A server that forgets to stop it still exits.
   worker.unref();
   let running = true;
