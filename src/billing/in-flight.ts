@@ -11,7 +11,14 @@ export class InFlight {
   /** Set when billing closes: no new hold, and the close waits for the admitted ones to settle. */
   private closingNow = false;
   private lastSettled: (() => void) | null = null;
-  private readonly settling = new Set<Promise<void>>();
+  /** Settlements tracked and still running, and who waits for the last of them (a close). */
+  private settlingCount = 0;
+  private readonly allSettled: (() => void)[] = [];
+  /** Bound once: tracking a settlement makes one promise and no closure (docs/benchmarks.md, issue 47's cuts). */
+  private readonly oneSettled = (): void => {
+    this.settlingCount -= 1;
+    if (this.settlingCount === 0) for (const resolve of this.allSettled.splice(0)) resolve();
+  };
 
   get admitted(): number {
     return this.admittedCount;
@@ -31,16 +38,16 @@ export class InFlight {
     if (this.admittedCount === 0) this.lastSettled?.();
   }
 
+  /** A settlement close waits for; its failure (settle never throws) counts as its end. */
   track(work: Promise<unknown>): void {
-    const done = work.then(() => undefined);
-    this.settling.add(done);
-    void done.finally(() => this.settling.delete(done));
+    this.settlingCount += 1;
+    void work.then(this.oneSettled, this.oneSettled);
   }
 
   /** Refuses new holds, then waits for the admitted to settle (at most `maxWaitMs`) and every settlement tracked. */
   async drain(maxWaitMs: number): Promise<void> {
     this.closingNow = true;
     if (this.admittedCount > 0) await Promise.race([new Promise<void>((resolve) => (this.lastSettled = resolve)), sleep(maxWaitMs, undefined, { ref: false })]);
-    await Promise.all(this.settling);
+    if (this.settlingCount > 0) await new Promise<void>((resolve) => this.allSettled.push(resolve));
   }
 }
