@@ -38,6 +38,7 @@ export function refusedByText(level: string | null): string | null {
   const owner = (scope ?? kind) === 'key' ? "the key's" : "the account's";
   if (kind === 'budget') return `${owner} ${PERIODS[period ?? ''] ?? ''} budget`.replace(/ {2}/g, ' ');
   if (kind === 'key') return 'the key';
+  if (kind === 'member') return "the member's limit";
   if (kind === 'account') return 'the account';
   return level;
 }

@@ -8,7 +8,7 @@ import { hashApiKey, keysEqual, parsePresentedKey } from '../../src/auth/keys';
 import { keyStatus } from '../../src/auth/issue-key';
 import { AuthFailureLimiter } from '../../src/auth/failure-limiter';
 import { KeyCache } from '../../src/auth/key-cache';
-import { boundKey, modelRefusedBy } from '../../src/auth/bound-key';
+import { boundKey, limitedAbove, modelRefusedBy } from '../../src/auth/bound-key';
 import { NetworkList } from '../../src/auth/networks';
 import type { GatewayContext, Next, ParsedRequest } from '../../src/kernel/context';
 import { need } from '../../src/kernel/need';
@@ -19,9 +19,12 @@ import type { Account, ApiKeyRecord, KeyIdentity } from '../../src/store/store';
 /** The auth plugin's slot: who the request's key belongs to. */
 export interface AuthState {
   readonly account: Account;
-  /** The key with the limits above it (its account's, its member's) folded in (src/auth/bound-key.ts). */
+  /** The key with the model lists above it (its account's, its member's) folded in (src/auth/bound-key.ts). */
   readonly key: ApiKeyRecord;
-  /** The identity as the store gave it: the limits of each level, for refusals that name the level. */
+  /**
+   * The identity as the store gave it, when a level above the key limits it: the limits of each
+   * level, for the rate buckets above the key and for refusals that name the level.
+   */
   readonly identity?: KeyIdentity;
 }
 
@@ -155,7 +158,7 @@ export const authPlugin: PluginDefinition<'auth'> = {
         // Before the body is read, and so before any rate-limit slot or hold.
         checkNetworks(identity.key, ctx.ip);
         const key = boundKey(identity);
-        ctx.state.auth = key === identity.key ? { account: identity.account, key } : { account: identity.account, key, identity };
+        ctx.state.auth = limitedAbove(identity) ? { account: identity.account, key, identity } : { account: identity.account, key };
         await next();
       },
       authorize: function authorize(ctx: GatewayContext) {

@@ -1,5 +1,6 @@
 /**
- * Rate limits per key and per account: requests and tokens per minute, requests in flight. A request
+ * Rate limits at every level (the key, its member in an organisation, its account; one bucket each,
+ * src/rate-limit/levels.ts): requests and tokens per minute, requests in flight. A request
  * past a limit gets a 429 before billing holds anything and before any upstream call; every response
  * of a limited key carries its protocol's rate-limit headers. Counting lives in `src/rate-limit`; this
  * file decides what is limited, when a request's slot and tokens are given back, and what the client
@@ -7,7 +8,7 @@
  */
 import { maxOutputTokens } from '../../src/billing/hold-amount';
 import { imageTokensPerImage } from '../../src/billing/image-billing';
-import type { RateLimitPluginConfig, RateLimits } from '../../src/config/types';
+import type { RateLimitPluginConfig } from '../../src/config/types';
 import type { GatewayContext, Next } from '../../src/kernel/context';
 import type { AuthState } from '../auth';
 import { need } from '../../src/kernel/need';
@@ -17,7 +18,8 @@ import type { PluginDefinition } from '../kit';
 import { TOKEN_KINDS, type Usage } from '../../src/protocols/types';
 import { ClusterLimiter } from '../../src/rate-limit/cluster';
 import { FallbackLimiter, openLimiter } from '../../src/rate-limit/fallback';
-import { rateLimitHeaders, subjectLabel, viewOf } from '../../src/rate-limit/headers';
+import { rateLimitHeaders, viewOf } from '../../src/rate-limit/headers';
+import { levelLimitName, levelSubjects, limitsSomething, refusingLevel } from '../../src/rate-limit/levels';
 import type { Admission, Decision, Limiter, Subject } from '../../src/rate-limit/limiter';
 
 /** The rate-limit plugin's slot, for a limited key: what it decided, for logs and metrics. */
@@ -42,44 +44,27 @@ export interface RateLimitService {
   readonly degraded: boolean;
 }
 
-function limits(base: RateLimits, overrides: Readonly<Record<string, Partial<RateLimits>>>, id: string): RateLimits {
-  return Object.hasOwn(overrides, id) ? { ...base, ...overrides[id] } : base;
-}
-
-/** The lower of two limits, 0 meaning none. */
-function lower(operator: number, owner: number | undefined): number {
-  if (owner === undefined || owner <= 0) return operator;
-  return operator === 0 ? owner : Math.min(operator, owner);
-}
-
-/**
- * A key's limits: the operator's (gateway.yaml), tightened by what the key's owner set in the console.
- * An owner can only lower a limit, never lift the operator's.
- */
-function keyLimits(config: RateLimitPluginConfig, key: AuthState['key']): RateLimits {
-  const operator = limits(config.per_key, config.keys, key.id);
-  const owner = key.rateLimits;
-  if (owner === null) return operator;
-  return { rpm: lower(operator.rpm, owner.rpm), tpm: lower(operator.tpm, owner.tpm), concurrency: lower(operator.concurrency, owner.concurrency) };
-}
-
-function limitsSomething({ rpm, tpm, concurrency }: RateLimits): boolean {
-  return rpm > 0 || tpm > 0 || concurrency > 0;
-}
-
-/** Whether any key or account can be limited at all; if not, the plugin stays out of the way. */
+/** Whether gateway.yaml limits any key or account at all; if not, only limits stored with keys and accounts can. */
 function limitsAnyone(config: RateLimitPluginConfig): boolean {
   const overrides = [...Object.values(config.keys), ...Object.values(config.accounts)];
   return limitsSomething(config.per_key) || limitsSomething(config.per_account) || overrides.some((o) => Object.values(o).some((v) => v > 0));
 }
 
-/** The request's limited subjects, key first. */
-function subjectsOf(config: RateLimitPluginConfig, { key, account }: AuthState): Subject[] {
-  const subjects: Subject[] = [
-    { id: `key:${key.id}`, limits: keyLimits(config, key) },
-    { id: `account:${account.id}`, limits: limits(config.per_account, config.accounts, account.id) },
-  ];
-  return subjects.filter((subject) => limitsSomething(subject.limits));
+/** Whether the request's key, or a level above it, carries stored rate limits. */
+function storedLimits({ key, identity }: AuthState): boolean {
+  return key.rateLimits !== null || identity?.accountLimits?.rateLimits !== undefined || (identity?.memberLimits?.rateLimits ?? null) !== null;
+}
+
+/** The request's buckets, one per level that limits it (src/rate-limit/levels.ts). */
+function subjectsOf(config: RateLimitPluginConfig, { key, account, identity }: AuthState): Subject[] {
+  return levelSubjects(config, {
+    keyId: key.id,
+    keyLimits: key.rateLimits,
+    accountId: account.id,
+    accountLimits: identity?.accountLimits?.rateLimits,
+    memberAccountId: key.memberAccountId ?? null,
+    memberLimits: identity?.memberLimits?.rateLimits,
+  });
 }
 
 /** Prose and code run well under one token per three bytes: a reservation, not a bound (billing holds one per byte). */
@@ -101,33 +86,34 @@ function usedTokens(usage: Usage): number {
   return TOKEN_KINDS.reduce((sum, kind) => sum + usage[kind], 0);
 }
 
+/** The 429 for a refused decision: it names the level whose bucket refused and when it lets the request through. */
 function refusal(decision: Extract<Decision, { ok: false }>, subjects: readonly Subject[], tokens: number): GatewayError {
-  const subject = subjects[decision.subject];
-  const who = `this ${subjectLabel(subject)}`;
-  const { limits: applied, resetMs } = decision.usage[decision.subject];
-  const seconds = Math.max(1, Math.ceil(resetMs / 1000));
-  const headers = { 'retry-after': String(decision.refused === 'concurrency' ? 1 : seconds) };
-  const refusedBy = subjectLabel(subject) === 'API key' ? 'key' : 'account';
-  switch (decision.refused) {
+  const chosen = refusingLevel(subjects, decision.usage, tokens, decision);
+  const { limits: applied, resetMs } = decision.usage[chosen.subject];
+  const whose = levelLimitName(chosen.level);
+  const seconds = Math.max(1, Math.ceil(Math.max(0, resetMs) / 1000));
+  const options = { headers: { 'retry-after': String(chosen.refused === 'concurrency' ? 1 : seconds) }, refusedBy: chosen.level };
+  switch (chosen.refused) {
     case 'requests':
-      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_REQUESTS', `Rate limit reached: ${who} may make ${applied.rpm} requests per minute. Retry in ${seconds} s.`, {
-        headers,
-        refusedBy,
-      });
+      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_REQUESTS', `${whose} of ${applied.rpm} requests per minute is reached. Retry in ${seconds} s.`, options);
     case 'tokens': {
       const message =
         tokens > applied.tpm
-          ? `This request reserves ${tokens} tokens (input estimate plus its output limit), more than the ${applied.tpm} tokens per minute ${who} may use; lower max_tokens.`
-          : `Rate limit reached: ${who} may use ${applied.tpm} tokens per minute and this request reserves ${tokens} (input estimate plus its output limit). Retry in ${seconds} s, or lower max_tokens.`;
-      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_TOKENS', message, { headers, refusedBy });
+          ? `This request reserves ${tokens} tokens (input estimate plus its output limit), more than ${lowerFirst(whose)} of ${applied.tpm} tokens per minute; lower max_tokens.`
+          : `${whose} of ${applied.tpm} tokens per minute is reached: this request reserves ${tokens} (input estimate plus its output limit). Retry in ${seconds} s, or lower max_tokens.`;
+      return new GatewayError('TOLLGATE_ERR_RATE_LIMIT_TOKENS', message, options);
     }
     case 'concurrency':
       return new GatewayError(
         'TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY',
-        `Too many concurrent requests: ${who} may have ${applied.concurrency} requests in flight at once. Retry when one has finished.`,
-        { headers, refusedBy },
+        `Too many concurrent requests: ${lowerFirst(whose)} is ${applied.concurrency} requests in flight at once. Retry when one has finished.`,
+        options,
       );
   }
+}
+
+function lowerFirst(text: string): string {
+  return text.charAt(0).toLowerCase() + text.slice(1);
 }
 
 export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> = {
@@ -172,7 +158,7 @@ export const rateLimitPlugin: PluginDefinition<'rate-limit', RateLimitService> =
       handle: async function rateLimitPlugin(ctx: GatewayContext, next: Next) {
         const auth = ctx.state.auth;
         // Without auth (plugin disabled) there is no key to limit; with no limits anywhere, nothing to do.
-        if (auth === undefined || (!operatorLimits && auth.key.rateLimits === null)) return next();
+        if (auth === undefined || (!operatorLimits && !storedLimits(auth))) return next();
         const subjects = subjectsOf(config, auth);
         if (subjects.length === 0) return next();
 

@@ -1,15 +1,16 @@
 /**
- * The limits above a key, folded into it when it is authenticated: the operator's limits on its
+ * The model lists above a key, folded into it when it is authenticated: the operator's on its
  * account (they bind every key the account has or makes, a playground key or one made tomorrow
  * included) and, for a member's key in an organisation, what the organisation lets that member use.
- * The tightest wins for each limit: models both allow, the lower rpm/tpm/concurrency; the rate
- * limiter and the model rule then read the bound key as they read any key.
+ * The models all of them allow are the key's; the model rule then reads the bound key as any key.
  *
- * Money limits are not folded: the account's own budget already binds all its keys, and a member's
+ * Rate limits are not folded: a limit above the key is one bucket shared by all the keys under it
+ * (src/rate-limit/levels.ts), which per-key copies would multiply by the number of keys. Money
+ * limits are not folded either: the account's own budget already binds all its keys, and a member's
  * budget is checked with the hold.
  */
 import type { ApiKeyRecord, KeyIdentity } from '../store/store';
-import { tighterModels, tighterRates } from './key-limits';
+import { tighterModels } from './key-limits';
 
 /** Which level a limit was set at, for a refusal that says who refused. */
 export type LimitLevel = 'account' | 'member' | 'key';
@@ -17,21 +18,24 @@ export type LimitLevel = 'account' | 'member' | 'key';
 const BOUND = new WeakMap<KeyIdentity, ApiKeyRecord>();
 
 /**
- * The key with the limits above it folded in; the key itself when there are none. One record per
- * identity (the key cache hands out the same identity until the key changes), so what is compiled
- * for a key record (its networks) is compiled once.
+ * The key with the model lists above it folded in; the key itself when there are none. One record
+ * per identity (the key cache hands out the same identity until the key changes), so what is
+ * compiled for a key record (its networks) is compiled once.
  */
 export function boundKey(identity: KeyIdentity): ApiKeyRecord {
   const { accountLimits, memberLimits, key } = identity;
-  if (accountLimits === undefined && memberLimits === undefined) return key;
+  if (accountLimits?.models === undefined && (memberLimits?.models ?? null) === null) return key;
   let bound = BOUND.get(identity);
   if (bound === undefined) {
-    const models = tighterModels(tighterModels(key.models, memberLimits?.models), accountLimits?.models);
-    const rateLimits = tighterRates(tighterRates(key.rateLimits, memberLimits?.rateLimits), accountLimits?.rateLimits);
-    bound = { ...key, models, rateLimits };
+    bound = { ...key, models: tighterModels(tighterModels(key.models, memberLimits?.models), accountLimits?.models) };
     BOUND.set(identity, bound);
   }
   return bound;
+}
+
+/** Whether a level above the key limits it at all: then the request carries the identity, for its rate buckets and refusals. */
+export function limitedAbove({ accountLimits, memberLimits }: KeyIdentity): boolean {
+  return accountLimits !== undefined || memberLimits !== undefined;
 }
 
 /** The first level, from the top, whose model list leaves `model` out; null when every level allows it. */

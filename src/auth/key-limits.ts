@@ -89,7 +89,7 @@ export function tighterModels(a: readonly string[] | null | undefined, b: readon
   return a.filter((model) => b.includes(model));
 }
 
-export function tighterRates(a: KeyRateLimits | null | undefined, b: KeyRateLimits | null | undefined): KeyRateLimits | null {
+function tighterRates(a: KeyRateLimits | null | undefined, b: KeyRateLimits | null | undefined): KeyRateLimits | null {
   const limits: { rpm?: number; tpm?: number; concurrency?: number } = {};
   for (const field of RATE_FIELDS) {
     const values = [a?.[field], b?.[field]].filter((value): value is number => value !== undefined);

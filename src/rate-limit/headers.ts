@@ -2,9 +2,10 @@
  * The rate-limit headers each protocol's clients know, on every response of a limited key:
  * OpenAI `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (reset as a duration, `1m0s`, `250ms`)
  * and Anthropic `anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}` (reset as an RFC 3339
- * instant). Where both the key and the account are limited, the one with less left is shown.
+ * instant). Where more than one level limits the request (key, member, account), the one with less left
+ * is shown.
  */
-import type { Subject, SubjectUsage } from './limiter';
+import type { SubjectUsage } from './limiter';
 
 /** One dimension's figures as shown to the client. */
 export interface LimitView {
@@ -73,9 +74,4 @@ export function rateLimitHeaders(
     headers[reset] = family === 'openai' ? openaiDuration(view.resetMs) : rfc3339(now + view.resetMs);
   }
   return headers;
-}
-
-/** How a subject is named in a message. */
-export function subjectLabel(subject: Subject): string {
-  return subject.id.startsWith('key:') ? 'API key' : 'account';
 }

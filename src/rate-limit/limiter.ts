@@ -2,7 +2,7 @@
  * The contract of a rate-limit back end (Kong's `policies/`: one shape, a local and a Redis
  * implementation) and the decision rule both apply.
  *
- * Window semantics: fixed windows of one minute, one per subject (a key or an account), opened by
+ * Window semantics: fixed windows of one minute, one per subject (a key, a member, an account), opened by
  * the subject's first admitted request and closed a minute later, when every counter of the window
  * starts again from zero. A window anchored on its first request admits a burst exactly (nothing
  * straddles a clock-aligned boundary); like any fixed window it lets up to twice the limit through
@@ -15,7 +15,7 @@ export const WINDOW_MS = 60_000;
 /** What a limit counts; also OpenAI's `error.type` for the first two. */
 export type Dimension = 'requests' | 'tokens' | 'concurrency';
 
-/** Something limits apply to: `key:<id>` or `account:<id>`. */
+/** A bucket limits apply to: `key:<id>`, `member:<organisation>:<member>` or `account:<id>` (levels.ts). */
 export interface Subject {
   readonly id: string;
   /** The subject's own limits (0 = unlimited); a back end may scale them down (Redis outage). */
@@ -24,7 +24,7 @@ export interface Subject {
 
 export interface LimitRequest {
   readonly requestId: string;
-  /** Key first, then account; a request is admitted only when every subject admits it. */
+  /** Key first, then member, then account; a request is admitted only when every subject admits it. */
   readonly subjects: readonly Subject[];
   /** Tokens to reserve against the tokens-per-minute limits. */
   readonly tokens: number;

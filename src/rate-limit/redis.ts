@@ -1,10 +1,10 @@
 /**
- * The Redis back end: one Lua script per decision checks every limit of the key and the account,
+ * The Redis back end: one Lua script per decision checks every limit of every subject (key, member, account),
  * counts the request and sets the TTLs, atomically, so instances sharing Redis admit exactly the limit
  * between them (no read-then-increment race, Kong #5311). Time is the Redis server's (`TIME`), never an
  * instance's clock, so skewed instances share one window.
  *
- * Key layout under the configured prefix, per subject (`key:<id>` or `account:<id>`):
+ * Key layout under the configured prefix, per subject (`key:<id>`, `member:<org>:<member>`, `account:<id>`):
  *   rl:win:<subject>   hash  start (server ms), req, tok; expires when the window closes
  *   rl:conc:<subject>  zset  request ids in flight, scored by when their lease ends (server ms);
  *                            expires a lease after the last admission, so a dead instance's slots go too
@@ -146,7 +146,7 @@ export class RedisLimiter implements Limiter {
   }
 
   private keysOf(subject: string): [string, string] {
-    // One decision checks the key's and the account's counters in one script: on a Cluster they share a slot.
+    // One decision checks every level's counters in one script: on a Cluster they share a slot.
     const tag = hashTag(this.redis, 'rl');
     return [`${this.options.prefix}${tag}:win:${subject}`, `${this.options.prefix}${tag}:conc:${subject}`];
   }

@@ -1,6 +1,7 @@
 /**
  * Organisations on two instances sharing PostgreSQL and Redis: two members spend one wallet at once
- * and the ledger is exact; an operator's limit on the organisation binds a key made after it; a
+ * and the ledger is exact; an operator's limit on the organisation binds a key made after it; the
+ * operator's rate limit on it and its limit for a member are each one bucket across both instances; a
  * removed member's key is refused by the other instance within a second. Skipped, saying so,
  * without the services.
  */
@@ -108,6 +109,22 @@ describe('e2e: organisations on two instances sharing PostgreSQL and Redis', fun
     await store.orgs.setMemberLimits(org.id, members[0].id, { models: ['gpt-free'] });
     const refused = await until(() => post(gateways[1], later.key), (answer) => answer.status === 403, 5_000, "the member's limit applied");
     expect(refused.json.error.message).to.include("The organisation's limits for this member do not allow the model 'gpt-priced'");
+  });
+
+  it("holds the operator's limit on the organisation and the organisation's for a member as one bucket across both instances", async () => {
+    const { org, members } = await organisation('buckets', ['fay', 'gus']);
+    await store.setAccountOperatorLimits(org.id, { rateLimits: { rpm: 10 } });
+    await store.orgs.setMemberLimits(org.id, members[1].id, { rateLimits: { rpm: 4 } });
+    const keys = await Promise.all([0, 0, 1, 1].map((i) => issueApiKey(store, { accountId: org.id, memberAccountId: members[i].id, name: null }).then((made) => made.key)));
+    // Gus's two keys first, at once on both instances: his bucket of 4 holds between them.
+    const gus = await Promise.all(Array.from({ length: 12 }, (_, i) => post(gateways[i % 2], keys[2 + (i % 2)], 'gpt-free')));
+    expect(gus.filter((answer) => answer.status === 200), "gus's requests admitted").to.have.length(4);
+    const gusRefusal = gus.find((answer) => answer.status === 429)!;
+    expect(gusRefusal.json.error.message).to.include("The organisation's limit for this member of 4 requests per minute");
+    // Then every key at once: the organisation's bucket of 10 has 6 left between all of them.
+    const all = await Promise.all(Array.from({ length: 24 }, (_, i) => post(gateways[i % 2], keys[i % 2], 'gpt-free')));
+    expect(all.filter((answer) => answer.status === 200), 'requests admitted under the operator limit').to.have.length(6);
+    expect(all.find((answer) => answer.status === 429)!.json.error.message).to.include("The operator's limit on this account of 10 requests per minute");
   });
 
   it("refuses a removed member's key on the other instance within a second", async () => {

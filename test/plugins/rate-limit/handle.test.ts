@@ -34,10 +34,31 @@ interface FakeContext {
   readonly headers: Record<string, string>;
 }
 
+function authOf(options: { keyId?: string; keyRateLimits?: KeyRateLimits; above?: { memberAccountId?: string; accountLimits?: KeyRateLimits; memberLimits?: KeyRateLimits } }) {
+  const key = { id: options.keyId ?? 'key_a', rateLimits: options.keyRateLimits ?? null, memberAccountId: options.above?.memberAccountId ?? null };
+  const account = { id: 'acc_1' };
+  const above = options.above;
+  if (above === undefined) return { key, account };
+  const identity = {
+    key,
+    account,
+    ...(above.accountLimits === undefined ? {} : { accountLimits: { rateLimits: above.accountLimits } }),
+    ...(above.memberLimits === undefined ? {} : { memberLimits: { models: null, rateLimits: above.memberLimits } }),
+  };
+  return { key, account, identity };
+}
+
 let counter = 0;
 function fakeContext(
   config: GatewayConfig,
-  options: { keyId?: string; keyRateLimits?: KeyRateLimits; endpoint?: EndpointId; maxTokens?: number } = {},
+  options: {
+    keyId?: string;
+    keyRateLimits?: KeyRateLimits;
+    endpoint?: EndpointId;
+    maxTokens?: number;
+    /** The levels above the key, as authentication leaves them on the request. */
+    above?: { memberAccountId?: string; accountLimits?: KeyRateLimits; memberLimits?: KeyRateLimits };
+  } = {},
 ): FakeContext {
   counter += 1;
   const endpoint = ENDPOINTS[options.endpoint ?? 'chat'];
@@ -50,7 +71,7 @@ function fakeContext(
       config,
       endpoint,
       request: { raw, body, model: config.models['gpt-test'], stream: false, modelSpan: [0, 0], reach: requestReach(endpoint.id, body, raw) },
-      auth: { key: { id: options.keyId ?? 'key_a', rateLimits: options.keyRateLimits ?? null }, account: { id: 'acc_1' } },
+      auth: authOf(options),
     },
     status: 200,
     set(field: string | Record<string, string>, value?: string) {
@@ -193,5 +214,45 @@ describe('rate-limit plugin handle', () => {
     for (let i = 0; i < 5; i++) await plugin.handle(fake.ctx, async () => undefined);
     expect(fake.headers).to.deep.equal({});
     expect(fake.ctx.state.rateLimit).to.equal(undefined);
+  });
+
+  describe('levels above the key', () => {
+    it("counts every key of an account in the operator's one bucket for it, and names that level", async () => {
+      await setUp('{}');
+      const above = { accountLimits: { rpm: 3 } };
+      for (const keyId of ['key_a', 'key_b', 'key_c']) await plugin.handle(fakeContext(config, { keyId, above }).ctx, async () => undefined);
+      const fake = fakeContext(config, { keyId: 'key_made_later', above });
+      const error = await refusal(plugin.handle(fake.ctx, async () => undefined));
+      expect(error.code).to.equal('TOLLGATE_ERR_RATE_LIMIT_REQUESTS');
+      expect(error.message).to.match(/^The operator's limit on this account of 3 requests per minute is reached\. Retry in \d+ s\.$/);
+      expect(error.refusedBy).to.equal('account');
+      expect(Number(error.headers['retry-after'])).to.be.within(1, 60);
+      expect(fake.headers).to.include({ 'x-ratelimit-limit-requests': '3', 'x-ratelimit-remaining-requests': '0' });
+    });
+
+    it("counts a member's keys in the organisation's one bucket for that member, apart from other members", async () => {
+      await setUp('{}');
+      const bob = { memberAccountId: 'acc_bob', memberLimits: { concurrency: 1 } };
+      const held = fakeContext(config, { keyId: 'key_bob_1', above: bob });
+      let finish!: (outcome: ExchangeOutcome) => void;
+      await plugin.handle(held.ctx, async () => void (finish = openExchange(held.ctx)));
+      const error = await refusal(plugin.handle(fakeContext(config, { keyId: 'key_bob_2', above: bob }).ctx, async () => undefined));
+      expect(error.code).to.equal('TOLLGATE_ERR_RATE_LIMIT_CONCURRENCY');
+      expect(error.message).to.equal("Too many concurrent requests: the organisation's limit for this member is 1 requests in flight at once. Retry when one has finished.");
+      expect(error.refusedBy).to.equal('member');
+      // Another member of the same organisation has a bucket of their own.
+      await plugin.handle(fakeContext(config, { keyId: 'key_dora', above: { memberAccountId: 'acc_dora', memberLimits: { concurrency: 1 } } }).ctx, async () => undefined);
+      finish(outcome(null));
+      await tick();
+      await plugin.handle(fakeContext(config, { keyId: 'key_bob_2', above: bob }).ctx, async () => undefined);
+    });
+
+    it("names the key's own limit as the key's", async () => {
+      await setUp('{}');
+      await plugin.handle(fakeContext(config, { keyRateLimits: { rpm: 1 }, above: { accountLimits: { rpm: 10 } } }).ctx, async () => undefined);
+      const error = await refusal(plugin.handle(fakeContext(config, { keyRateLimits: { rpm: 1 }, above: { accountLimits: { rpm: 10 } } }).ctx, async () => undefined));
+      expect(error.message).to.match(/^This API key's limit of 1 requests per minute is reached/);
+      expect(error.refusedBy).to.equal('key');
+    });
   });
 });
