@@ -21,6 +21,7 @@ export interface SummaryDialect<D> {
 
 export interface SummaryParams<D> {
   account: string;
+  member: string;
   session: string;
   origin: string;
   since: D;
@@ -71,6 +72,8 @@ function groupExpression(query: UsageSummaryQuery, dialect: SummaryDialect<unkno
       return 'account_id';
     case 'provider':
       return 'provider';
+    case 'member':
+      return 'member_account_id';
   }
 }
 
@@ -89,6 +92,10 @@ export function summarySql<D>(query: UsageSummaryQuery, dialect: SummaryDialect<
   if (query.accountId !== null) {
     where.unshift(`account_id = ${dialect.param('account')}`);
     params.account = query.accountId;
+  }
+  if (query.memberAccountId !== undefined) {
+    where.push(`member_account_id = ${dialect.param('member')}`);
+    params.member = query.memberAccountId;
   }
   if (query.sessionId !== undefined) {
     where.push(`session_id = ${dialect.param('session')}`);

@@ -58,7 +58,8 @@ export interface ChargeTotals {
 
 /** What usage is summed by: `account` and `provider` serve the operator's gateway totals. */
 export const USAGE_GROUPS = ['model', 'key', 'day', 'session', 'account', 'provider'] as const;
-export type UsageGroup = (typeof USAGE_GROUPS)[number];
+/** `member`: an organisation's charges by the member whose key made them (its owners' and admins' question). */
+export type UsageGroup = (typeof USAGE_GROUPS)[number] | 'member';
 
 /**
  * By session, the console playground's turns (origin `playground`, in a session) are one group under
@@ -71,6 +72,8 @@ export interface UsageSummaryQuery {
   /** Null: every account (an operator's question). */
   readonly accountId: string | null;
   readonly groupBy: UsageGroup;
+  /** Only the charges made for this member of the organisation `accountId` (through their keys in it). */
+  readonly memberAccountId?: string;
   /** Only this session's charges. */
   readonly sessionId?: string;
   /** Only the charges of this origin (the playground's). */
@@ -91,7 +94,7 @@ export interface UsageSummaryQuery {
 
 /** One group of a usage summary: its requests, errors (status 400 or above), cost and tokens. */
 export interface UsageSummaryRow extends TokenCounts {
-  /** The model, key id, `YYYY-MM-DD` day, session id, account id or provider; null for charges without one (no provider, no session). */
+  /** The model, key id, `YYYY-MM-DD` day, session id, account id, provider or member's account id; null for charges without one (no provider, no session). */
   readonly group: string | null;
   readonly requests: number;
   readonly errors: number;

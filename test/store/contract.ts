@@ -630,6 +630,27 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         expect(await store.listCharges({ accountId: a.account.id, limit: 2, offset: 1 })).to.deep.equal([charges[3], charges[2]]);
       });
 
+      it("sums an organisation's charges by member, and any grouping of one member's alone", async () => {
+        const { account, key } = await funded(10_000n);
+        const [ann, ben] = ['acc_member_ann', 'acc_member_ben'];
+        await store.recordCharges([
+          chargeOf(key, 'm1', 100n, { createdAt: at(0), sessionId: 'x', model: 'm1', memberAccountId: ann }),
+          chargeOf(key, 'm2', 200n, { createdAt: at(1), sessionId: 'x', model: 'm2', memberAccountId: ben }),
+          chargeOf(key, 'm3', 400n, { createdAt: at(2), sessionId: 'y', model: 'm1', memberAccountId: ann }),
+          chargeOf(key, 'm4', 800n, { createdAt: at(3), model: 'm2' }),
+        ]);
+        const byMember = await store.usageSummary({ accountId: account.id, groupBy: 'member', ...range });
+        expect(byMember.map((row) => [row.group, row.requests, row.cost])).to.deep.equal([[null, 1, 800n], [ann, 2, 500n], [ben, 1, 200n]]);
+        const annsByModel = await store.usageSummary({ accountId: account.id, memberAccountId: ann, groupBy: 'model', ...range });
+        expect(annsByModel.map((row) => [row.group, row.cost])).to.deep.equal([['m1', 500n]]);
+        // A session's models are the member's own requests' only.
+        const bensSessions = await store.usageSummary({ accountId: account.id, memberAccountId: ben, groupBy: 'session', namedSessionsOnly: true, ...range });
+        expect(bensSessions.map((row) => [row.group, row.requests, row.models])).to.deep.equal([['x', 1, ['m2']]]);
+        const annsSession = await store.usageSummary({ accountId: account.id, memberAccountId: ann, groupBy: 'session', sessionId: 'x', ...range });
+        expect(annsSession.map((row) => [row.group, row.cost, row.models])).to.deep.equal([['x', 100n, ['m1']]]);
+        expect(await store.usageSummary({ accountId: account.id, memberAccountId: ben, groupBy: 'session', sessionId: 'y', ...range })).to.deep.equal([]);
+      });
+
       it("reports each key's last use and its spend since the day's and the month's start", async () => {
         const { account, key } = await funded(10_000n);
         const idle = await store.createKey(newKey(account));
