@@ -29,6 +29,7 @@ import { usageRoutes } from './routes/usage';
 import { orgRoutes } from './routes/orgs';
 import { invitationRoutes } from './routes/invitations';
 import { orgKeyRoutes } from './routes/org-keys';
+import { orgUsageRoutes } from './routes/org-usage';
 import { adminOrgRoutes } from './routes/admin-orgs';
 
 export const API_PREFIX = '/api';
@@ -83,6 +84,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   orgRoutes(router, deps);
   invitationRoutes(router, deps);
   orgKeyRoutes(router, deps);
+  orgUsageRoutes(router, deps);
   adminAccountRoutes(router, deps);
   adminOrgRoutes(router, deps);
   adminKeyRoutes(router, deps);

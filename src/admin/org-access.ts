@@ -7,14 +7,15 @@
 import type { Membership, MemberRole } from '../store/orgs';
 import { ApiError, notFound } from './api-error';
 import { callerOf, type AdminDeps, type ApiContext } from './context';
+import { single } from './routes/query';
 
 /** What a role allows beyond a member's own keys and usage. */
-export type OrgPower = 'manage_members' | 'read_all_usage' | 'move_money';
+export type OrgPower = 'manage_members' | 'read_all_usage' | 'move_money' | 'read_statements';
 
 const POWERS: Readonly<Record<MemberRole, readonly OrgPower[]>> = {
-  owner: ['manage_members', 'read_all_usage', 'move_money'],
+  owner: ['manage_members', 'read_all_usage', 'move_money', 'read_statements'],
   admin: ['manage_members', 'read_all_usage'],
-  billing: ['move_money'],
+  billing: ['move_money', 'read_statements'],
   member: [],
 };
 
@@ -35,6 +36,17 @@ export async function callerWith(deps: AdminDeps, ctx: ApiContext, power: OrgPow
   const membership = await callerMembership(deps, ctx);
   if (!may(membership.role, power)) throw notFound('This organisation');
   return membership;
+}
+
+/**
+ * Whose usage a read covers (`member_id`): the caller's own unless their role reads everyone's, then
+ * the member asked for or (undefined) every member. Another member's, asked by one who may not, is 404.
+ */
+export function memberScope(ctx: ApiContext, membership: Membership): string | undefined {
+  const asked = single(ctx.query.member_id, 'member_id');
+  if (asked === undefined) return may(membership.role, 'read_all_usage') ? undefined : membership.accountId;
+  if (asked === membership.accountId || may(membership.role, 'read_all_usage')) return asked;
+  throw notFound('This member');
 }
 
 /**

@@ -173,6 +173,7 @@ export const SIGNED_IN_ROUTES: readonly (readonly [method: string, path: string,
   ['DELETE', '/api/orgs/acc_0000000000000000/invitations/{invitationId}'],
   ['POST', '/api/invitations/accept', { secret: 'tgi_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }],
   ['POST', '/api/orgs/acc_0000000000000000/keys', { name: 'k' }],
+  ['PATCH', '/api/orgs/acc_0000000000000000/keys/{keyId}', { spend_limit: '1' }],
   ['DELETE', '/api/orgs/acc_0000000000000000/keys/{keyId}'],
   ['GET', '/api/statements'],
 ];
@@ -190,6 +191,12 @@ export const SIGNED_IN_LOOKUPS: readonly (readonly [method: string, path: string
   ['GET', '/api/orgs/acc_0000000000000000/invitations'],
   ['GET', '/api/orgs/acc_0000000000000000/keys'],
   ['GET', '/api/orgs/acc_0000000000000000/usage'],
+  ['GET', '/api/orgs/acc_0000000000000000/usage/summary?group_by=member'],
+  ['GET', '/api/orgs/acc_0000000000000000/usage/sessions'],
+  ['GET', '/api/orgs/acc_0000000000000000/usage/sessions/{sessionId}'],
+  ['GET', '/api/orgs/acc_0000000000000000/usage/requests/{requestId}'],
+  ['GET', '/api/orgs/acc_0000000000000000/statements'],
+  ['GET', '/api/orgs/acc_0000000000000000/statements/{statementId}'],
   ['GET', '/api/statements/{id}'],
 ];
 

@@ -264,8 +264,8 @@ describe('schemas/management-api.yaml', () => {
     });
 
     it('take JSON request bodies only, and answer JSON or CSV (a statement also as HTML and PDF)', () => {
-      // A statement is a document people print and file: its two routes answer a page and a PDF too.
-      const documents = new Set(['GET /api/statements/{id}', 'GET /api/admin/statements/{id}']);
+      // A statement is a document people print and file: its three routes answer a page and a PDF too.
+      const documents = new Set(['GET /api/statements/{id}', 'GET /api/orgs/{id}/statements/{statementId}', 'GET /api/admin/statements/{id}']);
       for (const operation of operations) {
         const body = operation.operation.requestBody;
         if (body !== undefined) expect(Object.keys(deref(document, body).content as JsonObject), operation.id).to.deep.equal(['application/json']);

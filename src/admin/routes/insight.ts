@@ -15,12 +15,12 @@ import { dateParam, limitParam, single } from './query';
 import { accountScope } from './usage';
 import { formatUnits } from '../../billing/money';
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 /** The default range: the last 30 days. */
 const DEFAULT_DAYS = 30;
 /** The longest range one summary may cover. */
 const MAX_RANGE_DAYS = 400;
-const MAX_GROUPS = 1000;
+export const MAX_GROUPS = 1000;
 const MAX_OFFSET = 100_000;
 
 interface Range {
@@ -37,7 +37,8 @@ export function rangeOf(ctx: ApiContext): Range {
   return { since, until };
 }
 
-function offsetParam(ctx: ApiContext): number {
+/** `offset` of a summary page: 0 up to a bound. */
+export function summaryOffset(ctx: ApiContext): number {
   const text = single(ctx.query.offset, 'offset');
   if (text === undefined) return 0;
   const offset = Number(text);
@@ -59,7 +60,7 @@ const PLAYGROUND_LABEL = 'Playground';
 const DELETED_KEY_LABEL = 'deleted key';
 
 /** The names that label key, account and session groups, read only when the grouping needs them. */
-async function labeller(deps: AdminDeps, group: UsageGroup, accountId: string | null): Promise<(row: UsageSummaryRow) => string | null> {
+export async function labeller(deps: AdminDeps, group: UsageGroup, accountId: string | null): Promise<(row: UsageSummaryRow) => string | null> {
   if (group === 'key') {
     const keys = await deps.store.listKeys(accountId === null ? undefined : { accountId });
     const names = new Map(keys.map((key) => [key.id, key.revokedAt === null ? key.name : `${key.name} (${DELETED_KEY_LABEL})`]));
@@ -74,7 +75,7 @@ async function labeller(deps: AdminDeps, group: UsageGroup, accountId: string | 
 }
 
 /** A session row's label: "Playground" for the playground's group, none for a client's session. */
-function sessionLabel(row: UsageSummaryRow): string | null {
+export function sessionLabel(row: UsageSummaryRow): string | null {
   return row.group === PLAYGROUND_SESSION_GROUP ? PLAYGROUND_LABEL : null;
 }
 
@@ -82,7 +83,7 @@ function sessionLabel(row: UsageSummaryRow): string | null {
  * What one session's page reads: that session's charges, or for the playground's group the
  * playground's turns (in a session, as the list counts them).
  */
-function oneSession(sessionId: string): Pick<UsageSummaryQuery, 'sessionId' | 'origin' | 'namedSessionsOnly'> & Pick<ChargeFilter, 'inSession'> {
+export function oneSession(sessionId: string): Pick<UsageSummaryQuery, 'sessionId' | 'origin' | 'namedSessionsOnly'> & Pick<ChargeFilter, 'inSession'> {
   return sessionId === PLAYGROUND_SESSION_GROUP ? { origin: 'playground', namedSessionsOnly: true, inSession: true } : { sessionId };
 }
 
@@ -100,7 +101,7 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const csv = single(ctx.query.format, 'format') === 'csv';
     // What a request cost upstream is the operator's business: an administrator reads it, an account never.
     const operator = callerOf(ctx).account.role === 'admin';
-    const rows = await deps.store.usageSummary({ accountId, groupBy, upstreamCost: operator, ...range, limit: limitParam(ctx.query.limit, csv ? MAX_GROUPS : 100, MAX_GROUPS), offset: offsetParam(ctx) });
+    const rows = await deps.store.usageSummary({ accountId, groupBy, upstreamCost: operator, ...range, limit: limitParam(ctx.query.limit, csv ? MAX_GROUPS : 100, MAX_GROUPS), offset: summaryOffset(ctx) });
     const label = await labeller(deps, groupBy, accountId);
     const operatorViews = () => rows.map((row) => operatorSummaryView(row, label(row)));
     const accountViews = () => rows.map((row) => summaryView(row, label(row)));
@@ -115,7 +116,7 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
   router.get('/usage/sessions', signedIn(deps), async (ctx) => {
     const accountId = accountScope(ctx) ?? null;
     const range = rangeOf(ctx);
-    const rows = await deps.store.usageSummary({ accountId, groupBy: 'session', namedSessionsOnly: true, ...range, limit: limitParam(ctx.query.limit, 50, MAX_GROUPS), offset: offsetParam(ctx) });
+    const rows = await deps.store.usageSummary({ accountId, groupBy: 'session', namedSessionsOnly: true, ...range, limit: limitParam(ctx.query.limit, 50, MAX_GROUPS), offset: summaryOffset(ctx) });
     // The cap each session of the account counts against, so the console can show spend against it.
     const account = accountId === null ? null : await deps.store.findAccountById(accountId);
     const sessionBudget = account?.sessionBudget == null ? null : formatUnits(account.sessionBudget);
@@ -129,7 +130,7 @@ export function insightRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     const { inSession, ...which } = oneSession(sessionId);
     const [summary] = await deps.store.usageSummary({ accountId, groupBy: 'session', ...which, since: new Date(0), until: new Date(Date.now() + DAY_MS), limit: 1, offset: 0 });
     if (summary === undefined) throw notFound('This session');
-    const charges = await deps.store.listCharges({ accountId: accountId ?? undefined, sessionId: which.sessionId, origin: which.origin, inSession, limit: limitParam(ctx.query.limit, 100, 1000), offset: offsetParam(ctx) });
+    const charges = await deps.store.listCharges({ accountId: accountId ?? undefined, sessionId: which.sessionId, origin: which.origin, inSession, limit: limitParam(ctx.query.limit, 100, 1000), offset: summaryOffset(ctx) });
     const keys = await deps.store.listKeys(accountId === null ? undefined : { accountId });
     const names = new Map(keys.map((key) => [key.id, key.name]));
     ctx.body = { session: summaryView(summary, sessionLabel(summary)), requests: charges.map((charge) => ({ ...usageView(charge, names), session_id: charge.sessionId ?? null })) };

@@ -1,4 +1,4 @@
-/** The signed-in account's API keys: list, Add Token, change limits, revoke. Only ever its own. */
+/** The signed-in account's API keys: list, Add Token, change limits (key-limit-change.ts), revoke. Only ever its own. */
 import type Router from '@koa/router';
 import { issueApiKey } from '../../auth/issue-key';
 import { isValidKeyName } from '../../auth/key-name';
@@ -7,8 +7,8 @@ import type { ApiKeyRecord } from '../../store/store';
 import { ApiError, invalid, notFound } from '../api-error';
 import { signedIn } from '../authenticate';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
-import { optionalAmount, optionalBudget, optionalFutureDate, optionalModelList, optionalNetworkList, optionalRateLimits, optionalString } from '../fields';
-import { budgetProblem, looserLimit, ownerChange } from '../../auth/key-limits';
+import { optionalAmount, optionalFutureDate, optionalModelList, optionalNetworkList, optionalRateLimits, optionalString } from '../fields';
+import { changeKeyLimits } from '../key-limit-change';
 import { readJsonObject } from '../json-body';
 import { activityView, keyView } from '../views';
 import { audit } from '../audit';
@@ -88,22 +88,7 @@ export function keyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
 
   router.patch('/keys/:id', signedIn(deps), async (ctx) => {
     const key = await ownKey(ctx);
-    const body = await readJsonObject(ctx);
-    const requested = {
-      spendLimit: optionalAmount(body, 'spend_limit', 'The spend limit'),
-      models: optionalModelList(body, 'models', knownModels()),
-      rateLimits: optionalRateLimits(body, 'rate_limits'),
-      budget: optionalBudget(body, 'budget'),
-      sessionBudget: optionalAmount(body, 'session_budget', 'The session budget'),
-      allowedNetworks: optionalNetworkList(body, 'allowed_networks'),
-    };
-    const problem = budgetProblem(requested.budget, key.operatorLimits);
-    if (problem !== null) throw invalid('budget', problem);
-    // The owner tightens an operator's limits at most: a looser value is refused, saying both; a
-    // cleared one falls back to the operator's.
-    const looser = looserLimit(requested, key.operatorLimits);
-    if (looser !== null) throw invalid(looser.field, looser.message);
-    await deps.store.setKeyLimits(key.id, ownerChange(requested, key.operatorLimits));
+    await changeKeyLimits(deps, ctx, key);
     const changed = await ownKey(ctx);
     await audit(deps, ctx, keyLimitsChanged(key, changed));
     ctx.body = { key: keyView(changed) };

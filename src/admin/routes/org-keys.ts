@@ -1,6 +1,6 @@
 /**
  * Keys and usage inside an organisation. A member makes keys that spend the organisation's balance
- * and are charged to them; they see and revoke their own, an owner or admin every member's. Usage
+ * and are charged to them; they see, change and revoke their own, an owner or admin every member's. Usage
  * reads by member: a member only their own (another member's is 404), an owner or admin anyone's.
  */
 import type Router from '@koa/router';
@@ -14,12 +14,13 @@ import { signedIn } from '../authenticate';
 import type { AdminDeps, ApiContext, ApiState } from '../context';
 import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimits, optionalString } from '../fields';
 import { readJsonObject } from '../json-body';
-import { callerMembership, may } from '../org-access';
+import { callerMembership, may, memberScope } from '../org-access';
 import { orgKeyView } from '../org-views';
 import { usageView } from '../views';
 import { audit } from '../audit';
-import { keyCreated, keyRevoked } from '../../audit/states';
-import { dateParam, limitParam, single } from './query';
+import { keyCreated, keyLimitsChanged, keyRevoked } from '../../audit/states';
+import { changeKeyLimits } from '../key-limit-change';
+import { dateParam, limitParam } from './query';
 
 /** Active keys one member may hold in one organisation, as for an account's own. */
 const MAX_ACTIVE_KEYS = 200;
@@ -31,17 +32,17 @@ async function visibleKeys(deps: AdminDeps, membership: Membership): Promise<Api
   return may(membership.role, 'manage_members') ? keys : keys.filter((key) => key.memberAccountId === membership.accountId);
 }
 
+/** The key in the path (`:keyId`) if the caller may see it; 404 otherwise, as for one that does not exist. */
+async function visibleKey(deps: AdminDeps, ctx: ApiContext, membership: Membership): Promise<ApiKeyRecord> {
+  const id = (ctx.params as Readonly<Record<string, string>>).keyId;
+  const key = (await visibleKeys(deps, membership)).find((candidate) => candidate.id === id);
+  if (key === undefined) throw notFound('This key');
+  return key;
+}
+
 /** Member names by account id, for the keys' `member_name`. */
 async function memberNames(deps: AdminDeps, organisationId: string): Promise<Map<string, string>> {
   return new Map((await deps.store.orgs.listMembers(organisationId)).map((member) => [member.accountId, member.accountName]));
-}
-
-/** Whose usage: the caller's own unless their role reads everyone's (then `member_id`, or all). */
-function memberScope(ctx: ApiContext, membership: Membership): string | undefined {
-  const asked = single(ctx.query.member_id, 'member_id');
-  if (asked === undefined) return may(membership.role, 'read_all_usage') ? undefined : membership.accountId;
-  if (asked === membership.accountId || may(membership.role, 'read_all_usage')) return asked;
-  throw notFound('This member');
 }
 
 export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
@@ -79,13 +80,21 @@ export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     ctx.body = { key: orgKeyView(issued.record, new Map([[membership.accountId, membership.accountName]])), secret: issued.key };
   });
 
+  // As PATCH /keys/{id} for a personal key: the key's member, or an owner or admin, changes its limits.
+  router.patch('/orgs/:id/keys/:keyId', signedIn(deps), async (ctx) => {
+    const membership = await callerMembership(deps, ctx);
+    const key = await visibleKey(deps, ctx, membership);
+    await changeKeyLimits(deps, ctx, key);
+    const changed = await visibleKey(deps, ctx, membership);
+    await audit(deps, ctx, keyLimitsChanged(key, changed));
+    ctx.body = { key: orgKeyView(changed, await memberNames(deps, membership.organisationId)) };
+  });
+
   router.delete('/orgs/:id/keys/:keyId', signedIn(deps), async (ctx) => {
     const membership = await callerMembership(deps, ctx);
-    const id = (ctx.params as Readonly<Record<string, string>>).keyId;
-    const key = (await visibleKeys(deps, membership)).find((candidate) => candidate.id === id);
-    if (key === undefined) throw notFound('This key');
+    const key = await visibleKey(deps, ctx, membership);
     await deps.store.revokeKey(key.id);
-    const revoked = (await deps.store.listKeys({ accountId: membership.organisationId })).find((candidate) => candidate.id === id)!;
+    const revoked = await visibleKey(deps, ctx, membership);
     await audit(deps, ctx, keyRevoked(key, revoked.revokedAt));
     ctx.body = { key: orgKeyView(revoked, await memberNames(deps, membership.organisationId)) };
   });

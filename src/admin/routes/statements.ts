@@ -1,6 +1,7 @@
 /**
- * Monthly statements: an account's own (`/statements`), and any account's for administrators
- * (`/admin/statements`). Asking for the list issues every closed month not issued yet (issuing is
+ * Monthly statements: an account's own (`/statements`), an organisation's for its owners and billing
+ * members (`/orgs/{id}/statements`; anyone else in it gets 404), and any account's for
+ * administrators (`/admin/statements`). Asking for the list issues every closed month not issued yet (issuing is
  * idempotent and derived from the ledger, so the GET changes nothing anyone can see but the list
  * itself). A statement is answered as JSON, CSV, a printable HTML page or a PDF.
  */
@@ -15,6 +16,7 @@ import { invalid, notFound } from '../api-error';
 import { adminOnly, signedIn } from '../authenticate';
 import { attachment } from '../csv';
 import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../context';
+import { callerWith } from '../org-access';
 import { single } from './query';
 
 const FORMATS = ['json', 'csv', 'html', 'pdf'] as const;
@@ -68,6 +70,21 @@ export function statementRoutes(router: Router<ApiState>, deps: AdminDeps): void
     const stored = await deps.store.statements.find(idOf(ctx));
     // Another account's statement is answered as one that does not exist.
     if (stored === null || stored.accountId !== callerOf(ctx).account.id) throw notFound('This statement');
+    await answer(ctx, stored);
+  });
+
+  router.get('/orgs/:id/statements', signedIn(deps), async (ctx) => {
+    const membership = await callerWith(deps, ctx, 'read_statements');
+    const organisation = await deps.store.findAccountById(membership.organisationId);
+    if (organisation === null) throw notFound('This organisation');
+    const issued = await issueClosedMonths(deps.store, deps.runtime.current.config, organisation, new Date());
+    ctx.body = { statements: issued.map(statementSummaryView) };
+  });
+
+  router.get('/orgs/:id/statements/:statementId', signedIn(deps), async (ctx) => {
+    const membership = await callerWith(deps, ctx, 'read_statements');
+    const stored = await deps.store.statements.find((ctx.params as Readonly<Record<string, string>>).statementId);
+    if (stored === null || stored.accountId !== membership.organisationId) throw notFound('This statement');
     await answer(ctx, stored);
   });
 
