@@ -24,6 +24,11 @@ function weightedOrder(targets: Target[], random: () => number): Target[] {
 
 /** Every route of `model`, in the order this request will try them. */
 export function attemptOrder(model: ModelConfig, config: GatewayConfig, random: () => number = Math.random): Target[] {
+  // Most models have one route: its order needs no levels, no sort and no draw.
+  if (model.routes.length === 1) {
+    const route = model.routes[0];
+    return [{ route, provider: config.providers[route.provider] }];
+  }
   const levels = new Map<number, Target[]>();
   for (const route of model.routes) {
     const level = levels.get(route.priority) ?? [];
