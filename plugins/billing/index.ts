@@ -59,7 +59,7 @@ async function admit(ctx: GatewayContext, engine: BillingEngine, config: Billing
   const { endpoint, requestId } = ctx.state;
   // Refused before anything is held or forwarded: premium service the model has no price for.
   const asked = askedService(endpoint.id, request.body, ctx.headers, request.model.id, rates);
-  const budgets = budgetChecks(ctx.state.config, auth.account, auth.key, new Date(), engine.periods);
+  const budgets = budgetChecks(ctx.state.config, auth.account, auth.key, auth.identity?.memberLimits?.budget, new Date(), engine.periods);
   const sessionBudgets = sessionBudgetChecks(auth.account, auth.key, trail.sessionId);
   const referenced = reach.responseIds.length + reach.conversationIds.length === 0 ? null : [...reach.responseIds, ...reach.conversationIds];
   const estimate = dearestHold(
@@ -78,6 +78,7 @@ async function admit(ctx: GatewayContext, engine: BillingEngine, config: Billing
       requestId,
       accountId: auth.account.id,
       keyId: auth.key.id,
+      ...(auth.key.memberAccountId != null && { memberAccountId: auth.key.memberAccountId }),
       amount: estimate.amount,
       keyLimited: auth.key.spendLimit !== null,
       budgets,

@@ -1,6 +1,6 @@
 /** Organisations, members and invitations as the management API shows them. */
 import { formatUnits } from '../billing/money';
-import type { Account, AccountBalance, ApiKeyRecord } from '../store/store';
+import type { Account, AccountBalance, ApiKeyRecord, BudgetCheck } from '../store/store';
 import type { Invitation, Membership, MemberRole } from '../store/orgs';
 import { budgetView, keyView } from './views';
 
@@ -19,7 +19,14 @@ export function organisationView(organisation: Account, role: MemberRole | null,
   };
 }
 
-export function memberView(member: Membership) {
+/** A member's budget in its current period, and what they spent in it. */
+export interface MemberSpend {
+  readonly check: BudgetCheck;
+  readonly spent: bigint;
+}
+
+/** `spend`: the member's budget's current period (shown to those who may see their limits); null: none, or not shown. */
+export function memberView(member: Membership, spend: MemberSpend | null = null) {
   return {
     account_id: member.accountId,
     name: member.accountName,
@@ -31,6 +38,7 @@ export function memberView(member: Membership) {
       models: member.limits.models,
       rate_limits: member.limits.rateLimits,
     },
+    budget_spent: spend === null ? null : { spent: formatUnits(spend.spent), period_start: iso(spend.check.start), resets_at: iso(spend.check.end) },
   };
 }
 

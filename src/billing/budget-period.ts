@@ -5,6 +5,7 @@
  * skip starts its day at the first instant that exists.
  */
 import type { BudgetCheck, BudgetPeriod, ChargeRecord } from '../store/store';
+import { countsIn } from '../store/budget-owner';
 
 export interface Period {
   /** The first instant of the period (inclusive). */
@@ -127,9 +128,8 @@ export class PeriodCache {
   }
 }
 
-/** Whether `charge` counts against `check`: charged to its key or account within its period. */
+/** Whether `charge` counts against `check`: charged to its key, member or account within its period. */
 export function chargedInPeriod(charge: ChargeRecord, check: BudgetCheck): boolean {
   const at = charge.createdAt.getTime();
-  const owner = check.scope === 'account' ? charge.accountId : charge.keyId;
-  return owner === check.id && at >= check.start.getTime() && at < check.end.getTime();
+  return countsIn(charge, check.scope, check.id) && at >= check.start.getTime() && at < check.end.getTime();
 }

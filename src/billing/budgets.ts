@@ -1,11 +1,14 @@
 /**
- * Which budgets a request is held against: its key's, and its account's own or else the operator's
- * default for the account's role (`budgets.role_defaults`). Each is checked against the spend of its
- * current period, so a changed budget applies from the next request on.
+ * Which budgets a request is held against: its key's; for a member's key in an organisation, the
+ * budget the organisation set for that member (every key they made in it); and its account's own or
+ * else the operator's default for the account's role (`budgets.role_defaults`). Narrowest first, so a
+ * request over several is told about the one nearest the key. Each is checked against the spend of
+ * its current period, so a changed budget applies from the next request on.
  */
 import type { GatewayConfig } from '../config/types';
 import type { BudgetData } from '../config/schema-types';
 import type { Account, AccountRole, ApiKeyRecord, Budget, BudgetCheck, BudgetScope, SessionBudgetCheck } from '../store/store';
+import { memberBudgetId } from '../store/budget-owner';
 import { PeriodCache } from './budget-period';
 import { formatUnits, unitsToNano } from './money';
 
@@ -31,10 +34,14 @@ export function accountBudget(config: GatewayConfig, account: Account): Budget |
   return account.budget ?? roleDefaults(config).get(account.role) ?? null;
 }
 
-/** Each budget that applies to a request by `key` of `account`, in its period at `now`. */
-export function budgetChecks(config: GatewayConfig, account: Account, key: ApiKeyRecord, now: Date, periods: PeriodCache): BudgetCheck[] {
+/**
+ * Each budget that applies to a request by `key` of `account`, in its period at `now`. `memberBudget`
+ * is what the organisation set for the key's member (the key identity's `memberLimits.budget`).
+ */
+export function budgetChecks(config: GatewayConfig, account: Account, key: ApiKeyRecord, memberBudget: Budget | null | undefined, now: Date, periods: PeriodCache): BudgetCheck[] {
   const checks: BudgetCheck[] = [];
   if (key.budget !== null) checks.push(checkOf('key', key.id, key.budget, now, periods));
+  if (memberBudget != null && key.memberAccountId != null) checks.push(checkOf('member', memberBudgetId(account.id, key.memberAccountId), memberBudget, now, periods));
   const budget = accountBudget(config, account);
   if (budget !== null) checks.push(checkOf('account', account.id, budget, now, periods));
   return checks;
@@ -64,10 +71,19 @@ export function checkOf(scope: BudgetScope, id: string, budget: Budget, now: Dat
 
 const PERIOD_WORDS = { day: 'daily', week: 'weekly', month: 'monthly' } as const;
 
-/** "This API key's daily budget of 5 (Europe/Berlin)": how messages and alerts name a budget. */
+/** Whose budget it is, as a refusal names the level that refused. */
+const OWNER_WORDS: Readonly<Record<BudgetScope, (period: string) => string>> = {
+  key: (period) => `This API key's ${period} budget`,
+  member: (period) => `The organisation's ${period} budget for this member`,
+  account: (period) => `This account's ${period} budget`,
+};
+
+/**
+ * "This API key's daily budget of 5 (Europe/Berlin)", "The organisation's daily budget for this member
+ * of 5 (UTC)": how messages and alerts name a budget.
+ */
 export function budgetName(check: Pick<BudgetCheck, 'scope' | 'amount' | 'period' | 'timezone'>): string {
-  const owner = check.scope === 'key' ? "This API key's" : "This account's";
-  return `${owner} ${PERIOD_WORDS[check.period]} budget of ${formatUnits(check.amount)} (${check.timezone})`;
+  return `${OWNER_WORDS[check.scope](PERIOD_WORDS[check.period])} of ${formatUnits(check.amount)} (${check.timezone})`;
 }
 
 /** RFC 3339 in UTC, to the second: when the budget's period ends. */

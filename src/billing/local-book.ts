@@ -12,7 +12,8 @@
  * by another process (the CLI) is read at the first hold of the next event-loop turn. Each account's check-and-hold runs
  * alone (a promise chain per account), because reading the store yields to other requests in between.
  */
-import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, KeySpend, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
+import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, KeySpend, NewCredit, RedeemResult, SessionBudgetCheck, SessionScope, Store } from '../store/store';
+import { BUDGET_SCOPES, budgetOwnerOf, countsIn } from '../store/budget-owner';
 import type { AdoptedCharge, BalanceBook } from './book';
 import { admit } from '../money/admission';
 import { heldSession } from '../store/held-session';
@@ -26,7 +27,7 @@ const STALE_READS_RETRIED = 2;
 const KEPT_SESSIONS_MAX = 10_000;
 
 /** How a session's spend and holds are named: per key or account, per session. */
-function sessionName(scope: BudgetScope, id: string, sessionId: string): string {
+function sessionName(scope: SessionScope, id: string, sessionId: string): string {
   return `${scope}:${id}:${sessionId}`;
 }
 
@@ -51,10 +52,6 @@ function inPeriod(charge: ChargeRecord, start: number, end: number): boolean {
   return at >= start && at < end;
 }
 
-function chargedTo(charge: ChargeRecord, scope: BudgetScope, id: string): boolean {
-  return (scope === 'account' ? charge.accountId : charge.keyId) === id;
-}
-
 function add(map: Map<string, bigint>, id: string, amount: bigint): void {
   const next = (map.get(id) ?? 0n) + amount;
   if (next === 0n) map.delete(id);
@@ -67,6 +64,8 @@ export class LocalBook implements BalanceBook {
   private readonly holds = new Map<string, Hold>();
   private readonly heldByAccount = new Map<string, bigint>();
   private readonly heldByKey = new Map<string, bigint>();
+  /** What each member's holds hold, by member budget id (`memberBudgetId`). */
+  private readonly heldByMember = new Map<string, bigint>();
   /** Charges settled here but not yet written to the ledger (the store's balance does not show them). */
   private readonly queuedByAccount = new Map<string, bigint>();
   private readonly queuedByKey = new Map<string, bigint>();
@@ -112,8 +111,7 @@ export class LocalBook implements BalanceBook {
       add(this.queuedByAccount, charge.accountId, charge.cost);
       add(this.queuedByKey, charge.keyId, charge.cost);
       this.queued.set(charge.requestId, charge);
-      this.countInPeriod('account', charge.accountId, charge);
-      this.countInPeriod('key', charge.keyId, charge);
+      for (const scope of BUDGET_SCOPES) this.countInPeriod(scope, charge);
       if (charge.sessionId != null) {
         this.countInSession(sessionName('account', charge.accountId, charge.sessionId), charge.cost);
         this.countInSession(sessionName('key', charge.keyId, charge.sessionId), charge.cost);
@@ -193,7 +191,7 @@ export class LocalBook implements BalanceBook {
     const spend = hold.keyLimited === false ? null : await this.store.keySpend(hold.keyId);
     const budgets = [];
     for (const budget of hold.budgets ?? []) {
-      const held = (budget.scope === 'account' ? this.heldByAccount : this.heldByKey).get(budget.id) ?? 0n;
+      const held = this.heldBy(budget.scope).get(budget.id) ?? 0n;
       budgets.push({ budget, left: budget.amount - (await this.periodSpend(budget)) - held });
     }
     const sessionBudgets = [];
@@ -218,8 +216,7 @@ export class LocalBook implements BalanceBook {
     for (const budget of hold.budgets ?? []) {
       const spent = this.keptPeriodSpend(budget);
       if (spent === undefined) return null;
-      const held = (budget.scope === 'account' ? this.heldByAccount : this.heldByKey).get(budget.id) ?? 0n;
-      budgets.push({ budget, left: budget.amount - spent - held });
+      budgets.push({ budget, left: budget.amount - spent - (this.heldBy(budget.scope).get(budget.id) ?? 0n) });
     }
     const sessionBudgets = [];
     for (const budget of hold.sessionBudgets ?? []) {
@@ -248,8 +245,27 @@ export class LocalBook implements BalanceBook {
     this.holds.set(hold.requestId, hold);
     add(this.heldByAccount, hold.accountId, hold.amount);
     add(this.heldByKey, hold.keyId, hold.amount);
+    this.holdByMember(hold, hold.amount);
     this.holdInSession(hold, hold.amount);
     return { ok: true };
+  }
+
+  /** Where what a budget's scope holds is kept. */
+  private heldBy(scope: BudgetScope): Map<string, bigint> {
+    switch (scope) {
+      case 'key':
+        return this.heldByKey;
+      case 'member':
+        return this.heldByMember;
+      case 'account':
+        return this.heldByAccount;
+    }
+  }
+
+  /** A member's key's hold counts against the member's budget, whichever of their keys holds it. */
+  private holdByMember(hold: Hold, amount: bigint): void {
+    const member = budgetOwnerOf(hold, 'member');
+    if (member !== null) add(this.heldByMember, member, amount);
   }
 
   /** A hold checked against session budgets counts against its session, by key and by account. */
@@ -277,7 +293,7 @@ export class LocalBook implements BalanceBook {
       if (again !== undefined) return again;
       let spent = ledger;
       for (const charge of this.queued.values()) {
-        if (charge.sessionId === check.sessionId && chargedTo(charge, check.scope, check.id)) spent += charge.cost;
+        if (charge.sessionId === check.sessionId && countsIn(charge, check.scope, check.id)) spent += charge.cost;
       }
       this.sessionSpends.set(name, spent);
       // The oldest kept spend goes first; Map keeps insertion order.
@@ -339,7 +355,7 @@ export class LocalBook implements BalanceBook {
       if (again !== undefined && again.start === start) return again.spent;
       let spent = ledger;
       for (const charge of this.queued.values()) {
-        if (chargedTo(charge, check.scope, check.id) && inPeriod(charge, start, end)) spent += charge.cost;
+        if (countsIn(charge, check.scope, check.id) && inPeriod(charge, start, end)) spent += charge.cost;
       }
       this.periodSpends.set(name, { start, end, spent });
       return spent;
@@ -347,7 +363,9 @@ export class LocalBook implements BalanceBook {
   }
 
   /** A settled charge moves the kept spend of its period, if that period is the one kept. */
-  private countInPeriod(scope: BudgetScope, id: string, charge: ChargeRecord): void {
+  private countInPeriod(scope: BudgetScope, charge: ChargeRecord): void {
+    const id = budgetOwnerOf(charge, scope);
+    if (id === null) return;
     const kept = this.periodSpends.get(`${scope}:${id}`);
     if (kept !== undefined && inPeriod(charge, kept.start, kept.end)) kept.spent += charge.cost;
   }
@@ -361,6 +379,7 @@ export class LocalBook implements BalanceBook {
     this.holds.delete(hold.requestId);
     add(this.heldByAccount, hold.accountId, -hold.amount);
     add(this.heldByKey, hold.keyId, -hold.amount);
+    this.holdByMember(hold, -hold.amount);
     this.holdInSession(hold, -hold.amount);
   }
 }

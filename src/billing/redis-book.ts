@@ -28,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis, hashTag, scanEveryPrimary, type RedisClient } from '../shared-state/redis';
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
+import { BUDGET_SCOPES, budgetOwnerOf, countsIn } from '../store/budget-owner';
 import { BookUnavailableError, type AdoptedCharge, type BalanceBook } from './book';
 import type { AccountDrift, BudgetDrift, LiveCopy, StoppedOutbox } from './live-copy';
 import { PeriodCache } from './budget-period';
@@ -179,7 +180,7 @@ export class RedisBook implements BalanceBook, LiveCopy {
     for (const budget of budgets) {
       checkAmount('a budget', budget.amount, 1n);
       keys.push(this.budgetKey(budget.scope, budget.id, budget.start, budget.end));
-      args.push(budget.scope, String(budget.amount));
+      args.push(this.heldHash(budget, keys[0], keys[1]), String(budget.amount));
     }
     for (const budget of sessionBudgets) {
       checkAmount('a session budget', budget.amount, 1n);
@@ -364,7 +365,12 @@ export class RedisBook implements BalanceBook, LiveCopy {
           this.figures.addUndrained(charge.accountId, charge.cost);
           this.figures.addUndrained(spendField(charge.keyId), charge.cost);
         }
-        const args = [from, this.instance, this.prefix, ...batch.flatMap((charge) => [charge.accountId, charge.keyId, String(charge.createdAt.getTime()), String(charge.cost)])];
+        const args = [
+          from,
+          this.instance,
+          this.prefix,
+          ...batch.flatMap((charge) => [charge.accountId, charge.keyId, budgetOwnerOf(charge, 'member') ?? '', String(charge.createdAt.getTime()), String(charge.cost)]),
+        ];
         const moved = replyList(await this.script('moveUndrained', [this.undrainedKey(from), this.undrainedKey(this.instance)], args)) as string[];
         batch.forEach((charge, index) => {
           const fields = moved[index] === '' ? [] : moved[index].split('\n');
@@ -474,9 +480,16 @@ export class RedisBook implements BalanceBook, LiveCopy {
     return shares;
   }
 
-  /** The spend fences a write of these charges moves: each key's and each account's. */
+  /** The spend fences a write of these charges moves: each key's, member's and account's. */
   private spendFencesOf(charges: readonly ChargeRecord[]): string[] {
-    return [...new Set(charges.flatMap((charge) => [this.spendFenceKey('key', charge.keyId), this.spendFenceKey('account', charge.accountId)]))];
+    const fences = new Set<string>();
+    for (const charge of charges) {
+      for (const scope of BUDGET_SCOPES) {
+        const id = budgetOwnerOf(charge, scope);
+        if (id !== null) fences.add(this.spendFenceKey(scope, id));
+      }
+    }
+    return [...fences];
   }
 
   /**
@@ -564,13 +577,14 @@ export class RedisBook implements BalanceBook, LiveCopy {
   async rebuild(accountIds: readonly string[]): Promise<void> {
     if (accountIds.length === 0) return;
     await this.guard(() => this.redis.del(...accountIds.map((id) => this.accountKey(id))));
-    const owners = [...accountIds.map((id) => `account:${id}`)];
-    for (const accountId of accountIds) owners.push(...(await this.store.listKeys({ accountId })).map((key) => `key:${key.id}`));
+    // A member budget's id starts with its organisation's: '<org id>/<member id>'.
+    const owners = [...accountIds.flatMap((id) => [`account:${id}:`, `member:${id}/`])];
+    for (const accountId of accountIds) owners.push(...(await this.store.listKeys({ accountId })).map((key) => `key:${key.id}:`));
     const budgets = await this.scanKeys(`${this.prefix}budget:*`);
     const sessions = await this.scanKeys(`${this.prefix}session:*`);
     const dropped = [
-      ...budgets.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}budget:${owner}:`))),
-      ...sessions.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}session:${owner}:`))),
+      ...budgets.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}budget:${owner}`))),
+      ...sessions.filter((name) => owners.some((owner) => name.startsWith(`${this.prefix}session:${owner}`))),
     ];
     if (dropped.length > 0) await this.guard(() => this.redis.del(...dropped));
   }
@@ -599,7 +613,7 @@ export class RedisBook implements BalanceBook, LiveCopy {
     const drifts: BudgetDrift[] = [];
     for (const name of names) {
       const [scope, id, start, end] = name.slice(this.prefix.length + 'budget:'.length).split(':');
-      if ((scope !== 'account' && scope !== 'key') || id === undefined || start === undefined || end === undefined) continue;
+      if (!isBudgetScope(scope) || id === undefined || start === undefined || end === undefined) continue;
       const hash = await this.guard(() => this.redis.hgetall(name));
       if (hash.spent === undefined) continue;
       let live = BigInt(hash.spent);
@@ -717,8 +731,7 @@ export class RedisBook implements BalanceBook, LiveCopy {
     for (;;) {
       const epoch = await this.epoch.open();
       const ledger = await this.store.sessionSpend(check.scope, check.id, check.sessionId);
-      const owner = (charge: ChargeRecord): string => (check.scope === 'account' ? charge.accountId : charge.keyId);
-      const unwritten = this.unwritten((charge) => charge.sessionId === check.sessionId && owner(charge) === check.id);
+      const unwritten = this.unwritten((charge) => charge.sessionId === check.sessionId && countsIn(charge, check.scope, check.id));
       const keys = [this.sessionKey(check.scope, check.id, check.sessionId), this.epochKey()];
       if ((await this.script('seedSession', keys, [String(ledger + unwritten), String(SESSION_KEPT_MS), epoch])) !== EPOCH_MOVED) return;
       this.epoch.moved();
@@ -844,6 +857,18 @@ export class RedisBook implements BalanceBook, LiveCopy {
     return `${this.prefix}budget:${field.slice(2)}`;
   }
 
+  /** The hash whose `held` a budget's holds are in: its account's, its key's, or its member's own. */
+  private heldHash(budget: BudgetCheck, accountKey: string, keyKey: string): string {
+    switch (budget.scope) {
+      case 'key':
+        return keyKey;
+      case 'member':
+        return `${this.prefix}member:${budget.id}`;
+      case 'account':
+        return accountKey;
+    }
+  }
+
   private spendFenceKey(scope: BudgetScope, id: string): string {
     return `${this.prefix}spend-fence:${scope}:${id}`;
   }
@@ -883,6 +908,10 @@ function spendField(keyId: string): string {
 interface WriteShare {
   readonly probe: string;
   amount: bigint;
+}
+
+function isBudgetScope(scope: string | undefined): scope is BudgetScope {
+  return (BUDGET_SCOPES as readonly (string | undefined)[]).includes(scope);
 }
 
 function checkAmount(what: string, amount: bigint, min: bigint): void {

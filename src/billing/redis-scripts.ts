@@ -11,7 +11,10 @@
  * Key layout under the configured prefix:
  *   account:<id>        hash  balance, held
  *   key:<id>            hash  spent, held, limit (absent: no limit)
- *   hold:<request id>   hash  account, key, amount, sessions (the session hashes it counts in, one a line)
+ *   hold:<request id>   hash  account, key, amount, sessions (the session hashes it counts in, one a line),
+ *                             member (the member hash it counts in, when checked against a member budget)
+ *   member:<org id>/<member id>  hash  held: what the member's holds (any of their keys in the
+ *                             organisation) hold, for their budget; made by their first hold
  *   hold-expiries       zset  request id scored by its expiry (ms since the epoch)
  *   settled:<request id> string  the amount taken, for a day: a repeated settlement changes nothing
  *   credit-fence:<id>   hash  inflight, gen: credits being written, so a seed never races one
@@ -83,7 +86,8 @@ end
 /**
  * KEYS: account, key, hold, hold-expiries, then one budget hash per budget, then one session hash per
  * session budget. ARGV: amount, account id, key id, expiry ms, request id, the count of budgets, then
- * per budget its scope ('account' or 'key') and its amount, then per session budget its amount, then
+ * per budget the hash whose `held` is what it holds (the account's, the key's, or for a member budget
+ * the member's hash, which the hold counts in and records) and its amount, then per session budget its amount, then
  * how long a session hash is kept (ms), then the epoch's key on a Cluster ('' elsewhere). Replies
  * {'epoch'} on a Cluster when the epoch was made on another server (the state is a copy: look at the
  * epoch first), {'seed', account missing 0|1, key missing 0|1, budgets and sessions missing ('0'/'1'
@@ -128,11 +132,13 @@ local limit, spent, keyHeld = unpack(redis.call('HMGET', key, 'limit', 'spent', 
 if limit and cmp(add(account, add(account, limit, neg(spent)), neg(keyHeld)), amount) < 0 then
   return {'key_spend_limit', limit, spent, keyHeld}
 end
--- A budget's period spend lives in its own hash; what it holds is its key's or account's held.
+-- A budget's period spend lives in its own hash; what it holds is its key's, member's or account's held.
+local member = nil
 for i = 5, firstSession - 1 do
-  local scope, budget = ARGV[7 + (i - 5) * 2], ARGV[8 + (i - 5) * 2]
+  local heldIn, budget = ARGV[7 + (i - 5) * 2], ARGV[8 + (i - 5) * 2]
+  if heldIn ~= account and heldIn ~= key then member = heldIn end
   local budgetSpent = redis.call('HGET', KEYS[i], 'spent')
-  local budgetHeld = redis.call('HGET', scope == 'account' and account or key, 'held')
+  local budgetHeld = redis.call('HGET', heldIn, 'held') or '0'
   if cmp(add(account, add(account, budget, neg(budgetSpent)), neg(budgetHeld)), amount) < 0 then
     return {'budget', i - 4, budgetSpent, budgetHeld}
   end
@@ -157,6 +163,10 @@ for i = firstSession, #KEYS do
   table.insert(sessions, KEYS[i])
 end
 if #sessions > 0 then redis.call('HSET', hold, 'sessions', table.concat(sessions, '\\n')) end
+if member then
+  redis.call('HINCRBY', member, 'held', amount)
+  redis.call('HSET', hold, 'member', member)
+end
 redis.call('ZADD', expiries, ARGV[4], ARGV[5])
 return {'ok'}
 `;
@@ -173,10 +183,11 @@ local cost = ARGV[1]
 local previous = redis.call('GET', marker)
 if previous then return {'repeat', previous} end
 
-local amount, sessions = unpack(redis.call('HMGET', hold, 'amount', 'sessions'))
+local amount, sessions, member = unpack(redis.call('HMGET', hold, 'amount', 'sessions', 'member'))
 if amount then
   unhold(account, amount)
   unhold(key, amount)
+  if member then unhold(member, amount) end
   if sessions then
     for name in string.gmatch(sessions, '[^\\n]+') do unhold(name, amount) end
   end
@@ -217,10 +228,11 @@ local ids = redis.call('ZRANGEBYSCORE', expiries, '-inf', '(' .. ARGV[1], 'LIMIT
 local released = 0
 for _, id in ipairs(ids) do
   local hold = prefix .. 'hold:' .. id
-  local account, key, amount, sessions = unpack(redis.call('HMGET', hold, 'account', 'key', 'amount', 'sessions'))
+  local account, key, amount, sessions, member = unpack(redis.call('HMGET', hold, 'account', 'key', 'amount', 'sessions', 'member'))
   if amount then
     unhold(prefix .. 'account:' .. account, amount)
     unhold(prefix .. 'key:' .. key, amount)
+    if member then unhold(member, amount) end
     if sessions then
       for name in string.gmatch(sessions, '[^\\n]+') do unhold(name, amount) end
     end
@@ -357,9 +369,9 @@ return 1
 /**
  * KEYS: the undrained hashes of the instance that took the charges and of the one taking over their
  * ledger write. ARGV: the two instances, the key prefix, then per charge its account id, key id,
- * time (ms) and cost (charges replayed from an outbox by a later process). Each charge's amount moves
- * from the first hash to the second in its account's, key's and budget periods' fields (a budget field
- * of its account or key whose period holds its time), and so in the account and budget hashes'
+ * member budget id ('' for none), time (ms) and cost (charges replayed from an outbox by a later
+ * process). Each charge's amount moves from the first hash to the second in its account's, key's and
+ * budget periods' fields (a budget field of its account, key or member whose period holds its time), and so in the account and budget hashes'
  * `unwritten:<instance>`. Replies per charge the budget fields it moved, one a line.
  */
 const MOVE_UNDRAINED = `
@@ -378,14 +390,15 @@ for _, field in ipairs(redis.call('HKEYS', from)) do
   if scope then table.insert(budgets, {field, scope, id, tonumber(first), tonumber(last)}) end
 end
 local moved = {}
-for i = 4, #ARGV, 4 do
-  local account, key, at, cost = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+for i = 4, #ARGV, 5 do
+  local account, key, member, at, cost = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3]), ARGV[i + 4]
   move(account, cost, prefix .. 'account:' .. account)
   move('k:' .. key, cost, nil)
   local fields = {}
+  local owners = {account = account, key = key, member = member}
   for _, budget in ipairs(budgets) do
-    local owner = budget[2] == 'account' and account or key
-    if budget[3] == owner and at >= budget[4] and at < budget[5] then
+    local owner = owners[budget[2]]
+    if owner and owner ~= '' and budget[3] == owner and at >= budget[4] and at < budget[5] then
       move(budget[1], cost, prefix .. 'budget:' .. string.sub(budget[1], 3))
       table.insert(fields, budget[1])
     end
@@ -564,7 +577,7 @@ if id and madeOn and madeOn ~= runId then
     cursor = page[1]
     for _, name in ipairs(page[2]) do
       local rest = string.sub(name, #prefix + 1)
-      if string.find(rest, '^account:') or string.find(rest, '^key:') or string.find(rest, '^budget:') or string.find(rest, '^hold:') then
+      if string.find(rest, '^account:') or string.find(rest, '^key:') or string.find(rest, '^member:') or string.find(rest, '^budget:') or string.find(rest, '^hold:') then
         redis.call('DEL', name)
         dropped = dropped + 1
       end

@@ -6,8 +6,10 @@
  * The limits are checked in one order, and the first one the hold does not fit is the refusal's reason:
  *   1. the account's balance (less what is held and what is charged but not yet in the store);
  *   2. the key's spend limit (less what the key spent, has queued and holds), when it has one;
- *   3. each budget in the order the request names them: the key's, then the account's (its own or its
- *      role's default), each less its period's spend and what its key or account holds;
+ *   3. each budget in the order the request names them: the key's, then the member's (a member's key in
+ *      an organisation: what the organisation lets that member spend through all of their keys), then
+ *      the account's (its own or its role's default), each less its period's spend and what its key,
+ *      member or account holds;
  *   4. each session budget, the key's then the account's, when the request names a session: less what
  *      that key or account spent in the session and what the session holds (its requests under way).
  * The balance comes first because it is the one limit every paid request has, and the one its owner

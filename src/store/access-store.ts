@@ -94,8 +94,11 @@ export interface KeyIdentity {
   readonly hash: Buffer;
   /** What an operator set on the key's account: it binds every key the account has or makes. Absent: nothing. */
   readonly accountLimits?: OperatorLimits;
-  /** What the organisation lets the key's member use through any of their keys in it. Absent: nothing. */
-  readonly memberLimits?: { readonly models: readonly string[] | null; readonly rateLimits: KeyRateLimits | null };
+  /**
+   * What the organisation lets the key's member use and spend through all of their keys in it. Absent:
+   * nothing. The budget is checked with the hold (src/billing/budgets.ts), the rest folded into the key.
+   */
+  readonly memberLimits?: { readonly models: readonly string[] | null; readonly rateLimits: KeyRateLimits | null; readonly budget?: Budget | null };
 }
 
 export interface NewKey {

@@ -9,8 +9,15 @@ import type { Admission } from '../money/admission';
 import type { BudgetPeriod, RevisionFreshness } from './access-store';
 import type { CreditKind } from './payments';
 
-/** What a budget applies to: a key's spend, or an account's (every key of it). */
-export type BudgetScope = 'key' | 'account';
+/**
+ * What a budget applies to: a key's spend, a member's in an organisation (every key they made in it;
+ * its id is `memberBudgetId`'s), or an account's (every key of it). `budget-owner.ts` says which
+ * charges and holds count in each.
+ */
+export type BudgetScope = 'key' | 'member' | 'account';
+
+/** What a session budget applies to: a key's spend in the session, or its account's. */
+export type SessionScope = 'key' | 'account';
 
 /**
  * One budget as a hold checks it: the spend of `scope` `id` charged in [start, end) plus what it holds
@@ -32,7 +39,7 @@ export interface BudgetCheck {
  * hold, must stay within `amount`.
  */
 export interface SessionBudgetCheck {
-  readonly scope: BudgetScope;
+  readonly scope: SessionScope;
   readonly id: string;
   readonly sessionId: string;
   readonly amount: bigint;
@@ -47,6 +54,8 @@ export interface Hold {
   readonly requestId: string;
   readonly accountId: string;
   readonly keyId: string;
+  /** The member whose key (in the organisation `accountId`) made the request; absent or null: none. */
+  readonly memberAccountId?: string | null;
   readonly amount: bigint;
   readonly expiresAt: Date;
   /** False when the key (as authenticated) has no spend limit, sparing the book a lookup. */
@@ -222,10 +231,10 @@ export interface LedgerStore {
   fundsRevision?(asOf?: RevisionFreshness): number;
   /** A key's spend limit and settled spend; null when no such key exists. */
   keySpend(keyId: string): Promise<KeySpend | null>;
-  /** What the ledger charged a key or an account (all its keys) from `since` until before `until`, in nano-units. */
+  /** What the ledger charged a key, a member (their keys in the organisation) or an account (all its keys) from `since` until before `until`, in nano-units. */
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): Promise<bigint>;
   /** What the ledger charged a key or an account (all its keys) in the client's session `sessionId`, ever. */
-  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint>;
+  sessionSpend(scope: SessionScope, id: string, sessionId: string): Promise<bigint>;
 
   /**
    * Holds `amount` for a request, atomically: only if the account's balance minus what it already

@@ -3,7 +3,8 @@
  * batch of them is one set-based statement, after the ledger's locks.
  */
 import type { Pool } from 'pg';
-import type { Hold, HoldResult } from './store';
+import type { BudgetCheck, BudgetScope, Hold, HoldResult } from './store';
+import { memberOfBudget } from './budget-owner';
 import { admit } from '../money/admission';
 import { heldSession } from './held-session';
 import { lockRows, unique } from './postgres-locks';
@@ -27,10 +28,28 @@ async function holdStatement(client: HoldQuery, hold: Hold): Promise<HoldResult>
   return refused === null ? { ok: true } : { ok: false, reason: refused, available: BigInt(available ?? '0') };
 }
 
-/** A budget's spend in its period (the ledger's charges) and what its key or account holds now. */
-const BUDGET_SPEND = `
-  SELECT COALESCE((SELECT sum(cost) FROM charges WHERE CASE WHEN $1 = 'account' THEN account_id ELSE key_id END = $2 AND created_at >= $3 AND created_at < $4), 0)::text AS spent,
-         COALESCE(CASE WHEN $1 = 'account' THEN (SELECT held FROM accounts WHERE id = $2) ELSE (SELECT held FROM api_keys WHERE id = $2) END, 0)::text AS held`;
+/**
+ * A budget's spend in its period (the ledger's charges) and what its key, member or account holds now:
+ * one statement per scope, so each reads its index. A member's holds are the rows that name them.
+ */
+const BUDGET_SPEND: Readonly<Record<BudgetScope, string>> = {
+  key: `
+    SELECT COALESCE((SELECT sum(cost) FROM charges WHERE key_id = $1 AND created_at >= $2 AND created_at < $3), 0)::text AS spent,
+           COALESCE((SELECT held FROM api_keys WHERE id = $1), 0)::text AS held`,
+  member: `
+    SELECT COALESCE((SELECT sum(cost) FROM charges WHERE account_id = $1 AND member_account_id = $2 AND created_at >= $3 AND created_at < $4), 0)::text AS spent,
+           COALESCE((SELECT sum(amount) FROM holds WHERE account_id = $1 AND member_account_id = $2), 0)::text AS held`,
+  account: `
+    SELECT COALESCE((SELECT sum(cost) FROM charges WHERE account_id = $1 AND created_at >= $2 AND created_at < $3), 0)::text AS spent,
+           COALESCE((SELECT held FROM accounts WHERE id = $1), 0)::text AS held`,
+};
+
+/** The parameters before the period's of a budget's statement: a member's are the organisation and the member. */
+function budgetOwnerValues(budget: BudgetCheck): string[] {
+  if (budget.scope !== 'member') return [budget.id];
+  const { organisationId, memberAccountId } = memberOfBudget(budget.id);
+  return [organisationId, memberAccountId];
+}
 
 /**
  * What a key or an account was charged in one session, and what that session's holds hold now: one
@@ -65,7 +84,11 @@ function holdWithinBudgets(pool: Pool, hold: Hold): Promise<HoldResult> {
       if (key.rows.length === 0) return { ok: false, reason: 'key_spend_limit', available: 0n };
       const lefts = [];
       for (const budget of hold.budgets ?? []) {
-        const { rows } = await client.query<{ spent: string; held: string }>({ name: 'tollgate_budget_spend', text: BUDGET_SPEND, values: [budget.scope, budget.id, budget.start, budget.end] });
+        const { rows } = await client.query<{ spent: string; held: string }>({
+          name: `tollgate_budget_spend_${budget.scope}`,
+          text: BUDGET_SPEND[budget.scope],
+          values: [...budgetOwnerValues(budget), budget.start, budget.end],
+        });
         lefts.push({ budget, left: budget.amount - BigInt(rows[0].spent) - BigInt(rows[0].held) });
       }
       const sessionBudgets = [];
@@ -81,9 +104,12 @@ function holdWithinBudgets(pool: Pool, hold: Hold): Promise<HoldResult> {
       const admission = admit(hold.amount, { balanceLeft: funds.balance - funds.held, keyLeft: keyLeft === null ? null : BigInt(keyLeft), budgets: lefts, sessionBudgets });
       if (!admission.ok) return admission;
       const held = await holdStatement(client, hold);
-      // The session's holds are the rows that name it: this one counts against it until charged.
+      // A session's and a member's holds are the rows that name them: this one counts against both until charged.
       const session = heldSession(hold);
-      if (held.ok && session !== null) await client.query({ name: 'tollgate_hold_session', text: 'UPDATE holds SET session_id = $2 WHERE request_id = $1', values: [hold.requestId, session] });
+      const member = hold.memberAccountId ?? null;
+      if (held.ok && (session !== null || member !== null)) {
+        await client.query({ name: 'tollgate_hold_session_member', text: 'UPDATE holds SET session_id = $2, member_account_id = $3 WHERE request_id = $1', values: [hold.requestId, session, member] });
+      }
       return held;
     },
     (result) => result.ok,

@@ -138,7 +138,7 @@ export async function findKeyByHash(pool: Pool, hash: Buffer): Promise<KeyIdenti
             a.name AS account_name, a.email AS account_email, a.role AS account_role,
             a.disabled AS account_disabled, a.created_at AS account_created_at, a.budget AS account_budget,
             a.session_budget::text AS account_session_budget, a.operator_limits AS account_operator_limits,
-            m.models AS member_models, m.rate_limits AS member_rate_limits
+            m.models AS member_models, m.rate_limits AS member_rate_limits, m.budget AS member_budget
        FROM api_keys k JOIN accounts a ON a.id = k.account_id
        LEFT JOIN memberships m ON m.organisation_id = k.account_id AND m.account_id = k.member_account_id
       WHERE k.hash = $1`,

@@ -17,6 +17,7 @@ import type { Pool } from 'pg';
 import type {
   AccountBalance,
   BudgetScope,
+  SessionScope,
   ChargeFilter,
   ChargeTotals,
   ChargeRecord,
@@ -46,7 +47,7 @@ export class PostgresLedger {
     return periodSpend(this.pool, scope, id, since, until);
   }
 
-  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+  sessionSpend(scope: SessionScope, id: string, sessionId: string): Promise<bigint> {
     return sessionSpend(this.pool, scope, id, sessionId);
   }
 

@@ -38,6 +38,7 @@ import type {
   AlertRecord,
   Budget,
   BudgetScope,
+  SessionScope,
   NewAlert,
   ChargeFilter,
   ChargeTotals,
@@ -243,7 +244,7 @@ export class PostgresStore implements Store {
     return this.ledger.periodSpend(scope, id, since, until);
   }
 
-  sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+  sessionSpend(scope: SessionScope, id: string, sessionId: string): Promise<bigint> {
     return this.ledger.sessionSpend(scope, id, sessionId);
   }
 

@@ -116,6 +116,7 @@ export interface KeyIdentityRow<T extends ColumnTypes> extends KeyRow<T>, Joined
   /** The key's member's limits in the organisation (JSON, as memberships stores them); null: none, or no member. */
   member_models?: string | null;
   member_rate_limits?: string | null;
+  member_budget?: string | null;
 }
 
 /** The charges column of each token kind: a new kind does not compile until it has one. */
@@ -359,9 +360,13 @@ export function rowMappers<T extends ColumnTypes>(codec: ColumnCodec<T>) {
     toKeyIdentity(row: KeyIdentityRow<T>): KeyIdentity {
       const accountLimits = row.account_operator_limits == null ? null : operatorLimitsFromJson(row.account_operator_limits);
       const memberLimits =
-        row.member_models == null && row.member_rate_limits == null
+        row.member_models == null && row.member_rate_limits == null && row.member_budget == null
           ? null
-          : { models: row.member_models == null ? null : (JSON.parse(row.member_models) as string[]), rateLimits: row.member_rate_limits == null ? null : (JSON.parse(row.member_rate_limits) as KeyRateLimits) };
+          : {
+              models: row.member_models == null ? null : (JSON.parse(row.member_models) as string[]),
+              rateLimits: row.member_rate_limits == null ? null : (JSON.parse(row.member_rate_limits) as KeyRateLimits),
+              budget: budgetOf(row.member_budget ?? null),
+            };
       return {
         key: mappers.toKeyRecord(row),
         account: mappers.toJoinedAccount(row),

@@ -9,10 +9,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { redemptionVerdict } from '../money/redemption';
+import { memberOfBudget } from './budget-owner';
 import type { SqliteDatabase, SqliteTransaction } from './sqlite-driver';
 import type {
   AccountBalance,
   BudgetScope,
+  SessionScope,
   ChargeFilter,
   ChargeTotals,
   ChargeRecord,
@@ -83,6 +85,11 @@ function prepare(db: SqliteDatabase) {
     keySpendSince: db.prepare<[string, number, number], string>(
       'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE key_id = ? AND created_at >= ? AND created_at < ?',
     ).pluck(),
+    // On charges_member_time (account_id, member_account_id, created_at).
+    memberSpendSince: db.prepare<[string, string, number, number], string>(
+      'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND member_account_id = ? AND created_at >= ? AND created_at < ?',
+    ).pluck(),
+    memberHeld: db.prepare<[string, string], string>('SELECT CAST(COALESCE(sum(amount), 0) AS TEXT) FROM holds WHERE account_id = ? AND member_account_id = ?').pluck(),
     accountSessionSpend: db.prepare<[string, string], string>(
       'SELECT CAST(COALESCE(sum(cost), 0) AS TEXT) FROM charges WHERE account_id = ? AND session_id = ?',
     ).pluck(),
@@ -93,8 +100,8 @@ function prepare(db: SqliteDatabase) {
     keySessionHeld: db.prepare<[string, string], string>('SELECT CAST(COALESCE(sum(amount), 0) AS TEXT) FROM holds WHERE key_id = ? AND session_id = ?').pluck(),
     accountHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM accounts WHERE id = ?').pluck(),
     keyHeld: db.prepare<[string], string>('SELECT CAST(held AS TEXT) FROM api_keys WHERE id = ?').pluck(),
-    insertHold: db.prepare<[string, string, string, bigint, number, number, string | null]>(
-      'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at, session_id) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    insertHold: db.prepare<[string, string, string, bigint, number, number, string | null, string | null]>(
+      'INSERT INTO holds (request_id, account_id, key_id, amount, created_at, expires_at, session_id, member_account_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
     holdOf: db.prepare<[string], { account_id: string; key_id: string; amount: string }>(
       'SELECT account_id, key_id, CAST(amount AS TEXT) AS amount FROM holds WHERE request_id = ?',
@@ -182,11 +189,34 @@ export class SqliteLedger {
   }
 
   periodSpend(scope: BudgetScope, id: string, since: Date, until: Date): bigint {
-    const statement = scope === 'account' ? this.sql.accountSpendSince : this.sql.keySpendSince;
-    return BigInt(statement.get(id, since.getTime(), until.getTime()) ?? '0');
+    const [from, to] = [since.getTime(), until.getTime()];
+    switch (scope) {
+      case 'key':
+        return BigInt(this.sql.keySpendSince.get(id, from, to) ?? '0');
+      case 'member': {
+        const { organisationId, memberAccountId } = memberOfBudget(id);
+        return BigInt(this.sql.memberSpendSince.get(organisationId, memberAccountId, from, to) ?? '0');
+      }
+      case 'account':
+        return BigInt(this.sql.accountSpendSince.get(id, from, to) ?? '0');
+    }
   }
 
-  sessionSpend(scope: BudgetScope, id: string, sessionId: string): bigint {
+  /** What the scope's holds hold now: a key's and an account's are their rows' `held`, a member's the sum of their holds' rows. */
+  private heldBy(scope: BudgetScope, id: string): bigint {
+    switch (scope) {
+      case 'key':
+        return BigInt(this.sql.keyHeld.get(id) ?? '0');
+      case 'member': {
+        const { organisationId, memberAccountId } = memberOfBudget(id);
+        return BigInt(this.sql.memberHeld.get(organisationId, memberAccountId) ?? '0');
+      }
+      case 'account':
+        return BigInt(this.sql.accountHeld.get(id) ?? '0');
+    }
+  }
+
+  sessionSpend(scope: SessionScope, id: string, sessionId: string): bigint {
     const statement = scope === 'account' ? this.sql.accountSessionSpend : this.sql.keySessionSpend;
     return BigInt(statement.get(id, sessionId) ?? '0');
   }
@@ -205,10 +235,10 @@ export class SqliteLedger {
     if (available === undefined) return { ok: false, reason: 'balance', available: 0n };
     const key = this.sql.keyLeft.get(hold.keyId);
     if (key === undefined) return { ok: false, reason: 'key_spend_limit', available: 0n };
-    const budgets = (hold.budgets ?? []).map((budget) => {
-      const held = (budget.scope === 'account' ? this.sql.accountHeld : this.sql.keyHeld).get(budget.id) ?? '0';
-      return { budget, left: budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - BigInt(held) };
-    });
+    const budgets = (hold.budgets ?? []).map((budget) => ({
+      budget,
+      left: budget.amount - this.periodSpend(budget.scope, budget.id, budget.start, budget.end) - this.heldBy(budget.scope, budget.id),
+    }));
     // A session's holds are the rows this rule recorded its session on (below).
     const sessionBudgets = (hold.sessionBudgets ?? []).map((budget) => {
       const held = (budget.scope === 'account' ? this.sql.accountSessionHeld : this.sql.keySessionHeld).get(budget.id, budget.sessionId) ?? '0';
@@ -218,7 +248,7 @@ export class SqliteLedger {
     if (!admission.ok) return admission;
     this.sql.holdAccount.run(hold.amount, hold.accountId);
     this.sql.holdKey.run(hold.amount, hold.keyId);
-    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, Date.now(), hold.expiresAt.getTime(), heldSession(hold));
+    this.sql.insertHold.run(hold.requestId, hold.accountId, hold.keyId, hold.amount, Date.now(), hold.expiresAt.getTime(), heldSession(hold), hold.memberAccountId ?? null);
     return { ok: true };
   }
 

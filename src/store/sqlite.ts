@@ -63,6 +63,7 @@ import type {
   AlertRecord,
   Budget,
   BudgetScope,
+  SessionScope,
   NewAlert,
   OperatorLimits,
 } from './store';
@@ -267,7 +268,7 @@ export class SqliteStore implements Store {
     return this.ledger.periodSpend(scope, id, since, until);
   }
 
-  async sessionSpend(scope: BudgetScope, id: string, sessionId: string): Promise<bigint> {
+  async sessionSpend(scope: SessionScope, id: string, sessionId: string): Promise<bigint> {
     return this.ledger.sessionSpend(scope, id, sessionId);
   }
 

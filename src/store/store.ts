@@ -15,7 +15,7 @@ import type { StatementStore } from './statements';
 // Every record type, where the code written before the split finds it.
 export type { AccountRole, Account, BudgetPeriod, Budget, ApiKeyRecord, OperatorLimits, KeyRateLimits, KeyIdentity, NewKey, KeyLimits, AccountSummary, AccountLogin, SessionKind, NewSession, SessionRecord, SecondFactor, RevisionFreshness } from './access-store';
 export { AccountExistsError } from './access-store';
-export type { BudgetScope, BudgetCheck, SessionBudgetCheck, Hold, HoldResult, UsageSourceRecord, ChargePrices, ServiceLevel, ChargeRecord, ChargeAttempt, ChargeOrigin, SetAsideCharge, NewCredit, CreditRecord, AccountBalance, LedgerTotals, KeySpend } from './ledger-store';
+export type { BudgetScope, SessionScope, BudgetCheck, SessionBudgetCheck, Hold, HoldResult, UsageSourceRecord, ChargePrices, ServiceLevel, ChargeRecord, ChargeAttempt, ChargeOrigin, SetAsideCharge, NewCredit, CreditRecord, AccountBalance, LedgerTotals, KeySpend } from './ledger-store';
 export type { DailyUsage, ChargeFilter, ChargeCursor, ChargeTotals, UsageGroup, UsageSummaryQuery, UsageSummaryRow, KeyActivity } from './usage-store';
 export { PLAYGROUND_SESSION_GROUP, USAGE_GROUPS } from './usage-store';
 export type { NewAlert, AlertRecord } from './audit-store';

@@ -236,7 +236,7 @@ export class BookSession {
   budgets(key: number, at: number): BudgetCheck[] {
     const record = this.keys[key];
     const account = this.accounts.find((candidate) => candidate.id === record.accountId)!;
-    return budgetChecks(CONFIG, account, record, new Date(at), this.periods);
+    return budgetChecks(CONFIG, account, record, null, new Date(at), this.periods);
   }
 
   async hold(op: Extract<Op, { kind: 'request' }>, key: number, amount: bigint, at: number): Promise<HoldResult> {

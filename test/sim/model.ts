@@ -5,8 +5,9 @@
  *   balance   = credits − charges − debits   (debits: what payments took back)
  *   available = balance − held
  *
- * A request is admitted when, in this order, the balance, its key's spend limit, its key's budget and
- * its account's budget each leave room for its hold; the first that does not is the 402 reason, with
+ * A request is admitted when, in this order, the balance, its key's spend limit, its key's budget, its
+ * member's budget (a member's key in an organisation: what the organisation lets that member spend
+ * through all of their keys) and its account's budget each leave room for its hold; the first that does not is the 402 reason, with
  * what it leaves (never below 0). A
  * charge is what the upstream reported, in full, past the hold too. A card order adds its amount less
  * what refunds and disputes took, whatever order Stripe's events arrive in; together they never take
@@ -18,7 +19,7 @@
  * A charge whose route states no cost records none: it is counted apart, in neither sum.
  */
 
-export type Scope = 'account' | 'key';
+export type Scope = 'account' | 'member' | 'key';
 
 /** A budget as one hold checks it: the period it falls in now. */
 export interface ModelBudget {
@@ -37,6 +38,8 @@ export type Admission =
 interface Charge {
   readonly accountId: string;
   readonly keyId: string;
+  /** The member whose key made it (an opaque id, the member budget's); null for an account's own key. */
+  readonly member: string | null;
   readonly cost: bigint;
   /** What it cost the operator upstream; null when its route's cost is unknown. */
   readonly upstreamCost: bigint | null;
@@ -54,6 +57,7 @@ export interface UpstreamSums {
 interface OpenHold {
   readonly accountId: string;
   readonly keyId: string;
+  readonly member: string | null;
   readonly amount: bigint;
 }
 
@@ -80,6 +84,8 @@ export class MoneyModel {
   private readonly charges: Charge[] = [];
   private readonly holds = new Map<string, OpenHold>();
   private readonly limits = new Map<string, bigint | null>();
+  /** Each member's key's member (`addKey`). */
+  private readonly members = new Map<string, string>();
   private readonly orders = new Map<string, Order>();
   private readonly codes = new Map<string, { amount: bigint; used: boolean }>();
   private readonly seenEvents = new Set<string>();
@@ -90,8 +96,10 @@ export class MoneyModel {
     this.credits.set(accountId, 0n);
   }
 
-  addKey(keyId: string, spendLimit: bigint | null): void {
+  /** `member`: the key is a member's in an organisation, and spends in that member's budget. */
+  addKey(keyId: string, spendLimit: bigint | null, member: string | null = null): void {
     this.limits.set(keyId, spendLimit);
+    if (member !== null) this.members.set(keyId, member);
   }
 
   addCode(code: string, amount: bigint): void {
@@ -102,7 +110,7 @@ export class MoneyModel {
     this.credits.set(accountId, this.credits.get(accountId)! + amount);
   }
 
-  /** `budgets` in any order: the key's budget is checked before the account's. */
+  /** `budgets` in any order: the key's budget is checked first, then the member's, then the account's. */
   hold(requestId: string, accountId: string, keyId: string, amount: bigint, budgets: readonly ModelBudget[]): Admission {
     const available = this.balance(accountId) - this.held('account', accountId);
     if (available < amount) return { ok: false, reason: 'balance', available: atLeastZero(available) };
@@ -111,13 +119,13 @@ export class MoneyModel {
       const left = limit - this.spent('key', keyId) - this.held('key', keyId);
       if (left < amount) return { ok: false, reason: 'key_spend_limit', available: atLeastZero(left) };
     }
-    for (const scope of ['key', 'account'] as const) {
+    for (const scope of ['key', 'member', 'account'] as const) {
       for (const budget of budgets.filter((candidate) => candidate.scope === scope)) {
         const left = budget.amount - this.periodSpend(budget) - this.held(scope, budget.id);
         if (left < amount) return { ok: false, reason: 'budget', scope, available: atLeastZero(left) };
       }
     }
-    this.holds.set(requestId, { accountId, keyId, amount });
+    this.holds.set(requestId, { accountId, keyId, member: this.members.get(keyId) ?? null, amount });
     return { ok: true };
   }
 
@@ -130,7 +138,7 @@ export class MoneyModel {
     const hold = this.holds.get(requestId);
     if (hold === undefined) throw new Error(`the model holds nothing for ${requestId}`);
     this.holds.delete(requestId);
-    this.charges.push({ accountId: hold.accountId, keyId: hold.keyId, cost, upstreamCost, at });
+    this.charges.push({ accountId: hold.accountId, keyId: hold.keyId, member: hold.member, cost, upstreamCost, at });
     const breaches: Breach[] = [];
     if (!honest) {
       this.dented.add(hold.accountId);
@@ -193,17 +201,17 @@ export class MoneyModel {
 
   held(scope: Scope, id: string): bigint {
     let held = 0n;
-    for (const hold of this.holds.values()) if ((scope === 'account' ? hold.accountId : hold.keyId) === id) held += hold.amount;
+    for (const hold of this.holds.values()) if (ownerOf(hold, scope) === id) held += hold.amount;
     return held;
   }
 
   /** Everything charged to the account or key, ever. */
   spent(scope: Scope, id: string): bigint {
-    return this.sum((charge) => (scope === 'account' ? charge.accountId : charge.keyId) === id);
+    return this.sum((charge) => ownerOf(charge, scope) === id);
   }
 
   periodSpend(budget: Pick<ModelBudget, 'scope' | 'id' | 'start' | 'end'>): bigint {
-    return this.sum((charge) => (budget.scope === 'account' ? charge.accountId : charge.keyId) === budget.id && charge.at >= budget.start && charge.at < budget.end);
+    return this.sum((charge) => ownerOf(charge, budget.scope) === budget.id && charge.at >= budget.start && charge.at < budget.end);
   }
 
   chargeCount(accountId: string): number {
@@ -246,6 +254,11 @@ function orderNet(order: Order): bigint {
   if (!order.paid) return 0n;
   const takenMinor = Math.min(order.minor, order.refundedMinor + (order.disputeWon ? 0 : order.disputedMinor));
   return order.credit - (order.credit * BigInt(takenMinor)) / BigInt(order.minor);
+}
+
+/** Whose spend in `scope` a charge or hold is: its account's, its key's, or its member's (none for an account's own key). */
+function ownerOf(made: { readonly accountId: string; readonly keyId: string; readonly member: string | null }, scope: Scope): string | null {
+  return scope === 'account' ? made.accountId : scope === 'key' ? made.keyId : made.member;
 }
 
 function atLeastZero(value: bigint): bigint {

@@ -36,7 +36,7 @@ export function adminOrgRoutes(router: Router<ApiState>, deps: AdminDeps): void 
   router.get('/admin/orgs/:id/members', ...admin, async (ctx) => {
     const id = (ctx.params as Readonly<Record<string, string>>).id;
     if (!(await deps.store.orgs.isOrganisation(id))) throw notFound('This organisation');
-    ctx.body = { members: (await deps.store.orgs.listMembers(id)).map(memberView) };
+    ctx.body = { members: (await deps.store.orgs.listMembers(id)).map((member) => memberView(member)) };
   });
 
   router.patch('/admin/accounts/:id/limits', ...admin, async (ctx) => {

@@ -12,7 +12,10 @@ import { callerOf, type AdminDeps, type ApiContext, type ApiState } from '../con
 import { accountName, optionalBudget, optionalModelList, optionalRateLimits } from '../fields';
 import { readJsonObject, type JsonObject } from '../json-body';
 import { callerMembership, callerWith, LAST_OWNER_MESSAGE, may, requireRoleChange } from '../org-access';
-import { memberView, organisationView } from '../org-views';
+import { memberView, organisationView, type MemberSpend } from '../org-views';
+import { PeriodCache } from '../../billing/budget-period';
+import { checkOf } from '../../billing/budgets';
+import { memberBudgetId } from '../../store/budget-owner';
 import { audit } from '../audit';
 import { memberLimitsChanged, memberRemoved, memberRoleChanged, organisationCreated } from '../../audit/org-states';
 
@@ -71,15 +74,25 @@ export function orgRoutes(router: Router<ApiState>, deps: AdminDeps): void {
     ctx.body = { organisation: organisationView(organisation, membership.role, await deps.funds.balance(organisation.id)) };
   });
 
+  /** What the member spent in their budget's current period (the book's figure, as the hold reads it); null without a budget. */
+  async function budgetSpent(member: Membership): Promise<MemberSpend | null> {
+    if (member.limits.budget === null) return null;
+    const check = checkOf('member', memberBudgetId(member.organisationId, member.accountId), member.limits.budget, new Date(), new PeriodCache());
+    const book = deps.runtime.current.chain.service('billing') ?? null;
+    return { check, spent: book === null ? await deps.store.periodSpend(check.scope, check.id, check.start, check.end) : await book.budgetSpent(check) };
+  }
+
   router.get('/orgs/:id/members', signedIn(deps), async (ctx) => {
     const membership = await callerMembership(deps, ctx);
     const members = await deps.store.orgs.listMembers(membership.organisationId);
-    // Everyone sees who is in the organisation; the limits of others only those who set them.
+    // Everyone sees who is in the organisation; the limits of others (and their spend) only those who set them.
     ctx.body = {
-      members: members.map((member) => {
-        const view = memberView(member);
-        return may(membership.role, 'manage_members') || member.accountId === membership.accountId ? view : { ...view, limits: null };
-      }),
+      members: await Promise.all(
+        members.map(async (member) => {
+          if (!may(membership.role, 'manage_members') && member.accountId !== membership.accountId) return { ...memberView(member), limits: null };
+          return memberView(member, await budgetSpent(member));
+        }),
+      ),
     };
   });
 
