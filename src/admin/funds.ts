@@ -10,11 +10,14 @@ import { hashRedemptionCode } from '../billing/redemption';
 import type { RuntimeRef } from '../kernel/runtime';
 import type { AccountBalance, CreditRecord, LedgerStore, NewCredit } from '../store/ledger-store';
 import type { PaymentsStore, RedeemResult } from '../store/payments-store';
+import type { NewTransfer, TransferResult, TransferStore } from '../store/transfers';
 
 export interface Funds {
   balance(accountId: string): Promise<AccountBalance>;
   credit(input: NewCredit): Promise<CreditRecord>;
   redeem(code: string, accountId: string, actor: string | null): Promise<RedeemResult>;
+  /** Moves credit between two accounts through the book (`BalanceBook.transfer`), or the store alone with billing off. */
+  transfer(input: NewTransfer): Promise<TransferResult>;
   /** A balance change the store writes itself (a card payment's credit or debit), seen by the live book (`BalanceBook.applyStored`). */
   applyStored<T>(accountId: string, write: () => Promise<T>, moved: (result: T) => bigint): Promise<T>;
 }
@@ -24,7 +27,7 @@ function bookOf(runtime: RuntimeRef): BalanceBook | null {
 }
 
 /** Funds through whichever book serves requests at the moment of each call (a reload may swap it). */
-export function liveFunds(runtime: RuntimeRef, store: LedgerStore & PaymentsStore): Funds {
+export function liveFunds(runtime: RuntimeRef, store: LedgerStore & PaymentsStore & { readonly transfers: TransferStore }): Funds {
   return {
     balance: (accountId) => (bookOf(runtime) ?? store).balance(accountId),
     credit: (input) => (bookOf(runtime) ?? store).credit(input),
@@ -32,6 +35,10 @@ export function liveFunds(runtime: RuntimeRef, store: LedgerStore & PaymentsStor
       const hash = hashRedemptionCode(code);
       const book = bookOf(runtime);
       return book === null ? store.redeemCode(hash, accountId, actor) : book.redeem(hash, accountId, actor);
+    },
+    transfer(input) {
+      const book = bookOf(runtime);
+      return book === null ? store.transfers.transfer(input, 0n) : book.transfer(input);
     },
     applyStored(accountId, write, moved) {
       const book = bookOf(runtime);

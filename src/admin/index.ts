@@ -27,6 +27,7 @@ import { statementRoutes } from './routes/statements';
 import { topupRoutes } from './routes/topup';
 import { usageRoutes } from './routes/usage';
 import { orgRoutes } from './routes/orgs';
+import { transferRoutes } from './routes/transfers';
 import { invitationRoutes } from './routes/invitations';
 import { orgKeyRoutes } from './routes/org-keys';
 import { orgUsageRoutes } from './routes/org-usage';
@@ -82,6 +83,7 @@ function buildRouter(deps: AdminDeps): Router<ApiState> {
   twoFactorRoutes(router, deps);
   sessionListRoutes(router, deps);
   orgRoutes(router, deps);
+  transferRoutes(router, deps);
   invitationRoutes(router, deps);
   orgKeyRoutes(router, deps);
   orgUsageRoutes(router, deps);

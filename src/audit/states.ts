@@ -6,6 +6,7 @@
 import { formatUnits } from '../billing/money';
 import type { AuditAction, AuditState, NewAuditEntry } from '../store/audit';
 import type { PaymentDebit } from '../store/payments';
+import type { TransferRecord } from '../store/transfers';
 import type { Account, ApiKeyRecord, Budget, CreditRecord, OperatorLimits, SessionRecord } from '../store/store';
 
 /** An entry minus who made it: what each surface's own `audit` helper completes. */
@@ -93,6 +94,17 @@ export function debited(debit: PaymentDebit, balanceBefore: bigint, balanceAfter
     accountId: debit.accountId,
     before: { balance: formatUnits(balanceBefore) },
     after: { balance: formatUnits(balanceAfter), amount: formatUnits(debit.amount), debit_id: debit.id, note: debit.note },
+  };
+}
+
+/** Credit moved between two accounts: filed under the source, its target the destination, so either finds it. */
+export function transferred(transfer: TransferRecord): AuditChange {
+  return {
+    action: 'account.transfer',
+    target: transfer.toAccountId,
+    accountId: transfer.fromAccountId,
+    before: null,
+    after: { transfer_id: transfer.id, from_account_id: transfer.fromAccountId, to_account_id: transfer.toAccountId, amount: formatUnits(transfer.amount), note: transfer.note },
   };
 }
 

@@ -8,6 +8,7 @@
  * copy of its own (Redis) does is in `LiveCopy` (live-copy.ts), reached through `liveCopy`.
  */
 import type { AccountBalance, BudgetCheck, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult } from '../store/store';
+import type { NewTransfer, TransferResult } from '../store/transfers';
 import type { LiveCopy } from './live-copy';
 
 export interface BalanceBook {
@@ -35,6 +36,13 @@ export interface BalanceBook {
    * the balance (0n when it had been made already); the live balance moves by as much.
    */
   applyStored<T>(accountId: string, write: () => Promise<T>, moved: (result: T) => bigint): Promise<T>;
+  /**
+   * Moves credit from one account to another: the ledger's two entries in one store transaction, and
+   * both live balances, refused when the source's available funds (balance less holds and charges
+   * not yet written) do not cover it, judged atomically with every hold on the source (the transfer
+   * rule, src/money/transfer.ts). So concurrent requests and transfers never overspend.
+   */
+  transfer(input: NewTransfer): Promise<TransferResult>;
   /** The live balance and what is held. */
   balance(accountId: string): Promise<AccountBalance>;
   /** Releases holds older than their expiry (their instance died); returns how many. */

@@ -14,6 +14,7 @@
  */
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, KeySpend, NewCredit, RedeemResult, SessionBudgetCheck, SessionScope, Store } from '../store/store';
 import { BUDGET_SCOPES, budgetOwnerOf, countsIn } from '../store/budget-owner';
+import type { NewTransfer, TransferResult } from '../store/transfers';
 import type { AdoptedCharge, BalanceBook } from './book';
 import { admit } from '../money/admission';
 import { heldSession } from '../store/held-session';
@@ -93,13 +94,33 @@ export class LocalBook implements BalanceBook {
       const known = this.holdKnown(hold);
       if (known !== null) return Promise.resolve(known);
     }
-    // One check-and-hold at a time per account; other accounts are not held up.
-    const previous = this.turns.get(hold.accountId) ?? Promise.resolve();
-    const turn = previous.then(() => this.holdNow(hold));
+    return this.inTurn(hold.accountId, () => this.holdNow(hold));
+  }
+
+  /**
+   * In the source's turn, so no hold on it is judged meanwhile: the store's transaction judges the
+   * transfer on its balance less what this book holds and has not written for the account.
+   */
+  transfer(input: NewTransfer): Promise<TransferResult> {
+    return this.inTurn(input.fromAccountId, async () => {
+      const alsoHeld = (this.queuedByAccount.get(input.fromAccountId) ?? 0n) + (this.heldByAccount.get(input.fromAccountId) ?? 0n);
+      try {
+        return await this.store.transfers.transfer(input, alsoHeld);
+      } finally {
+        this.forget(input.fromAccountId);
+        this.forget(input.toAccountId);
+      }
+    });
+  }
+
+  /** One check at a time per account (a hold, a transfer from it); other accounts are not held up. */
+  private inTurn<T>(accountId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.turns.get(accountId) ?? Promise.resolve();
+    const turn = previous.then(work);
     const settled = turn.catch(() => undefined);
-    this.turns.set(hold.accountId, settled);
+    this.turns.set(accountId, settled);
     void settled.then(() => {
-      if (this.turns.get(hold.accountId) === settled) this.turns.delete(hold.accountId);
+      if (this.turns.get(accountId) === settled) this.turns.delete(accountId);
     });
     return turn;
   }

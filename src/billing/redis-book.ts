@@ -29,6 +29,7 @@ import type { RedisConfig } from '../config/types';
 import { closeRedis, connectRedis, hashTag, scanEveryPrimary, type RedisClient } from '../shared-state/redis';
 import type { AccountBalance, BudgetCheck, BudgetScope, ChargeRecord, CreditRecord, Hold, HoldResult, LedgerTotals, NewCredit, RedeemResult, SessionBudgetCheck, Store } from '../store/store';
 import { BUDGET_SCOPES, budgetOwnerOf, countsIn } from '../store/budget-owner';
+import { UnknownTransferAccountError, type NewTransfer, type TransferResult } from '../store/transfers';
 import { BookUnavailableError, type AdoptedCharge, type BalanceBook } from './book';
 import type { AccountDrift, BudgetDrift, LiveCopy, StoppedOutbox } from './live-copy';
 import { PeriodCache } from './budget-period';
@@ -337,6 +338,52 @@ export class RedisBook implements BalanceBook, LiveCopy {
         const message = `a payment of ${amount} nano-units is in the ledger but not in the Redis balance of account ${accountId}, which is off by it until rebuilt from the ledger`;
         this.options.onError?.(new Error(message, { cause: error }));
       }
+    }
+    return result;
+  }
+
+  /**
+   * Takes the amount from the source's live balance first, in one script with the transfer rule's
+   * check (so no hold on any instance takes the same funds meanwhile), with both accounts fenced as
+   * for a credit; then the ledger; then the destination's live balance gains it. A failed or refused
+   * ledger write gives the amount back. An instance dying in between leaves the source short and the
+   * destination not yet credited in Redis (drift on the safe side, healed from the ledger).
+   */
+  async transfer(input: NewTransfer): Promise<TransferResult> {
+    checkAmount('a transfer', input.amount, 1n);
+    const keys = [this.accountKey(input.fromAccountId), this.fenceKey(input.fromAccountId), this.fenceKey(input.toAccountId)];
+    const args = [String(input.amount), String(CREDIT_FENCE_TTL_S), this.redis.isCluster ? this.epochKey() : ''];
+    for (let attempt = 1, epochLooks = 0; ; attempt++) {
+      const reply = replyList(await this.script('transferTake', keys, args));
+      if (reply[0] === 'ok') break;
+      if (reply[0] === 'balance') return { ok: false, reason: 'balance', available: atLeastZero(big(reply[1]) - big(reply[2])) };
+      if (reply[0] === 'epoch') {
+        if (++epochLooks > HOLD_EPOCH_ATTEMPTS) throw new BookUnavailableError('the Redis epoch kept moving under a transfer');
+        await this.guard(() => this.epoch.look());
+        attempt -= 1;
+        continue;
+      }
+      if (reply[0] !== 'seed') throw new Error(`unexpected reply from the transfer script: ${JSON.stringify(reply)}`);
+      if (attempt > 1) throw new BookUnavailableError(`the Redis balance of account ${input.fromAccountId} vanished right after seeding`);
+      if (!(await this.seedAccount(input.fromAccountId))) throw new UnknownTransferAccountError('an account of the transfer does not exist');
+    }
+    let result: TransferResult;
+    try {
+      result = await this.store.transfers.transfer(input, 0n);
+    } catch (error) {
+      await this.endCredit(input.fromAccountId, randomUUID(), input.amount).catch(() => undefined);
+      await this.endCredit(input.toAccountId, randomUUID(), 0n).catch(() => undefined);
+      throw error;
+    }
+    const done = result.ok;
+    const ends: [string, bigint, string][] = [
+      [input.fromAccountId, done ? 0n : input.amount, `the source's Redis balance (account ${input.fromAccountId}) stays short by ${input.amount} nano-units`],
+      [input.toAccountId, done ? input.amount : 0n, `the destination's Redis balance (account ${input.toAccountId}) lacks ${input.amount} nano-units`],
+    ];
+    for (const [accountId, amount, gap] of ends) {
+      await this.endCredit(accountId, randomUUID(), amount).catch((error: unknown) => {
+        if (amount !== 0n || done) this.options.onError?.(new Error(`a transfer's last Redis step failed: ${gap} until rebuilt from the ledger`, { cause: error }));
+      });
     }
     return result;
   }
@@ -676,6 +723,9 @@ export class RedisBook implements BalanceBook, LiveCopy {
     if ((await this.store.findAccountById(accountId)) === null) return false;
     const fence = this.fenceKey(accountId);
     for (let deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+      // Seeded by someone else while this one waited out credits and transfers (which fence the
+      // account for as long as they keep coming): nothing left to do.
+      if ((await this.guard(() => this.redis.exists(this.accountKey(accountId)))) === 1) return true;
       // Time spent waiting for a new epoch to open is not time spent racing credits and writes.
       const waitedFrom = performance.now();
       const epoch = await this.epoch.open();

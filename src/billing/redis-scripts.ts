@@ -520,6 +520,36 @@ if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'limit') else redis.call('HSET
 return 1
 `;
 
+/**
+ * KEYS: the source account, its credit fence, the destination's credit fence. ARGV: amount, fence TTL
+ * seconds, then the epoch's key on a Cluster ('' elsewhere). A transfer's first step: takes the amount
+ * from the source's live balance when it fits in what that balance leaves beside its holds (the
+ * balance step of the admission rule, src/money/transfer.ts), in the same step as every hold is
+ * judged, and fences both accounts as a credit does while the ledger is written. Replies {'ok'},
+ * {'seed'} (the source's hash is missing), {'epoch'} (as a hold's) or {'balance', balance, held}.
+ * The ledger write that follows ends each fence with `creditEnd`: 0 for the source (or the amount
+ * given back, when the write failed), the amount for the destination.
+ */
+const TRANSFER_TAKE = `
+local account, fromFence, toFence = KEYS[1], KEYS[2], KEYS[3]
+local amount, epochKey = ARGV[1], ARGV[3]
+if epochKey ~= '' then
+  if redis.replicate_commands then redis.replicate_commands() end
+  local madeOn = redis.call('HGET', epochKey, 'run_id')
+  if madeOn and madeOn ~= string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') then return {'epoch'} end
+end
+if redis.call('EXISTS', account) == 0 then return {'seed'} end
+local balance, held = unpack(redis.call('HMGET', account, 'balance', 'held'))
+if cmp(add(account, balance, neg(held)), amount) < 0 then return {'balance', balance, held} end
+redis.call('HINCRBY', account, 'balance', neg(amount))
+for _, fence in ipairs({fromFence, toFence}) do
+  redis.call('HINCRBY', fence, 'inflight', 1)
+  redis.call('HINCRBY', fence, 'gen', 1)
+  redis.call('EXPIRE', fence, ARGV[2])
+end
+return {'ok'}
+`;
+
 /** KEYS: credit fence. ARGV: fence TTL seconds. Marks a credit as being written to the ledger. */
 const CREDIT_BEGIN = `
 redis.call('HINCRBY', KEYS[1], 'inflight', 1)
@@ -635,6 +665,7 @@ const SCRIPTS = {
   budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },
+  transferTake: { numberOfKeys: 3, lua: TRANSFER_TAKE },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
   epoch: { numberOfKeys: 2, lua: EPOCH },
   reassert: { numberOfKeys: 3, lua: REASSERT },

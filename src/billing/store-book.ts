@@ -4,6 +4,7 @@
  * UPDATE the database serialises.
  */
 import type { AccountBalance, BudgetCheck, ChargeRecord, CreditRecord, Hold, HoldResult, NewCredit, RedeemResult, Store } from '../store/store';
+import type { NewTransfer, TransferResult } from '../store/transfers';
 import type { BalanceBook } from './book';
 import { chargedInPeriod } from './budget-period';
 
@@ -46,6 +47,11 @@ export class StoreBook implements BalanceBook {
 
   applyStored<T>(_accountId: string, write: () => Promise<T>): Promise<T> {
     return write();
+  }
+
+  /** The store's rows are the live figures: its transaction locks the source and judges it. */
+  transfer(input: NewTransfer): Promise<TransferResult> {
+    return this.store.transfers.transfer(input, 0n);
   }
 
   redeem(codeHash: Buffer, accountId: string, actor: string | null): Promise<RedeemResult> {

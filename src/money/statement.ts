@@ -30,6 +30,7 @@ const CREDIT_LINE = {
   redemption: 'redemption_codes',
   admin: 'admin_credits',
   dispute_won: 'disputes_won',
+  transfer: 'transfers_in',
 } as const satisfies Record<CreditKind, MovementLine>;
 
 /** The line each kind of debit lands on (see CREDIT_LINE). */
@@ -37,6 +38,7 @@ const DEBIT_LINE = {
   refund: 'refunds',
   dispute: 'disputes',
   adjustment: 'adjustments',
+  transfer: 'transfers_out',
 } as const satisfies Record<DebitKind, MovementLine>;
 
 /** One kind's entries in the period: their sum and how many there were. */

@@ -106,6 +106,7 @@ export const AUDIT_ACTIONS: readonly AuditAction[] = [
   'payment.refund',
   'payment.dispute',
   'payment.settings',
+  'account.transfer',
 ];
 
 /** Row as both stores return it: JSON as text, the time in the backend's date type. */

@@ -10,11 +10,11 @@ import type { DisputeFact, EntryKind, LedgerMove, OrderBooks, OrderEvent, OrderF
 type OrderKind = 'checkout' | 'auto_recharge';
 /** `pending`: asked of Stripe, not settled; `paid`: credited (once); `failed`/`expired`: nothing credited. */
 export type OrderStatus = 'pending' | 'paid' | 'failed' | 'expired';
-/** What added the funds: a card payment, a redeemed code, an administrator, or a won dispute's give-back. */
-export type CreditKind = 'topup' | 'redemption' | 'admin' | 'dispute_won';
+/** What added the funds: a card payment, a redeemed code, an administrator, a won dispute's give-back, or a transfer in (transfers.ts). */
+export type CreditKind = 'topup' | 'redemption' | 'admin' | 'dispute_won' | 'transfer';
 
-/** What took the funds: a card payment's refund or dispute, or an administrator's adjustment. */
-export type DebitKind = 'refund' | 'dispute' | 'adjustment';
+/** What took the funds: a card payment's refund or dispute, an administrator's adjustment, or a transfer out (transfers.ts). */
+export type DebitKind = 'refund' | 'dispute' | 'adjustment' | 'transfer';
 
 export interface PaymentOrder {
   readonly id: string;
@@ -67,7 +67,7 @@ export interface PaymentDebit {
   /** Nano-units taken, > 0. */
   readonly amount: bigint;
   readonly kind: DebitKind;
-  /** The card payment it took from; null for an adjustment, which no order made. */
+  /** The card payment it took from; null for an adjustment or a transfer, which no order made. */
   readonly orderId: string | null;
   /** The Stripe object and state it came from (`ch_…:refunded:500`, `dp_…`), or `adjustment:<id>`; unique. */
   readonly source: string;
@@ -83,8 +83,8 @@ export interface MovementTotals {
   readonly debits: Readonly<Record<DebitKind, bigint>>;
 }
 
-const CREDIT_KINDS = ['topup', 'redemption', 'admin', 'dispute_won'] as const satisfies readonly CreditKind[];
-const DEBIT_KINDS = ['refund', 'dispute', 'adjustment'] as const satisfies readonly DebitKind[];
+const CREDIT_KINDS = ['topup', 'redemption', 'admin', 'dispute_won', 'transfer'] as const satisfies readonly CreditKind[];
+const DEBIT_KINDS = ['refund', 'dispute', 'adjustment', 'transfer'] as const satisfies readonly DebitKind[];
 
 /** Sums rows of `{ kind, total }` (one table's GROUP BY kind) into a record with every kind present. */
 function totalsByKind<K extends string>(kinds: readonly K[], rows: readonly { kind: string; total: string | bigint | number }[]): Record<K, bigint> {
@@ -225,7 +225,7 @@ export interface CardPaymentStore {
   debitAccount(input: NewAdjustment): Promise<PaymentDebit>;
   /** What moved in `[since, until)` across every account: credits and debits summed by kind. */
   movementTotals(since: Date, until: Date): Promise<MovementTotals>;
-  /** One account's debits (or everyone's when null), newest first. */
+  /** One account's debits (or everyone's when null), newest first; transfers are listed as transfers (transfers.ts), not here. */
   listDebits(accountId: string | null, limit?: number): Promise<PaymentDebit[]>;
   profile(accountId: string): Promise<PaymentProfile | null>;
   /** Creates or changes the account's profile; returns it as stored. */

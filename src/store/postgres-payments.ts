@@ -321,7 +321,7 @@ export class PostgresPayments implements CardPaymentStore {
 
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {
     const { rows } = await this.pool.query<DebitRow>(
-      `SELECT ${DEBIT_COLUMNS} FROM debits WHERE ($1::text IS NULL OR account_id = $1) ORDER BY created_at DESC, seq DESC LIMIT $2`,
+      `SELECT ${DEBIT_COLUMNS} FROM debits WHERE ($1::text IS NULL OR account_id = $1) AND kind <> 'transfer' ORDER BY created_at DESC, seq DESC LIMIT $2`,
       [accountId, limit],
     );
     return rows.map(toDebit);

@@ -12,6 +12,8 @@ import type { OrgStore } from './orgs';
 import { PostgresOrgs } from './postgres-orgs';
 import type { StatementStore } from './statements';
 import { PostgresStatements } from './postgres-statements';
+import type { TransferStore } from './transfers';
+import { PostgresTransfers } from './postgres-transfers';
 import type { RelayedResponseStore } from './relayed-responses';
 import { PostgresRelayedResponses } from './postgres-relayed-responses';
 import { Client, Pool, type PoolConfig } from 'pg';
@@ -108,6 +110,8 @@ export class PostgresStore implements Store {
   readonly orgs: OrgStore;
   /** Monthly statements (postgres-statements.ts). */
   readonly statements: StatementStore;
+  /** Transfers between accounts (postgres-transfers.ts). */
+  readonly transfers: TransferStore;
   private readonly listener: KeyChangeListener;
   private readonly connection: PoolConfig;
   private closed = false;
@@ -145,6 +149,7 @@ export class PostgresStore implements Store {
     this.refusals = new PostgresRefusals(this.pool);
     this.relayedResponses = new PostgresRelayedResponses(this.pool);
     this.statements = new PostgresStatements(this.pool);
+    this.transfers = new PostgresTransfers(this.pool);
     this.listener = new KeyChangeListener({ ...this.connection, application_name: LISTENER_APPLICATION_NAME }, onBackgroundError);
     this.orgs = new PostgresOrgs(this.pool, () => this.listener.bump());
   }

@@ -313,7 +313,7 @@ export class SqlitePayments implements CardPaymentStore {
   async listDebits(accountId: string | null, limit = 100): Promise<PaymentDebit[]> {
     return this.db
       .prepare<[string | null, string | null, number], DebitRow>(
-        `SELECT ${DEBIT_COLUMNS} FROM debits WHERE (? IS NULL OR account_id = ?) ORDER BY created_at DESC, rowid DESC LIMIT ?`,
+        `SELECT ${DEBIT_COLUMNS} FROM debits WHERE (? IS NULL OR account_id = ?) AND kind <> 'transfer' ORDER BY created_at DESC, rowid DESC LIMIT ?`,
       )
       .all(accountId, accountId, limit)
       .map(toDebit);

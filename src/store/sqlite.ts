@@ -19,6 +19,8 @@ import { SqliteKeys } from './sqlite-keys';
 import { SqliteAlerts } from './sqlite-alerts';
 import type { OrgStore } from './orgs';
 import { SqliteOrgs } from './sqlite-orgs';
+import type { TransferStore } from './transfers';
+import { SqliteTransfers } from './sqlite-transfers';
 import { existsSync } from 'node:fs';
 import { makePrivateDir, tightenFiles } from '../private-files';
 import { embeddedStoreKey, type SecretKey } from '../auth/secret-key';
@@ -104,6 +106,7 @@ export class SqliteStore implements Store {
   readonly relayedResponses: RelayedResponseStore;
   readonly orgs: OrgStore;
   readonly statements: StatementStore;
+  readonly transfers: TransferStore;
   private readonly db: SqliteDatabase;
   private readonly dataVersion: SqliteStatement<[], number>;
   private readonly selectOne: SqliteStatement<[], number>;
@@ -166,6 +169,8 @@ export class SqliteStore implements Store {
     retryWhileBusy<RelayedResponseStore>(this.relayedResponses, ['record', 'relayedTo']);
     this.orgs = new SqliteOrgs(this.db, () => (this.localRevision += 1));
     retryWhileBusy<OrgStore>(this.orgs, ORG_METHODS);
+    this.transfers = new SqliteTransfers(this.db, () => (this.localFundsRevision += 1));
+    retryWhileBusy<TransferStore>(this.transfers, ['transfer', 'listTransfers']);
   }
 
   // The domains' halves, each made on first use: their statements need the tables `migrate()` creates.

@@ -11,6 +11,7 @@ import type { AuditStore } from './audit-store';
 import type { PaymentsStore } from './payments-store';
 import type { OrgStore } from './orgs';
 import type { StatementStore } from './statements';
+import type { TransferStore } from './transfers';
 
 // Every record type, where the code written before the split finds it.
 export type { AccountRole, Account, BudgetPeriod, Budget, ApiKeyRecord, OperatorLimits, KeyRateLimits, KeyIdentity, NewKey, KeyLimits, AccountSummary, AccountLogin, SessionKind, NewSession, SessionRecord, SecondFactor, RevisionFreshness } from './access-store';
@@ -38,6 +39,9 @@ export interface Store extends AccessStore, LedgerStore, UsageStore, AuditStore,
 
   /** Monthly statements, issued from the ledger and never changed (statements.ts). */
   readonly statements: StatementStore;
+
+  /** Credit moved between two accounts: a debit and a credit in one transaction (transfers.ts). */
+  readonly transfers: TransferStore;
 
   /**
    * Creates or upgrades the schema, and seals TOTP secrets an older version stored in plaintext; safe

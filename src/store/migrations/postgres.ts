@@ -669,6 +669,25 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
         FOR EACH ROW EXECUTE FUNCTION statements_never_change();
     `,
   },
+  {
+    version: 25,
+    description: 'transfers: credit moved between two accounts, a debit on one and a credit on the other',
+    sql: `
+      -- A transfer is two ledger entries of kind 'transfer' sharing its id (transfer_id): a debit on
+      -- the source, a credit on the destination, written in one transaction; each transfer id
+      -- appears once in each table.
+      ALTER TABLE credits DROP CONSTRAINT credits_kind_check;
+      ALTER TABLE credits ADD CONSTRAINT credits_kind_check CHECK (kind IN ('topup', 'redemption', 'admin', 'dispute_won', 'transfer'));
+      ALTER TABLE credits ADD COLUMN transfer_id TEXT UNIQUE;
+      ALTER TABLE credits ADD CONSTRAINT credits_transfer_check CHECK ((kind = 'transfer') = (transfer_id IS NOT NULL));
+      ALTER TABLE debits DROP CONSTRAINT debits_kind_check;
+      ALTER TABLE debits ADD CONSTRAINT debits_kind_check CHECK (kind IN ('refund', 'dispute', 'adjustment', 'transfer'));
+      ALTER TABLE debits DROP CONSTRAINT debits_order_check;
+      ALTER TABLE debits ADD CONSTRAINT debits_order_check CHECK ((kind IN ('adjustment', 'transfer')) = (order_id IS NULL));
+      ALTER TABLE debits ADD COLUMN transfer_id TEXT UNIQUE;
+      ALTER TABLE debits ADD CONSTRAINT debits_transfer_check CHECK ((kind = 'transfer') = (transfer_id IS NOT NULL));
+    `,
+  },
 ];
 
 /**

@@ -692,6 +692,54 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
         BEGIN SELECT RAISE(ABORT, 'an issued statement never changes'); END;
     `,
   },
+  {
+    version: 25,
+    description: 'transfers: credit moved between two accounts, a debit on one and a credit on the other',
+    rebuildsTables: true,
+    sql: `
+      -- A transfer is two ledger entries of kind 'transfer' sharing its id (transfer_id): a debit on
+      -- the source, a credit on the destination, written in one transaction. Both tables are rebuilt
+      -- for the wider CHECKs; each transfer id appears once in each.
+      CREATE TABLE credits_new (
+        id          TEXT PRIMARY KEY,
+        account_id  TEXT NOT NULL REFERENCES accounts (id),
+        amount      INTEGER NOT NULL CHECK (amount > 0),
+        kind        TEXT NOT NULL CHECK (kind IN ('topup', 'redemption', 'admin', 'dispute_won', 'transfer')),
+        actor       TEXT,
+        note        TEXT,
+        created_at  INTEGER NOT NULL,
+        order_id    TEXT REFERENCES payment_orders (id),
+        transfer_id TEXT UNIQUE,
+        CHECK ((kind = 'transfer') = (transfer_id IS NOT NULL))
+      ) STRICT;
+      INSERT INTO credits_new (rowid, id, account_id, amount, kind, actor, note, created_at, order_id)
+        SELECT rowid, id, account_id, amount, kind, actor, note, created_at, order_id FROM credits;
+      DROP TABLE credits;
+      ALTER TABLE credits_new RENAME TO credits;
+      CREATE INDEX credits_account_time ON credits (account_id, created_at);
+      CREATE INDEX credits_order ON credits (order_id) WHERE order_id IS NOT NULL;
+
+      CREATE TABLE debits_new (
+        id          TEXT PRIMARY KEY,
+        account_id  TEXT NOT NULL REFERENCES accounts (id),
+        amount      INTEGER NOT NULL CHECK (amount > 0),
+        kind        TEXT NOT NULL CHECK (kind IN ('refund', 'dispute', 'adjustment', 'transfer')),
+        order_id    TEXT REFERENCES payment_orders (id),
+        source      TEXT NOT NULL UNIQUE,
+        note        TEXT,
+        created_at  INTEGER NOT NULL,
+        actor       TEXT,
+        transfer_id TEXT UNIQUE,
+        CHECK ((kind IN ('adjustment', 'transfer')) = (order_id IS NULL)),
+        CHECK ((kind = 'transfer') = (transfer_id IS NOT NULL))
+      ) STRICT;
+      INSERT INTO debits_new (rowid, id, account_id, amount, kind, order_id, source, note, created_at, actor)
+        SELECT rowid, id, account_id, amount, kind, order_id, source, note, created_at, actor FROM debits;
+      DROP TABLE debits;
+      ALTER TABLE debits_new RENAME TO debits;
+      CREATE INDEX debits_account_time ON debits (account_id, created_at);
+    `,
+  },
 ];
 
 const CREATE_TRACKING_TABLE = `
