@@ -3,7 +3,7 @@
  * sharing PostgreSQL and Redis (skipped, saying so, without them). Who may move credit (the person
  * for their own account; an organisation's owner and billing members), and a race of paid requests
  * and transfers out of one organisation on every instance that never takes its balance below zero
- * and leaves the ledger exact. The balance-book level of the same race is test/billing/transfer-books.
+ * and leaves the ledger exact. The balance-book level of the same race is test/billing/transfer-books.test.ts.
  */
 import { expect } from 'chai';
 import { issueApiKey } from '../../src/auth/issue-key';
