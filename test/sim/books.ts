@@ -21,6 +21,7 @@ import { PaymentMetrics } from '../../src/metrics/payment-metrics';
 import { Payments } from '../../src/payments/payments';
 import { openStore } from '../../src/store/open';
 import { marginOf } from '../../src/billing/money';
+import { memberBudgetId } from '../../src/store/budget-owner';
 import type { Account, ApiKeyRecord, BudgetCheck, ChargeRecord, HoldResult, RedeemResult, Store } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
 import { closeRedis, connectRedis, scanEveryPrimary } from '../../src/shared-state/redis';
@@ -29,6 +30,7 @@ import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTest
 import type { UpstreamSums } from './model';
 import type { Abilities, Op } from './ops';
 import { CONFIG, MODEL, orderCredit, STRIPE_CONFIG, webhook, type Priced } from './world';
+import { keyMember, makeOrganisation, memberBudgetOf, type MadeOrg, type OrgSpec } from './orgs';
 
 export const STORES = ['local', 'sqlite', 'pg', 'redis', 'redis-cluster'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -48,6 +50,8 @@ export interface Setup {
   readonly accounts: readonly { readonly budget: BudgetSpec | null }[];
   readonly keys: readonly { readonly account: number; readonly spendLimit: bigint | null; readonly budget: BudgetSpec | null }[];
   readonly codes: readonly bigint[];
+  /** The seed's organisation (`orgs.ts`), or none. */
+  readonly org?: OrgSpec | null;
 }
 
 interface BudgetSpec {
@@ -179,6 +183,7 @@ interface OpenRequest {
   readonly instance: number;
   readonly accountId: string;
   readonly keyId: string;
+  readonly memberAccountId: string | null;
   readonly amount: bigint;
   readonly budgets: readonly BudgetCheck[];
 }
@@ -193,6 +198,7 @@ export class BookSession {
   private readonly requests = new Map<string, OpenRequest>();
   private readonly periods = new PeriodCache();
   private readonly tag = randomBytes(4).toString('hex');
+  private org: { readonly spec: OrgSpec; readonly made: MadeOrg } | null = null;
 
   private constructor(
     private readonly rig: Rig,
@@ -216,13 +222,26 @@ export class BookSession {
 
   private async setUp(setup: Setup): Promise<void> {
     for (const [index, spec] of setup.accounts.entries()) {
-      const account = await this.store.createAccount({ name: `sim-${this.tag}-${index}`, role: 'user' });
+      const name = `sim-${this.tag}-${index}`;
+      const org = setup.org?.account === index ? { spec: setup.org, made: await makeOrganisation(this.store, name, setup.org) } : null;
+      if (org !== null) this.org = org;
+      const account = org?.made.account ?? (await this.store.createAccount({ name, role: 'user' }));
       if (spec.budget !== null) await this.store.setAccountBudget(account.id, spec.budget);
       this.accounts.push((await this.store.findAccountById(account.id))!);
     }
-    for (const spec of setup.keys) {
+    for (const [index, spec] of setup.keys.entries()) {
+      const memberAccountId = keyMember(this.org?.spec ?? null, this.org?.made ?? null, spec.account, index - spec.account * (setup.keys.length / setup.accounts.length));
       this.keys.push(
-        await this.store.createKey({ accountId: this.accounts[spec.account].id, name: null, hash: randomBytes(32), prefix: 'sk-sim', last4: 'abcd', spendLimit: spec.spendLimit, budget: spec.budget }),
+        await this.store.createKey({
+          accountId: this.accounts[spec.account].id,
+          name: null,
+          hash: randomBytes(32),
+          prefix: 'sk-sim',
+          last4: 'abcd',
+          spendLimit: spec.spendLimit,
+          budget: spec.budget,
+          ...(memberAccountId === undefined ? {} : { memberAccountId }),
+        }),
       );
     }
     for (const amount of setup.codes) {
@@ -236,7 +255,7 @@ export class BookSession {
   budgets(key: number, at: number): BudgetCheck[] {
     const record = this.keys[key];
     const account = this.accounts.find((candidate) => candidate.id === record.accountId)!;
-    return budgetChecks(CONFIG, account, record, null, new Date(at), this.periods);
+    return budgetChecks(CONFIG, account, record, memberBudgetOf(this.org?.spec ?? null, this.org?.made ?? null, record), new Date(at), this.periods);
   }
 
   async hold(op: Extract<Op, { kind: 'request' }>, key: number, amount: bigint, at: number): Promise<HoldResult> {
@@ -246,12 +265,13 @@ export class BookSession {
       requestId: this.requestId(op.id),
       accountId: record.accountId,
       keyId: record.id,
+      ...(record.memberAccountId != null && { memberAccountId: record.memberAccountId }),
       amount,
       expiresAt: new Date(Date.now() + 3_600_000),
       keyLimited: record.spendLimit !== null,
       budgets,
     });
-    if (result.ok) this.requests.set(op.id, { instance: op.instance, accountId: record.accountId, keyId: record.id, amount, budgets });
+    if (result.ok) this.requests.set(op.id, { instance: op.instance, accountId: record.accountId, keyId: record.id, memberAccountId: record.memberAccountId ?? null, amount, budgets });
     return result;
   }
 
@@ -264,6 +284,7 @@ export class BookSession {
       requestId: this.requestId(request),
       accountId: open.accountId,
       keyId: open.keyId,
+      ...(open.memberAccountId !== null && { memberAccountId: open.memberAccountId }),
       model: MODEL,
       provider,
       endpoint: 'chat',
@@ -381,7 +402,8 @@ export class BookSession {
     const totals = (await this.store.ledgerTotals()).filter((total) => this.accounts.some((account) => account.id === total.accountId));
     const found: string[] = [];
     for (const drift of (await book.liveCopy?.drift(totals)) ?? []) found.push(`account ${drift.accountName}: live ${drift.live}, ledger ${drift.ledger}`);
-    const ours = new Set([...this.accounts.map((account) => account.id), ...this.keys.map((key) => key.id)]);
+    const members = this.org === null ? [] : this.org.made.memberIds.map((member) => memberBudgetId(this.org!.made.account.id, member));
+    const ours = new Set([...this.accounts.map((account) => account.id), ...this.keys.map((key) => key.id), ...members]);
     for (const drift of (await book.liveCopy?.budgetDrift()) ?? []) if (ours.has(drift.id)) found.push(`${drift.scope} budget ${drift.id}: live ${drift.live}, ledger ${drift.ledger}`);
     return found;
   }

@@ -11,6 +11,7 @@ import { MoneyModel, type Admission, type ModelBudget } from './model';
 import { ACCOUNTS, CODES, KEYS_PER_ACCOUNT, OpGenerator, Random, type Op } from './ops';
 import { pendingFor, type PendingRule } from './pending';
 import { orderCredit, priced, type Priced } from './world';
+import { modelMember, orgSetupOf } from './orgs';
 
 interface SeedFailure {
   readonly seed: number;
@@ -67,7 +68,7 @@ function setupOf(seed: number): Setup {
     spendLimit: r.chance(0.5) ? r.big(2_000_000n, 40_000_000n) : null,
     budget: budget(0.35),
   }));
-  return { accounts, keys, codes: Array.from({ length: CODES }, () => r.big(1_000_000n, 6_000_000n)) };
+  return { accounts, keys, codes: Array.from({ length: CODES }, () => r.big(1_000_000n, 6_000_000n)), org: orgSetupOf(seed) };
 }
 
 function clockOf(seed: number): number {
@@ -113,7 +114,7 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
   };
   const model = new MoneyModel();
   for (const account of session.accounts) model.addAccount(account.id);
-  for (const key of session.keys) model.addKey(key.id, key.spendLimit);
+  for (const key of session.keys) model.addKey(key.id, key.spendLimit, modelMember(key));
   const setup = setupOf(seed);
   setup.codes.forEach((amount, index) => model.addCode(String(index), amount));
   const generator = new OpGenerator(seed, session.abilities, leftOut);
