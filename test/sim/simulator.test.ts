@@ -22,14 +22,25 @@ const BOUNDS: Record<StoreName, { seeds: number; ops: number }> = {
   'redis-cluster': { seeds: 50, ops: 50 },
 };
 
+/**
+ * CI runs the full seed counts on the machine's Node and fewer on the other Nodes (`TOLLGATE_SIM_SEEDS`,
+ * set by .ci/run): the model and the books are the same code on every Node, so more seeds there find
+ * little the first run did not, while the few still prove each Node's own drivers (node:sqlite on 22+).
+ */
+function boundsOf(store: StoreName): { seeds: number; ops: number } {
+  const bound = BOUNDS[store];
+  const asked = Number(process.env.TOLLGATE_SIM_SEEDS);
+  return Number.isInteger(asked) && asked > 0 ? { seeds: Math.min(asked, bound.seeds), ops: bound.ops } : bound;
+}
+
 describe('the money simulator: every book against the reference model', function () {
   this.timeout(15 * 60_000);
 
   after(() => stopTokenizer());
 
   for (const store of STORES) {
-    it(`agrees with the model on ${DESCRIPTIONS[store]} (${BOUNDS[store].seeds} seeds of ${BOUNDS[store].ops} operations)`, async function () {
-      const { seeds, ops } = BOUNDS[store];
+    const { seeds, ops } = boundsOf(store);
+    it(`agrees with the model on ${DESCRIPTIONS[store]} (${seeds} seeds of ${ops} operations)`, async function () {
       const run = await runStore({ store, seeds: Array.from({ length: seeds }, (_, index) => index + 1), ops });
       for (const line of report(run)) console.log(`      ${line}`);
       if (run.skipped !== null) this.skip();
