@@ -454,6 +454,8 @@ export interface Member {
   role: MemberRole;
   created_at: string;
   limits: MemberLimits | null;
+  /** What the member spent in their budget's current period; null without a budget or where limits are hidden. */
+  budget_spent?: { spent: string; period_start: string; resets_at: string } | null;
 }
 
 export interface Invitation {

@@ -12,7 +12,7 @@ export function memberLimitsCell(member: Member): string {
   const limits = member.limits;
   if (limits === null) return '—';
   const parts = [
-    limits.budget ? `${formatMoney(limits.budget.amount)} a ${limits.budget.period}` : null,
+    limits.budget ? `${member.budget_spent ? `${formatMoney(member.budget_spent.spent)} spent of ` : ''}${formatMoney(limits.budget.amount)} a ${limits.budget.period}` : null,
     limits.models ? `models: ${limits.models.join(', ')}` : null,
     limits.rate_limits?.rpm ? `${limits.rate_limits.rpm} rpm` : null,
     limits.rate_limits?.tpm ? `${limits.rate_limits.tpm} tpm` : null,
