@@ -45,6 +45,7 @@ export function refusalOf(state: GatewayState, error: GatewayError, address: str
     createdAt: new Date(),
     accountId: auth?.account.id ?? null,
     keyId: auth?.key.id ?? null,
+    memberAccountId: auth?.key.memberAccountId ?? null,
     address: auth === undefined ? address : null,
     model: state.request?.model.id ?? modelNameOf(state.askedModel),
     endpoint: state.endpoint.id,
@@ -90,7 +91,7 @@ export class RefusalRecorder {
     const source = refusal.accountId === null ? `ip:${refusal.address ?? ''}` : `key:${refusal.keyId ?? refusal.accountId}`;
     const seen = this.seen.get(source);
     if (seen === undefined && this.seen.size >= this.limits.maxSources) {
-      this.fold('overflow', window, { ...refusal, accountId: null, keyId: null, address: null, sessionId: null });
+      this.fold('overflow', window, { ...refusal, accountId: null, keyId: null, memberAccountId: null, address: null, sessionId: null });
     } else if ((seen ?? 0) < this.limits.perWindow && this.queue.length < this.limits.maxQueued) {
       this.seen.set(source, (seen ?? 0) + 1);
       const { requestId, ...rest } = refusal;

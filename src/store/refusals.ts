@@ -14,6 +14,8 @@ export interface RefusalRecord {
   /** Null when the request named no usable key (a 401). */
   readonly accountId: string | null;
   readonly keyId: string | null;
+  /** For a key made in an organisation, its member (as charges record them); null otherwise. */
+  readonly memberAccountId: string | null;
   /** The client's address, kept only for a request of no account: who else is to know it. */
   readonly address: string | null;
   /** The model the request asked for, as it was written (clipped); null when it named none. */
@@ -32,6 +34,8 @@ export interface RefusalRecord {
 export interface RefusalFilter {
   readonly accountId?: string;
   readonly keyId?: string;
+  /** One member's refusals in an organisation (`accountId` the organisation). */
+  readonly memberAccountId?: string;
   readonly models?: readonly string[];
   readonly sessionId?: string;
   readonly endpoint?: string;
@@ -64,7 +68,7 @@ export interface RefusalCursor {
   readonly id: string;
 }
 
-export const REFUSAL_COLUMNS = 'id, created_at, account_id, key_id, address, model, endpoint, status, code, level, count, session_id';
+export const REFUSAL_COLUMNS = 'id, created_at, account_id, key_id, address, model, endpoint, status, code, level, count, session_id, member_account_id';
 
 export interface RefusalRow<D> {
   id: string;
@@ -79,6 +83,7 @@ export interface RefusalRow<D> {
   level: string | null;
   count: number | string;
   session_id: string | null;
+  member_account_id: string | null;
 }
 
 export function toRefusal<D>(row: RefusalRow<D>, date: (value: D) => Date): RefusalRecord {
@@ -87,6 +92,7 @@ export function toRefusal<D>(row: RefusalRow<D>, date: (value: D) => Date): Refu
     createdAt: date(row.created_at),
     accountId: row.account_id,
     keyId: row.key_id,
+    memberAccountId: row.member_account_id,
     address: row.address,
     model: row.model,
     endpoint: row.endpoint,
@@ -100,7 +106,7 @@ export function toRefusal<D>(row: RefusalRow<D>, date: (value: D) => Date): Refu
 
 /** A row's values in `REFUSAL_COLUMNS` order. */
 export function refusalValues(row: RefusalRecord, date: (value: Date) => unknown): unknown[] {
-  return [row.id, date(row.createdAt), row.accountId, row.keyId, row.address, row.model, row.endpoint, row.status, row.code, row.level, row.count, row.sessionId];
+  return [row.id, date(row.createdAt), row.accountId, row.keyId, row.address, row.model, row.endpoint, row.status, row.code, row.level, row.count, row.sessionId, row.memberAccountId];
 }
 
 /** The upsert both dialects run per row: a folded row's later flushes add to its count. */
@@ -130,6 +136,7 @@ export function refusalWhere(
   };
   if (filter.accountId !== undefined) conditions.push(`account_id = ${param(filter.accountId)}`);
   if (filter.keyId !== undefined) conditions.push(`key_id = ${param(filter.keyId)}`);
+  if (filter.memberAccountId !== undefined) conditions.push(`member_account_id = ${param(filter.memberAccountId)}`);
   if (filter.models !== undefined) {
     conditions.push(filter.models.length === 0 ? '1 = 0' : `model IN (${filter.models.map((model) => param(model)).join(', ')})`);
   }

@@ -8,7 +8,7 @@ import { expect } from 'chai';
 import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { ApiClient, expectError } from './api-client';
-import { addAccount, chargesOf, chat, consoleYaml, PASSWORD, passwordHash } from './fixtures';
+import { addAccount, chargesOf, chat, consoleYaml, PASSWORD, passwordHash, waitFor } from './fixtures';
 
 describe('management API: organisations', function () {
   this.timeout(30_000);
@@ -118,6 +118,14 @@ describe('management API: organisations', function () {
     const byAdmin = await carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.bob}`);
     expect(byAdmin.body.totals.requests).to.equal(1);
     expect((await carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.carol}`)).body.totals.requests).to.equal(0);
+    // The refused request (402, before any money) reads by member too: its row records bob.
+    const withRefusal = await waitFor(() => carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.bob}`), (answer) => answer.body.totals.refused === 1, "bob's refusal recorded");
+    expect(withRefusal.body.refusals.map((row: Record<string, unknown>) => [row.status, row.reason, row.refused_by, row.member_id, row.member_name])).to.deep.equal([
+      [402, 'TOLLGATE_ERR_INSUFFICIENT_BALANCE', 'account', ids.bob, 'bob'],
+    ]);
+    expect((await bob.get(`/api/orgs/${orgId}/usage`)).body.refusals).to.have.length(1);
+    const carols = (await carol.get(`/api/orgs/${orgId}/usage?member_id=${ids.carol}`)).body;
+    expect([carols.totals.refused, carols.refusals]).to.deep.equal([0, []]);
     expect((await carol.get(`/api/orgs/${orgId}/keys`)).body.keys.map((key: { id: string; member_name: string }) => `${key.id}:${key.member_name}`)).to.deep.equal([`${made.body.key.id}:bob`]);
     expect((await alice.get(`/api/orgs/${orgId}/keys`)).body.keys).to.have.length(1);
   });

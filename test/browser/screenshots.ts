@@ -97,8 +97,8 @@ async function main(): Promise<void> {
 
     const recent = Date.now() - 60_000;
     await tg.store.refusals.record([
-      { id: 'req_screenshot_refused_1', createdAt: new Date(recent), accountId: user.id, keyId: key.id, address: null, model: 'gpt-priced', endpoint: 'chat', status: 402, code: 'TOLLGATE_ERR_BUDGET_EXCEEDED', level: 'budget:key:month', count: 1, sessionId: null },
-      { id: 'req_screenshot_refused_2', createdAt: new Date(recent - 30_000), accountId: user.id, keyId: key.id, address: null, model: 'gpt-5-typo', endpoint: 'chat', status: 404, code: 'TOLLGATE_ERR_MODEL_NOT_FOUND', level: null, count: 1, sessionId: null },
+      { id: 'req_screenshot_refused_1', createdAt: new Date(recent), accountId: user.id, keyId: key.id, memberAccountId: null, address: null, model: 'gpt-priced', endpoint: 'chat', status: 402, code: 'TOLLGATE_ERR_BUDGET_EXCEEDED', level: 'budget:key:month', count: 1, sessionId: null },
+      { id: 'req_screenshot_refused_2', createdAt: new Date(recent - 30_000), accountId: user.id, keyId: key.id, memberAccountId: null, address: null, model: 'gpt-5-typo', endpoint: 'chat', status: 404, code: 'TOLLGATE_ERR_MODEL_NOT_FOUND', level: null, count: 1, sessionId: null },
     ]);
     let tokens = 0;
     for (const viewport of VIEWPORTS) {

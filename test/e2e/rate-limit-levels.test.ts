@@ -102,7 +102,7 @@ describe('e2e: rate limits at every level (SQLite)', function () {
     // Another account is untouched by it.
     expect((await chat(tg.url, tg.key)).status).to.equal(200);
     const recorded = await until(() => tg.store.refusals.list({ accountId: account.id, limit: 10 }), (rows) => rows.length === 4, 'the four refusals recorded');
-    expect(recorded.map((row) => [row.status, row.code, row.level])).to.deep.equal(Array(4).fill([429, 'TOLLGATE_ERR_RATE_LIMIT_REQUESTS', 'account']));
+    expect(recorded.map((row) => [row.status, row.code, row.level, row.memberAccountId])).to.deep.equal(Array(4).fill([429, 'TOLLGATE_ERR_RATE_LIMIT_REQUESTS', 'account', null]));
   });
 
   it("shares the organisation's limit for a member between that member's keys, not with other members", async () => {
@@ -129,7 +129,9 @@ describe('e2e: rate limits at every level (SQLite)', function () {
     const byOperator = await chat(tg.url, quinnKey);
     expect(byOperator.json.error.message).to.include("The operator's limit on this account of 5 requests per minute");
     const recorded: RefusalRecord[] = await until(() => tg.store.refusals.list({ accountId: org.id, limit: 10 }), (rows) => rows.length === 3, 'the refusals recorded');
-    expect(recorded.map((row) => row.level)).to.deep.equal(['account', 'account', 'member']);
+    expect(recorded.map((row) => [row.level, row.memberAccountId])).to.deep.equal([['account', quinn.id], ['account', quinn.id], ['member', pat.id]]);
+    const pats = await tg.store.refusals.list({ accountId: org.id, memberAccountId: pat.id, limit: 10 });
+    expect(pats.map((row) => row.code)).to.deep.equal(['TOLLGATE_ERR_RATE_LIMIT_REQUESTS']);
   });
 
   it("keeps the key's own limit per key, under the account's shared one", async () => {

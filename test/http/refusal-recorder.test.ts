@@ -17,6 +17,7 @@ function refusal(n: number, extra: Partial<Refusal> = {}): Refusal {
     createdAt: new Date(T0 + n),
     accountId: null,
     keyId: null,
+    memberAccountId: null,
     address: '198.51.100.7',
     model: null,
     endpoint: 'chat',

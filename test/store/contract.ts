@@ -527,6 +527,7 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         createdAt: new Date(Date.UTC(2030, 0, 3)),
         accountId: null,
         keyId: null,
+        memberAccountId: null,
         address: '203.0.113.9',
         model: 'gpt-test',
         endpoint: 'chat',
@@ -563,6 +564,19 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
           [401, 'TOLLGATE_ERR_AUTH_INVALID_KEY', null, 1],
         ]);
         expect(summary[0].lastAt.getTime()).to.equal(t0 + 3000);
+      });
+
+      it("keeps the member of an organisation's key with a refusal, and reads them by member", async () => {
+        const { account, key } = await funded(0n);
+        const t0 = Date.UTC(2030, 0, 4);
+        const ofMember = (id: string, memberAccountId: string | null, at: number) =>
+          refusal(id, { accountId: account.id, keyId: key.id, memberAccountId, address: null, status: 429, code: 'TOLLGATE_ERR_RATE_LIMIT_REQUESTS', level: 'member', createdAt: new Date(t0 + at) });
+        await store.refusals.record([ofMember('req_m1', 'acc_member_1', 0), ofMember('req_m2', 'acc_member_2', 1000), ofMember('req_m3', null, 2000)]);
+        const mine = await store.refusals.list({ accountId: account.id, memberAccountId: 'acc_member_1', limit: 10 });
+        expect(mine).to.deep.equal([ofMember('req_m1', 'acc_member_1', 0)]);
+        expect((await store.refusals.list({ accountId: account.id, limit: 10, since: new Date(t0) })).map((row) => row.memberAccountId)).to.deep.equal([null, 'acc_member_2', 'acc_member_1']);
+        const summary = await store.refusals.summary({ accountId: account.id, memberAccountId: 'acc_member_2' });
+        expect(summary.map((row) => [row.code, row.level, row.requests])).to.deep.equal([['TOLLGATE_ERR_RATE_LIMIT_REQUESTS', 'member', 1]]);
       });
     });
 

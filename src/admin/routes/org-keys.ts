@@ -1,7 +1,8 @@
 /**
  * Keys and usage inside an organisation. A member makes keys that spend the organisation's balance
  * and are charged to them; they see, change and revoke their own, an owner or admin every member's. Usage
- * reads by member: a member only their own (another member's is 404), an owner or admin anyone's.
+ * reads by member: a member only their own (another member's is 404), an owner or admin anyone's;
+ * the requests refused before they cost anything read by member the same way.
  */
 import type Router from '@koa/router';
 import { issueApiKey } from '../../auth/issue-key';
@@ -16,7 +17,8 @@ import { optionalAmount, optionalFutureDate, optionalModelList, optionalRateLimi
 import { readJsonObject } from '../json-body';
 import { callerMembership, may, memberScope } from '../org-access';
 import { orgKeyView } from '../org-views';
-import { usageView } from '../views';
+import { refusalUsageView, usageView } from '../views';
+import type { RefusalFilter } from '../../store/refusals';
 import { audit } from '../audit';
 import { keyCreated, keyLimitsChanged, keyRevoked } from '../../audit/states';
 import { changeKeyLimits } from '../key-limit-change';
@@ -111,18 +113,24 @@ export function orgKeyRoutes(router: Router<ApiState>, deps: AdminDeps): void {
       ...(until === undefined ? {} : { until }),
     };
     const limit = limitParam(ctx.query.limit, 100, PAGE_LIMIT);
-    const [charges, totals, keys, members] = await Promise.all([
+    // The same scope for the refusals: a refusal of a member's key records the member, as a charge does.
+    const refusalFilter: RefusalFilter = filter;
+    const [charges, totals, refusals, refused, keys, members] = await Promise.all([
       deps.store.listCharges({ ...filter, limit }),
       deps.store.chargeTotals(filter),
+      deps.store.refusals.list({ ...refusalFilter, limit }),
+      deps.store.refusals.summary(refusalFilter),
       deps.store.listKeys({ accountId: membership.organisationId }),
       deps.store.orgs.listMembers(membership.organisationId),
     ]);
     const keyNames = new Map(keys.map((key) => [key.id, key.name]));
     const names = new Map(members.map((member) => [member.accountId, member.accountName]));
+    const memberOf = (id: string | null | undefined) => ({ member_id: id ?? null, member_name: names.get(id ?? '') ?? null });
     ctx.body = {
       member_id: memberAccountId ?? null,
-      totals: { requests: totals.requests, cost: formatUnits(totals.cost), failed: totals.failed },
-      charges: charges.map((charge) => ({ ...usageView(charge, keyNames), member_id: charge.memberAccountId ?? null, member_name: names.get(charge.memberAccountId ?? '') ?? null })),
+      totals: { requests: totals.requests, cost: formatUnits(totals.cost), failed: totals.failed, refused: refused.reduce((sum, row) => sum + row.requests, 0) },
+      charges: charges.map((charge) => ({ ...usageView(charge, keyNames), ...memberOf(charge.memberAccountId) })),
+      refusals: refusals.map((refusal) => ({ ...refusalUsageView(refusal, keyNames), ...memberOf(refusal.memberAccountId) })),
     };
   });
 }

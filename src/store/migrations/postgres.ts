@@ -6,7 +6,7 @@
  */
 import type { ClientBase } from 'pg';
 import { POSTGRES_AUDIT_MIGRATION } from './audit';
-import { POSTGRES_REFUSALS_MIGRATION } from './refusals';
+import { POSTGRES_REFUSALS_MEMBER_MIGRATION, POSTGRES_REFUSALS_MIGRATION } from './refusals';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface PostgresMigration {
@@ -688,6 +688,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
       ALTER TABLE debits ADD CONSTRAINT debits_transfer_check CHECK ((kind = 'transfer') = (transfer_id IS NOT NULL));
     `,
   },
+  { version: 26, ...POSTGRES_REFUSALS_MEMBER_MIGRATION },
 ];
 
 /**

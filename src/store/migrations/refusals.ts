@@ -1,6 +1,7 @@
 /**
  * The refusals table (`store/refusals.ts`), in both dialects: refused requests beside the ledger,
- * never in it. Read by account and time (Usage, Analytics) and by time alone (the operator's totals).
+ * never in it. Read by account and time (Usage, Analytics) and by time alone (the operator's totals),
+ * and for an organisation by member (a refusal of a member's key records the member, as a charge does).
  */
 
 export const SQLITE_REFUSALS_MIGRATION = {
@@ -46,3 +47,14 @@ export const POSTGRES_REFUSALS_MIGRATION = {
     CREATE INDEX refusals_at ON refusals (created_at);
   `,
 };
+
+const MEMBER_SQL = `
+    -- The member whose key in an organisation was refused (the key's member_account_id); NULL for a
+    -- key of the account's own, and for a request of no key.
+    ALTER TABLE refusals ADD COLUMN member_account_id TEXT;
+    CREATE INDEX refusals_member ON refusals (account_id, member_account_id, created_at) WHERE member_account_id IS NOT NULL;
+  `;
+
+export const SQLITE_REFUSALS_MEMBER_MIGRATION = { description: "refused requests record the organisation's member whose key it was", sql: MEMBER_SQL };
+
+export const POSTGRES_REFUSALS_MEMBER_MIGRATION = { description: "refused requests record the organisation's member whose key it was", sql: MEMBER_SQL };

@@ -5,7 +5,7 @@
  */
 import type { SqliteDatabase } from '../sqlite-driver';
 import { SQLITE_AUDIT_MIGRATION } from './audit';
-import { SQLITE_REFUSALS_MIGRATION } from './refusals';
+import { SQLITE_REFUSALS_MEMBER_MIGRATION, SQLITE_REFUSALS_MIGRATION } from './refusals';
 
 /** One schema step. `version` is its position in the list, starting at 1. */
 export interface SqliteMigration {
@@ -740,6 +740,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
       CREATE INDEX debits_account_time ON debits (account_id, created_at);
     `,
   },
+  { version: 26, ...SQLITE_REFUSALS_MEMBER_MIGRATION },
 ];
 
 const CREATE_TRACKING_TABLE = `
