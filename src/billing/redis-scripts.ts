@@ -34,9 +34,12 @@
  *                             before it opens (`redis-epoch.ts`)
  *
  * The sweep, the seed and the epoch derive key names inside the script (an account's and key's from a
- * hold's fields, each instance's undrained hash from `instances`, the live money by a scan). On Redis
- * Cluster a script may touch one slot only, so there the prefix ends in the book's hash tag
- * (`<prefix>{book}:`): every key above shares one slot, and a derived key is in the declared keys' slot.
+ * hold's fields, each instance's undrained hash from `instances`, the live money by a scan), from the
+ * prefix they are given. On Redis Cluster a script may touch one slot only, so the book is cut into
+ * groups (`book-layout.ts`), each under `<prefix>{bk<n>}:`, one slot: an account's keys are all in its
+ * group, and every per-instance and per-state key above (instances, undrained, instance, outbox,
+ * epoch, hold-expiries) is kept in each group, so a derived key is in the declared keys' slot. On a
+ * single server there is one group, under the configured prefix.
  */
 import type { RedisClient } from '../shared-state/redis';
 
@@ -521,7 +524,8 @@ return 1
 `;
 
 /**
- * KEYS: the source account, its credit fence, the destination's credit fence. ARGV: amount, fence TTL
+ * KEYS: the source account, its credit fence, the destination's credit fence (left out when it is in
+ * another Cluster slot: then put up before, by creditBegin). ARGV: amount, fence TTL
  * seconds, then the epoch's key on a Cluster ('' elsewhere). A transfer's first step: takes the amount
  * from the source's live balance when it fits in what that balance leaves beside its holds (the
  * balance step of the admission rule, src/money/transfer.ts), in the same step as every hold is
@@ -531,7 +535,7 @@ return 1
  * given back, when the write failed), the amount for the destination.
  */
 const TRANSFER_TAKE = `
-local account, fromFence, toFence = KEYS[1], KEYS[2], KEYS[3]
+local account = KEYS[1]
 local amount, epochKey = ARGV[1], ARGV[3]
 if epochKey ~= '' then
   if redis.replicate_commands then redis.replicate_commands() end
@@ -542,7 +546,9 @@ if redis.call('EXISTS', account) == 0 then return {'seed'} end
 local balance, held = unpack(redis.call('HMGET', account, 'balance', 'held'))
 if cmp(add(account, balance, neg(held)), amount) < 0 then return {'balance', balance, held} end
 redis.call('HINCRBY', account, 'balance', neg(amount))
-for _, fence in ipairs({fromFence, toFence}) do
+-- The destination's fence is here when it shares the source's slot; on a Cluster, apart, it was put up before.
+for i = 2, #KEYS do
+  local fence = KEYS[i]
   redis.call('HINCRBY', fence, 'inflight', 1)
   redis.call('HINCRBY', fence, 'gen', 1)
   redis.call('EXPIRE', fence, ARGV[2])
@@ -665,7 +671,7 @@ const SCRIPTS = {
   budgetsWritten: { numberOfKeys: null, lua: BUDGETS_WRITTEN },
   setKeyLimit: { numberOfKeys: 1, lua: SET_KEY_LIMIT },
   creditBegin: { numberOfKeys: 1, lua: CREDIT_BEGIN },
-  transferTake: { numberOfKeys: 3, lua: TRANSFER_TAKE },
+  transferTake: { numberOfKeys: null, lua: TRANSFER_TAKE },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
   epoch: { numberOfKeys: 2, lua: EPOCH },
   reassert: { numberOfKeys: 3, lua: REASSERT },

@@ -3,9 +3,10 @@
  * Cluster of the test's own (three primaries, a replica each), under paid load. Once the primary that
  * holds the balance book's slot is killed (-9): its replica is promoted, the instances follow it on
  * their own, no request is refused for longer than the promotion, the account is never served more
- * than its credit, and once settled the ledger is exact and `verify` clean. Once the book's slot is
- * migrated to another primary, key by key (MIGRATING/IMPORTING, MIGRATE): the same. Skipped, saying
- * so, without PostgreSQL, redis-server or redis-cli.
+ * than its credit, and once settled the ledger is exact and `verify` clean. Once the account's book
+ * slot is migrated to another primary, key by key (MIGRATING/IMPORTING, MIGRATE): the same. And paid
+ * traffic for many accounts is carried by every primary, not one. Skipped, saying so, without
+ * PostgreSQL, redis-server or redis-cli.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,8 @@ import path from 'node:path';
 import { expect } from 'chai';
 import pino from 'pino';
 import { issueApiKey } from '../../src/auth/issue-key';
+import { Redis } from 'ioredis';
+import { bookLayout } from '../../src/billing/book-layout';
 import { openRedisBook } from '../../src/billing/redis-book';
 import { verifyLedgerCommand, verifyLiveBalances } from '../../src/cli/ledger';
 import { parseConfig } from '../../src/config/load';
@@ -26,8 +29,8 @@ import { PROVIDER_KEYS } from '../helpers/test-gateway';
 
 const BODY = JSON.stringify({ model: 'gpt-priced', max_tokens: 20, messages: [{ role: 'user', content: 'Say something short.' }] });
 const PREFIX = 'cluster:';
-/** The hash tag every book key carries on a Cluster (`bookKeyPrefix`): its slot is the one moved or failed over. */
-const BOOK_TAG = `${PREFIX}{book}:`;
+/** Where the book keeps an account on a Cluster: its group's slot is the one moved or failed over. */
+const LAYOUT = bookLayout(PREFIX, true);
 /** Requests the account's credit pays for: more than the load serves before the fault. */
 const CREDIT_REQUESTS = 150n;
 
@@ -111,10 +114,11 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
    * after it (or a bound has long passed). Then: nothing but 200, 402 and 503; no more served than
    * the credit pays for; every one charged once; `verify` clean and the live balances the ledger's.
    */
-  async function underLoad(name: string, fault: () => Promise<void>): Promise<{ outcomes: Outcome[]; faultAt: number; overAt: number }> {
+  async function underLoad(name: string, fault: (slot: number) => Promise<void>): Promise<{ outcomes: Outcome[]; faultAt: number; overAt: number }> {
     const account = await store.createAccount({ name, role: 'user' });
     const { key } = await issueApiKey(store, { accountId: account.id, name: null });
     await store.credit({ accountId: account.id, amount: CREDIT_REQUESTS * cost, kind: 'admin', actor: 'test', note: null });
+    const slot = await cluster.slotOf(LAYOUT.groupOf(account.id).account(account.id));
     const outcomes: Outcome[] = [];
     let overAt = Number.POSITIVE_INFINITY;
     let stop = false;
@@ -131,7 +135,7 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
     );
     await waitFor(async () => outcomes.filter((outcome) => outcome.status === 200).length >= 20, 'twenty requests served before the fault');
     const faultAt = performance.now();
-    await fault();
+    await fault(slot);
     overAt = performance.now();
     const giveUp = setTimeout(() => (stop = true), CLUSTER_PROMOTION_BOUND_MS + 30_000);
     await clients;
@@ -157,10 +161,37 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
     return { outcomes, faultAt, overAt };
   }
 
+  it('carries paid traffic for many accounts on every primary, each account in one slot', async () => {
+    const accounts = await Promise.all(
+      Array.from({ length: 24 }, async (_, index) => {
+        const account = await store.createAccount({ name: `cluster-spread-${index}`, role: 'user' });
+        await store.credit({ accountId: account.id, amount: 10n * cost, kind: 'admin', actor: 'test', note: null });
+        return { account, key: (await issueApiKey(store, { accountId: account.id, name: null })).key };
+      }),
+    );
+    const primaries = (await cluster.nodes()).filter((node) => node.role === 'master');
+    const scriptsBefore = await Promise.all(primaries.map((node) => scriptsRun(node.port)));
+    for (let round = 0; round < 2; round++) {
+      const outcomes = await Promise.all(accounts.map(({ key }, index) => request(key, gateways[(index + round) % 2])));
+      expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(accounts.map(() => 200));
+    }
+    const scripts = (await Promise.all(primaries.map((node) => scriptsRun(node.port)))).map((after, index) => after - scriptsBefore[index]);
+    const balances = await Promise.all(primaries.map((node) => keysOn(node.port, LAYOUT.pattern('account:'))));
+    const spread = accounts.map(({ account }) => primaries.findIndex((_, index) => balances[index].includes(LAYOUT.groupOf(account.id).account(account.id))));
+    console.log(`      balances per primary: ${primaries.map((_, index) => spread.filter((at) => at === index).length).join(' / ')}; scripts run per primary: ${scripts.join(' / ')}`);
+    expect(spread.every((at) => at >= 0), 'every balance on a primary').to.equal(true);
+    expect(new Set(spread).size, 'primaries carrying balances').to.be.above(1);
+    expect(scripts.filter((count) => count > 0).length, 'primaries running book scripts').to.be.above(1);
+    for (const { account } of accounts) {
+      await waitFor(async () => (await ledgerBalance(account.id)) === 8n * cost, `${account.name} charged twice in the ledger`);
+    }
+    const lines: string[] = [];
+    expect((await verifyLedgerCommand(store, (line) => lines.push(line))).drifted, lines.join('\n')).to.equal(0);
+  });
+
   it("promotes the book primary's replica, refuses for no longer than the promotion, never overspends, and leaves the ledger exact", async () => {
-    const slot = await cluster.slotOf(BOOK_TAG);
     let old = 0;
-    const { outcomes, faultAt, overAt } = await underLoad('cluster-failover', async () => {
+    const { outcomes, faultAt, overAt } = await underLoad('cluster-failover', async (slot) => {
       old = (await cluster.primaryOf(slot)).port;
       await cluster.kill(old);
       expect(await cluster.promoted(slot, old, CLUSTER_PROMOTION_BOUND_MS)).to.not.equal(old);
@@ -171,9 +202,10 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
     expect(refusedForMs, 'the refusals end within the promotion bound').to.be.below(CLUSTER_PROMOTION_BOUND_MS);
   });
 
-  it("moves the book's slot to another primary key by key under load, and leaves the ledger exact", async () => {
-    const slot = await cluster.slotOf(BOOK_TAG);
-    const { outcomes, faultAt, overAt } = await underLoad('cluster-migration', async () => {
+  it("moves the account's book slot to another primary key by key under load, and leaves the ledger exact", async () => {
+    let moved = 0;
+    const { outcomes, faultAt, overAt } = await underLoad('cluster-migration', async (slot) => {
+      moved = slot;
       const from = await cluster.primaryOf(slot);
       const to = (await cluster.nodes()).find((node) => node.role === 'master' && node.id !== from.id);
       if (to === undefined) throw new Error('no other primary');
@@ -181,9 +213,40 @@ describe('faults: a Redis Cluster under paid load on two instances', function ()
       expect((await cluster.primaryOf(slot)).port).to.equal(to.port);
     });
     const refused = outcomes.filter((outcome) => outcome.status === 503).length;
-    console.log(`      slot ${slot} moved in ${Math.round(overAt - faultAt)} ms; ${refused} requests refused (503); ${outcomes.length} requests in all`);
+    console.log(`      slot ${moved} moved in ${Math.round(overAt - faultAt)} ms; ${refused} requests refused (503); ${outcomes.length} requests in all`);
   });
 });
+
+/** EVALSHA and EVAL calls the server has run so far (INFO commandstats). */
+async function scriptsRun(port: number): Promise<number> {
+  const stats = await onServer(port, (redis) => redis.info('commandstats'));
+  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+}
+
+/** The keys matching `pattern` on one server. */
+function keysOn(port: number, pattern: string): Promise<string[]> {
+  return onServer(port, async (redis) => {
+    const found: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      cursor = next;
+      found.push(...batch);
+    } while (cursor !== '0');
+    return found;
+  });
+}
+
+async function onServer<T>(port: number, work: (redis: Redis) => Promise<T>): Promise<T> {
+  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    return await work(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 async function waitFor(check: () => Promise<boolean>, what: string): Promise<void> {
   const deadline = Date.now() + 30_000;

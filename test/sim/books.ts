@@ -24,7 +24,8 @@ import { marginOf } from '../../src/billing/money';
 import { memberBudgetId } from '../../src/store/budget-owner';
 import type { Account, ApiKeyRecord, BudgetCheck, ChargeRecord, HoldResult, RedeemResult, Store } from '../../src/store/store';
 import { PLAIN_CHARGE } from '../helpers/charges';
-import { closeRedis, connectRedis, scanEveryPrimary } from '../../src/shared-state/redis';
+import type { Cluster } from 'ioredis';
+import { closeRedis, connectRedis } from '../../src/shared-state/redis';
 import { redisClusterProblem, startOwnCluster } from '../helpers/redis-cluster';
 import { createTestDatabase, postgresProblem, REDIS_URL, redisProblem, redisTestPrefix, type TestDatabase } from '../helpers/services';
 import type { UpstreamSums } from './model';
@@ -132,13 +133,17 @@ export async function openRig(name: StoreName): Promise<Rig | { problem: string 
   };
 }
 
-/** Two Redis books on a Redis Cluster of the rig's own; Redis lost is every key of it deleted, on every primary. */
+/**
+ * Two Redis books on a Redis Cluster of the rig's own; Redis lost is every primary flushed, each in one
+ * step, as a primary restarted empty loses its slots (the book's groups are one slot each, so each
+ * loses all its keys at once, never an instance's figures while its epoch stays).
+ */
 async function clusterRig(shared: Store, database: TestDatabase): Promise<Rig> {
   const cluster = await startOwnCluster();
   const config = { ...CONFIG.redis, url: '', cluster: cluster.seeds, key_prefix: 'sim:', command_timeout_ms: 5000 };
   const admin = await connectRedis(config);
   const flush = async (): Promise<void> => {
-    for (const name of await scanEveryPrimary(admin, 'sim:*')) await admin.del(name);
+    for (const primary of (admin as Cluster).nodes('master')) await primary.flushall();
   };
   return {
     abilities: { instances: 2, stall: true, flushRedis: true },
