@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import type { BalanceBook } from '../../src/billing/book';
+import type { TransferResult } from '../../src/store/transfers';
 import { PeriodCache } from '../../src/billing/budget-period';
 import { budgetChecks } from '../../src/billing/budgets';
 import { openBookWriter } from '../../src/billing/book-writer';
@@ -319,6 +320,10 @@ export class BookSession {
 
   credit(account: number, amount: bigint): Promise<unknown> {
     return this.instances[0].book.credit({ accountId: this.accounts[account].id, amount, kind: 'admin', actor: 'sim', note: null });
+  }
+
+  transfer(from: number, to: number, amount: bigint): Promise<TransferResult> {
+    return this.instances[0].book.transfer({ fromAccountId: this.accounts[from].id, toAccountId: this.accounts[to].id, amount, actor: 'sim', note: null });
   }
 
   redeem(account: number, code: number): Promise<RedeemResult> {

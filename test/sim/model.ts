@@ -110,6 +110,18 @@ export class MoneyModel {
     this.credits.set(accountId, this.credits.get(accountId)! + amount);
   }
 
+  /**
+   * Credit moved from one account to another: refused, moving nothing, when the source's balance
+   * less its holds is less than the amount (the transfer rule); never leaves the source below zero.
+   */
+  transfer(fromId: string, toId: string, amount: bigint): { ok: true } | { ok: false; available: bigint } {
+    const available = this.balance(fromId) - this.held('account', fromId);
+    if (available < amount) return { ok: false, available: atLeastZero(available) };
+    this.credits.set(fromId, this.credits.get(fromId)! - amount);
+    this.credits.set(toId, this.credits.get(toId)! + amount);
+    return { ok: true };
+  }
+
   /** `budgets` in any order: the key's budget is checked first, then the member's, then the account's. */
   hold(requestId: string, accountId: string, keyId: string, amount: bigint, budgets: readonly ModelBudget[]): Admission {
     const available = this.balance(accountId) - this.held('account', accountId);

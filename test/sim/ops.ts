@@ -10,6 +10,7 @@ type StripeEvent = 'paid' | 'refund' | 'dispute' | 'dispute_won';
 
 export type Op =
   | { readonly kind: 'credit'; readonly account: number; readonly amount: bigint }
+  | { readonly kind: 'transfer'; readonly from: number; readonly to: number; readonly amount: bigint }
   | {
       readonly kind: 'request';
       readonly id: string;
@@ -135,13 +136,20 @@ export class OpGenerator {
     const quiet = openHolds.length === 0;
     if (roll < 0.12 && !quiet) return { kind: 'settle', request: r.pick(openHolds) };
     if (roll < 0.2) return { kind: 'drain' };
-    if (roll < 0.26) return { kind: 'credit', account: r.int(0, ACCOUNTS - 1), amount: r.big(500_000n, 8_000_000n) };
+    if (roll < 0.26) return r.next() < 0.4 ? this.transfer() : { kind: 'credit', account: r.int(0, ACCOUNTS - 1), amount: r.big(500_000n, 8_000_000n) };
     if (roll < 0.29) return { kind: 'redeem', account: r.int(0, ACCOUNTS - 1), code: r.int(0, CODES - 1) };
     if (roll < 0.32) return this.order();
     if (roll < 0.4) return this.stripe() ?? this.order();
     if (roll < 0.43) return quiet ? { kind: 'tick', ms: r.pick([60_000, 3_600_000, 6 * 3_600_000, 86_400_000, 3 * 86_400_000, 9 * 86_400_000]) } : { kind: 'settle', request: r.pick(openHolds) };
     if (roll < 0.47) return this.fault(openHolds);
     return this.request();
+  }
+
+  /** Credit moved between two accounts: often more than the source has free, to meet the refusal. */
+  private transfer(): Op {
+    const r = this.random;
+    const from = r.int(0, ACCOUNTS - 1);
+    return { kind: 'transfer', from, to: (from + r.int(1, ACCOUNTS - 1)) % ACCOUNTS, amount: r.big(100_000n, 12_000_000n) };
   }
 
   /** What ends a run: every hold settled, every writer free to write, everything written. */

@@ -168,6 +168,13 @@ async function runSeed(session: BookSession, seed: number, ops: number, pending:
         await session.credit(op.account, op.amount);
         model.credit(session.accounts[op.account].id, op.amount);
         return checkLive('balance');
+      case 'transfer': {
+        const [from, to] = [session.accounts[op.from].id, session.accounts[op.to].id];
+        const expected = model.transfer(from, to, op.amount);
+        const actual = await session.transfer(op.from, op.to, op.amount);
+        same(`a transfer of ${op.amount} from account ${op.from}`, 'transfer', actual.ok ? 'moved' : `refused (${actual.available} available)`, expected.ok ? 'moved' : `refused (${expected.available} available)`);
+        return checkLive('balance');
+      }
       case 'request': {
         const key = op.account * KEYS_PER_ACCOUNT + op.key;
         const request = priced(op);

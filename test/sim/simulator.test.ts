@@ -1,6 +1,6 @@
 /**
  * The money simulator on every book, a bounded number of seeds each (see docs/testing.md): each seed
- * drives one random sequence of holds, settles, credits, redemptions, card payments, budget periods
+ * drives one random sequence of holds, settles, credits, transfers, redemptions, card payments, budget periods
  * and faults through the book and the reference model, and every observable must agree after every
  * step. PostgreSQL and Redis runs skip, saying so, without the services. Rules still pending a fix
  * are printed with why (test/sim/pending.ts). `npm run sim -- --seeds N` runs more.
