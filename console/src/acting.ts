@@ -83,3 +83,8 @@ export function accountSwitcher(personalName: string): HTMLElement {
   return h('span', { class: 'account-switch' },
     h('label', { for: 'account-switcher', class: 'visually-hidden' }, 'Acting for'), select);
 }
+
+/** Where the usage reads of the account acted for are: the person's own, or the organisation's (by member). */
+export function usageBase(organisation: Organisation | null): string {
+  return organisation === null ? '/api/usage' : `/api/orgs/${encodeURIComponent(organisation.id)}/usage`;
+}

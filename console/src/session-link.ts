@@ -12,9 +12,15 @@ export function isGroupOfSessions(row: UsageGroup): boolean {
   return row.label !== null;
 }
 
+/** Whose session a link opens: an administrator's chosen account, or an organisation's chosen member. */
+export interface SessionScope {
+  readonly account_id?: string;
+  readonly member_id?: string;
+}
+
 /** A session's id, or the Playground's group by its name, opening its requests. */
-export function sessionLink(row: UsageGroup, accountId: string | undefined): HTMLElement {
-  const href = withQuery('/console/session', { id: row.group, account_id: accountId });
+export function sessionLink(row: UsageGroup, scope: SessionScope = {}): HTMLElement {
+  const href = withQuery('/console/session', { id: row.group, account_id: scope.account_id, member_id: scope.member_id });
   return isGroupOfSessions(row)
     ? h('a', { href, 'data-testid': 'session-group' }, row.label, ' ', h('span', { class: 'muted' }, '(every visit)'))
     : h('a', { href }, h('code', null, row.group ?? ''));

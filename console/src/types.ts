@@ -279,7 +279,7 @@ export interface UsageGroup {
   margin?: string;
 }
 
-export type UsageGrouping = 'model' | 'key' | 'day' | 'session' | 'account' | 'provider';
+export type UsageGrouping = 'model' | 'key' | 'day' | 'session' | 'account' | 'provider' | 'member';
 
 export interface UsageSummary {
   group_by: UsageGrouping;

@@ -1,10 +1,12 @@
 // The range and scope an analytics page reads: today, the last 7 or 30 days, or
-// chosen days (UTC), and for administrators which account. Kept in the URL, so a
-// view can be reloaded and shared.
+// chosen days (UTC), for administrators which account, and acting for an
+// organisation one owns or administers, which member. Kept in the URL, so a view
+// can be reloaded and shared.
+import { managesMembers } from './acting.js';
 import { apiGet } from './api.js';
 import { createForm, inputField, selectField, valueOf } from './forms.js';
 import { isAdmin } from './session.js';
-import type { AdminAccount, DailyUsage, UsageGroup } from './types.js';
+import type { AdminAccount, DailyUsage, Member, Organisation, UsageGroup } from './types.js';
 
 export const RANGES = [
   { value: '1', label: 'Today' },
@@ -20,7 +22,11 @@ export interface RangeChoice {
   until?: string;
   /** Administrators: an account id, `all`, or none for their own. */
   account_id?: string;
+  /** Acting for an organisation as its owner or admin: one member's account id, or none for every member. */
+  member_id?: string;
 }
+
+const SCOPES = ['since', 'until', 'account_id', 'member_id'] as const;
 
 const DAY_MS = 86_400_000;
 
@@ -31,7 +37,7 @@ function utcDay(ms: number): string {
 export function rangeFrom(query: URLSearchParams, fallback = '30'): RangeChoice {
   const range = query.get('range') ?? fallback;
   const choice: RangeChoice = { range: RANGES.some((r) => r.value === range) ? range : fallback };
-  for (const name of ['since', 'until', 'account_id'] as const) {
+  for (const name of SCOPES) {
     const value = query.get(name);
     if (value) choice[name] = value;
   }
@@ -40,9 +46,9 @@ export function rangeFrom(query: URLSearchParams, fallback = '30'): RangeChoice 
 
 /** The query the API takes: `since`/`until` as UTC days (a bare `until` day means its end). */
 export function rangeQuery(choice: RangeChoice): Record<string, string | undefined> {
-  if (choice.range === 'custom') return { since: choice.since, until: choice.until, account_id: choice.account_id };
+  if (choice.range === 'custom') return { since: choice.since, until: choice.until, account_id: choice.account_id, member_id: choice.member_id };
   const days = Number(choice.range);
-  return { since: utcDay(Date.now() - (days - 1) * DAY_MS), account_id: choice.account_id };
+  return { since: utcDay(Date.now() - (days - 1) * DAY_MS), account_id: choice.account_id, member_id: choice.member_id };
 }
 
 export function choiceQuery(choice: RangeChoice): URLSearchParams {
@@ -52,6 +58,7 @@ export function choiceQuery(choice: RangeChoice): URLSearchParams {
     if (choice.until) query.set('until', choice.until);
   }
   if (choice.account_id) query.set('account_id', choice.account_id);
+  if (choice.member_id) query.set('member_id', choice.member_id);
   return query;
 }
 
@@ -70,11 +77,28 @@ export function everyDay(choice: RangeChoice, rows: readonly UsageGroup[]): Dail
   return days;
 }
 
-/** The form that picks a range (and, for administrators, an account). */
-export async function rangeForm(current: RangeChoice, signal: AbortSignal, apply: (choice: RangeChoice) => void): Promise<HTMLFormElement> {
-  const accounts = isAdmin()
-    ? await apiGet<{ accounts: AdminAccount[] }>('/api/admin/accounts', { signal }).then((data) => data.accounts, () => null)
-    : null;
+/** The organisation's members, to pick one from, when the caller reads every member's usage; else null. */
+export function membersToPick(organisation: Organisation | null, signal: AbortSignal): Promise<Member[] | null> {
+  if (!managesMembers(organisation)) return Promise.resolve(null);
+  return apiGet<{ members: Member[] }>(`/api/orgs/${encodeURIComponent(organisation!.id)}/members`, { signal }).then((data) => data.members, () => null);
+}
+
+/** A member select's options: every member (the empty value), then each by name. */
+export function memberOptions(members: readonly Member[]): Array<{ value: string; label: string }> {
+  return [{ value: '', label: 'Every member' }, ...members.map((member) => ({ value: member.account_id, label: member.name }))];
+}
+
+/**
+ * The form that picks a range; for administrators acting for themselves an account, and for an
+ * organisation's owner or admin a member (a member of it reads only their own, so is offered none).
+ */
+export async function rangeForm(current: RangeChoice, signal: AbortSignal, apply: (choice: RangeChoice) => void, organisation: Organisation | null = null): Promise<HTMLFormElement> {
+  const [accounts, members] = await Promise.all([
+    isAdmin() && organisation === null
+      ? apiGet<{ accounts: AdminAccount[] }>('/api/admin/accounts', { signal }).then((data) => data.accounts, () => null)
+      : Promise.resolve(null),
+    membersToPick(organisation, signal),
+  ]);
   return createForm({
     label: 'Choose the range',
     className: 'form filters',
@@ -89,10 +113,11 @@ export async function rangeForm(current: RangeChoice, signal: AbortSignal, apply
         value: current.account_id ?? '',
         options: [{ value: '', label: 'My account' }, { value: 'all', label: 'All accounts' }, ...accounts.map((a) => ({ value: a.id, label: a.name }))],
       }) : null,
+      members ? selectField({ name: 'member_id', label: 'Member', value: current.member_id ?? '', options: memberOptions(members) }) : null,
     ],
     async onSubmit(form) {
       const choice: RangeChoice = { range: valueOf(form, 'range') || '30' };
-      for (const name of ['since', 'until', 'account_id'] as const) {
+      for (const name of SCOPES) {
         const value = valueOf(form, name);
         if (value) choice[name] = value;
       }

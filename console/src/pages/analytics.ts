@@ -1,5 +1,8 @@
 // /console/analytics — where the money went: spend per day, and requests, tokens and
-// cost by model, token and session over a range, each table downloadable as CSV.
+// cost by model, token and session over a range, each table downloadable as CSV. Acting for an
+// organisation, its spending (GET /api/orgs/{id}/usage/summary): a member's own, or for an owner or
+// admin every member's, by member too, or one member's.
+import { actingOrganisationLoaded, managesMembers, usageBase } from '../acting.js';
 import { apiGet, withQuery } from '../api.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
@@ -10,49 +13,62 @@ import { replaceQuery } from '../router.js';
 import { sessionLink } from '../session-link.js';
 import { dataTable } from '../table.js';
 import { reasonText, refusedByText } from '../reasons.js';
-import type { RefusalReason, UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
+import type { Organisation, RefusalReason, UsageGroup, UsageGrouping, UsageSummary } from '../types.js';
 import { count, money, pageHeading, section, timeEl, totalMoney } from '../ui.js';
 import { choiceQuery, everyDay, rangeForm, rangeFrom, rangeQuery, ratioText, type RangeChoice } from '../usage-range.js';
 
 export const analyticsPage: Page = {
   title: 'Analytics',
   render(context: PageContext) {
-    const formArea = h('div');
-    const totals = h('div');
-    const chart = h('div', { class: 'chart-block' });
-    const tables = { model: h('div'), key: h('div'), session: h('div'), refused: h('div') };
-    context.root.append(
-      pageHeading('Analytics', 'Where the money went: spend, requests and tokens by day, model, token and session.'),
-      formArea,
-      totals,
-      section('Spend per day', chart),
-      section('Refused requests', h('p', { class: 'muted' }, 'Requests answered with an error before anything was charged, by reason.'), tables.refused),
-      section('By model', tables.model),
-      section('By token', tables.key),
-      section('By session', h('p', { class: 'muted' }, 'Sessions are what Claude Code, Codex or any client sending x-tollgate-session report.'), tables.session));
-
-    const summary = (choice: RangeChoice, groupBy: UsageGrouping, limit = 100) =>
-      apiGet<UsageSummary>(withQuery('/api/usage/summary', { ...rangeQuery(choice), group_by: groupBy, limit }), { signal: context.signal });
-
-    const show = (choice: RangeChoice) => {
-      void loadInto(chart, () => summary(choice, 'day', 400), (data) => {
-        replace(totals, totalsLine(data.rows));
-        return [dailySpendChart(everyDay(choice, data.rows)), csvLink(choice, 'day')];
-      });
-      void loadInto(tables.refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', rangeQuery(choice)), { signal: context.signal }), (data) => refusalTable(data.reasons));
-      void loadInto(tables.model, () => summary(choice, 'model'), (data) => [groupTable('model', data.rows), csvLink(choice, 'model')]);
-      void loadInto(tables.key, () => summary(choice, 'key'), (data) => [groupTable('key', data.rows), csvLink(choice, 'key')]);
-      void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, { choice }), csvLink(choice, 'session')]);
-    };
-
-    const initial = rangeFrom(context.query);
-    show(initial);
-    void rangeForm(initial, context.signal, (choice) => {
-      replaceQuery(choiceQuery(choice));
-      show(choice);
-    }).then((form) => replace(formArea, form));
+    // The heading now, so the router's focus lands on it; the rest once the organisation is known.
+    const lead = h('span');
+    context.root.append(pageHeading('Analytics', lead));
+    void actingOrganisationLoaded().then((organisation) => renderAnalytics(context, organisation, lead));
   },
 };
+
+function renderAnalytics(context: PageContext, organisation: Organisation | null, lead: HTMLElement): void {
+  lead.textContent = organisation === null
+    ? 'Where the money went: spend, requests and tokens by day, model, token and session.'
+    : `Where ${organisation.name}'s money went: spend, requests and tokens by day, model, token and session${managesMembers(organisation) ? ', and by member' : ', of your own requests'}.`;
+  const base = usageBase(organisation);
+  const formArea = h('div');
+  const totals = h('div');
+  const chart = h('div', { class: 'chart-block' });
+  const tables = { model: h('div'), key: h('div'), session: h('div'), refused: h('div'), member: h('div') };
+  context.root.append(
+    formArea,
+    totals,
+    section('Spend per day', chart),
+    // Refused requests are kept per account and key, not per member: an organisation's are not listed.
+    ...(organisation === null ? [section('Refused requests', h('p', { class: 'muted' }, 'Requests answered with an error before anything was charged, by reason.'), tables.refused)] : []),
+    ...(managesMembers(organisation) ? [section('By member', tables.member)] : []),
+    section('By model', tables.model),
+    section('By token', tables.key),
+    section('By session', h('p', { class: 'muted' }, 'Sessions are what Claude Code, Codex or any client sending x-tollgate-session report.'), tables.session));
+
+  const summary = (choice: RangeChoice, groupBy: UsageGrouping, limit = 100) =>
+    apiGet<UsageSummary>(withQuery(`${base}/summary`, { ...rangeQuery(choice), group_by: groupBy, limit }), { signal: context.signal });
+
+  const show = (choice: RangeChoice) => {
+    void loadInto(chart, () => summary(choice, 'day', 400), (data) => {
+      replace(totals, totalsLine(data.rows));
+      return [dailySpendChart(everyDay(choice, data.rows)), csvLink(base, choice, 'day')];
+    });
+    if (organisation === null) void loadInto(tables.refused, () => apiGet<{ reasons: RefusalReason[] }>(withQuery('/api/usage/refusals', rangeQuery(choice)), { signal: context.signal }), (data) => refusalTable(data.reasons));
+    if (managesMembers(organisation)) void loadInto(tables.member, () => summary(choice, 'member'), (data) => [groupTable('member', data.rows), csvLink(base, choice, 'member')]);
+    void loadInto(tables.model, () => summary(choice, 'model'), (data) => [groupTable('model', data.rows), csvLink(base, choice, 'model')]);
+    void loadInto(tables.key, () => summary(choice, 'key'), (data) => [groupTable('key', data.rows), csvLink(base, choice, 'key')]);
+    void loadInto(tables.session, () => summary(choice, 'session', 50), (data) => [groupTable('session', data.rows, { choice }), csvLink(base, choice, 'session')]);
+  };
+
+  const initial = rangeFrom(context.query);
+  show(initial);
+  void rangeForm(initial, context.signal, (choice) => {
+    replaceQuery(choiceQuery(choice));
+    show(choice);
+  }, organisation).then((form) => replace(formArea, form));
+}
 
 function totalsLine(days: readonly UsageGroup[]): HTMLElement {
   const requests = days.reduce((sum, row) => sum + row.requests, 0);
@@ -79,15 +95,15 @@ export function refusalTable(rows: readonly RefusalReason[]): HTMLElement {
   });
 }
 
-function csvLink(choice: RangeChoice, groupBy: UsageGrouping): HTMLElement {
+function csvLink(base: string, choice: RangeChoice, groupBy: UsageGrouping): HTMLElement {
   return h('p', null, h('a', {
     class: 'button button-small',
     download: true,
-    href: withQuery('/api/usage/summary', { ...rangeQuery(choice), group_by: groupBy, format: 'csv' }),
+    href: withQuery(`${base}/summary`, { ...rangeQuery(choice), group_by: groupBy, format: 'csv' }),
   }, `Download CSV (by ${groupBy})`));
 }
 
-const GROUP_LABELS: Record<UsageGrouping, string> = { model: 'Model', key: 'Token', day: 'Day (UTC)', session: 'Session', account: 'Account', provider: 'Provider' };
+const GROUP_LABELS: Record<UsageGrouping, string> = { model: 'Model', key: 'Token', day: 'Day (UTC)', session: 'Session', account: 'Account', provider: 'Provider', member: 'Member' };
 
 export interface GroupTableOptions {
   /** The range the rows are of, for the links a session's row makes. */
@@ -124,7 +140,7 @@ export function groupTable(groupBy: UsageGrouping, rows: readonly UsageGroup[], 
 
 function groupCell(groupBy: UsageGrouping, row: UsageGroup, choice?: RangeChoice) {
   if (row.group === null) return h('span', { class: 'muted' }, 'none');
-  if (groupBy === 'session') return sessionLink(row, choice?.account_id);
-  if (groupBy === 'key' || groupBy === 'account') return row.label ?? h('code', null, row.group);
+  if (groupBy === 'session') return sessionLink(row, choice);
+  if (groupBy === 'key' || groupBy === 'account' || groupBy === 'member') return row.label ?? h('code', null, row.group);
   return h('code', null, row.group);
 }

@@ -1,11 +1,14 @@
 // /console — balance at a glance, budgets this period and their alerts, the last 14 days of spend;
-// and, until the account has made its first call, the three steps that get it there.
+// and, until the account has made its first call, the three steps that get it there. Acting for an
+// organisation, its balance and its members' spending instead (org/org-dashboard.ts).
+import { actingOrganisationLoaded } from '../acting.js';
 import { apiGet } from '../api.js';
 import { budgetsSection } from '../budgets.js';
 import { dailySpendChart } from '../chart.js';
 import { h, replace } from '../dom.js';
 import { loadInto } from '../load.js';
 import { formatMoney, isZero } from '../money.js';
+import { organisationDashboard } from '../org/org-dashboard.js';
 import type { Page, PageContext } from '../page.js';
 import type { AccountSummary, ApiKey, DailyUsage, Usage } from '../types.js';
 import { badge, count, pageHeading, section } from '../ui.js';
@@ -15,24 +18,32 @@ const CHART_DAYS = 14;
 export const dashboardPage: Page = {
   title: 'Dashboard',
   render(context: PageContext) {
-    const summary = h('div', { class: 'summary' });
-    const chart = h('div', { class: 'chart-block' });
-    const steps = h('div');
-    context.root.append(
-      pageHeading('Dashboard'),
-      steps,
-      summary,
-      budgetsSection(context.signal, true),
-      section(`Spend, last ${CHART_DAYS} days`, chart));
-
-    const account = apiGet<AccountSummary>('/api/account', { signal: context.signal });
-    void loadInto(summary, () => account, summaryCards);
-    void firstSteps(account, context.signal).then((section) => replace(steps, section), () => undefined);
-    void loadInto(chart,
-      () => apiGet<{ days: DailyUsage[] }>(`/api/usage/daily?days=${CHART_DAYS}`, { signal: context.signal }),
-      (data) => dailySpendChart(data.days));
+    // The heading now, so the router's focus lands on it; the rest once the organisation is known.
+    context.root.append(pageHeading('Dashboard'));
+    void actingOrganisationLoaded().then((organisation) => {
+      if (organisation === null) personalDashboard(context);
+      else organisationDashboard(context, organisation);
+    });
   },
 };
+
+function personalDashboard(context: PageContext): void {
+  const summary = h('div', { class: 'summary' });
+  const chart = h('div', { class: 'chart-block' });
+  const steps = h('div');
+  context.root.append(
+    steps,
+    summary,
+    budgetsSection(context.signal, true),
+    section(`Spend, last ${CHART_DAYS} days`, chart));
+
+  const account = apiGet<AccountSummary>('/api/account', { signal: context.signal });
+  void loadInto(summary, () => account, summaryCards);
+  void firstSteps(account, context.signal).then((section) => replace(steps, section), () => undefined);
+  void loadInto(chart,
+    () => apiGet<{ days: DailyUsage[] }>(`/api/usage/daily?days=${CHART_DAYS}`, { signal: context.signal }),
+    (data) => dailySpendChart(data.days));
+}
 
 interface Step {
   done: boolean;

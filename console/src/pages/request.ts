@@ -1,5 +1,6 @@
 // /console/request?id=… — one request in full: what was asked and what served it,
 // every token kind with the price applied, hold and charge, timings and session.
+import { actingOrganisationLoaded, usageBase } from '../acting.js';
 import { apiGet, withQuery } from '../api.js';
 import { h, type Child } from '../dom.js';
 import { loadInto } from '../load.js';
@@ -16,9 +17,10 @@ export const requestPage: Page = {
     const id = context.query.get('id') ?? '';
     const body = h('div');
     context.root.append(pageHeading('Request', h('code', null, id)), body);
-    void loadInto(body,
-      () => apiGet<{ request: UsageRequest }>(`/api/usage/requests/${encodeURIComponent(id)}`, { signal: context.signal }),
-      (data) => requestDetail(data.request));
+    // Acting for an organisation, one of its requests (the caller's own, or any member's for an owner or admin).
+    void actingOrganisationLoaded().then((organisation) => loadInto(body,
+      () => apiGet<{ request: UsageRequest }>(`${usageBase(organisation)}/requests/${encodeURIComponent(id)}`, { signal: context.signal }),
+      (data) => requestDetail(data.request)));
   },
 };
 

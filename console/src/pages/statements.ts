@@ -1,7 +1,9 @@
 // /console/statements — the account's monthly statements: how each month opened and closed, with
 // the printable page (a new tab, to print or save as PDF), the CSV and the PDF of each. The list is
 // asked of the API, which issues any closed month not issued yet, so a month appears here once it
-// has closed without anyone running anything.
+// has closed without anyone running anything. Acting for an organisation, its statements
+// (GET /api/orgs/{id}/statements) for its owners and billing members; its admins and members are
+// told theirs are the personal account's.
 import { actingOrganisationLoaded } from '../acting.js';
 import { apiGet } from '../api.js';
 import { h } from '../dom.js';
@@ -9,7 +11,7 @@ import { loadInto } from '../load.js';
 import { currency } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { dataTable } from '../table.js';
-import type { StatementSummary } from '../types.js';
+import type { Organisation, StatementSummary } from '../types.js';
 import { money, pageHeading, section } from '../ui.js';
 
 const EMPTY_TEXT = 'No statements yet. Each calendar month gets one once it has ended, so your first appears early next month.';
@@ -31,8 +33,8 @@ function statementMoney(statement: StatementSummary, amount: StatementSummary['c
 }
 
 /** The three ways to have a statement; each link names its statement for screen readers. */
-function documents(statement: StatementSummary): HTMLElement {
-  const base = `/api/statements/${encodeURIComponent(statement.id)}?format=`;
+function documents(statement: StatementSummary, where: string): HTMLElement {
+  const base = `${where}/${encodeURIComponent(statement.id)}?format=`;
   const which = () => h('span', { class: 'visually-hidden' }, ` of ${statement.number}`);
   return h('span', { class: 'statement-links' },
     h('a', { href: `${base}html`, target: '_blank', rel: 'noopener', 'data-testid': 'statement-html' },
@@ -43,7 +45,7 @@ function documents(statement: StatementSummary): HTMLElement {
     h('a', { href: `${base}pdf`, download: `${statement.number}.pdf`, 'data-testid': 'statement-pdf' }, 'PDF', which()));
 }
 
-function statementTable(statements: readonly StatementSummary[]): HTMLElement {
+function statementTable(statements: readonly StatementSummary[], where: string): HTMLElement {
   return dataTable<StatementSummary>({
     caption: 'Monthly statements',
     hideCaption: true,
@@ -55,26 +57,39 @@ function statementTable(statements: readonly StatementSummary[]): HTMLElement {
       { label: 'Month', cell: (s) => monthName(s.month) },
       { label: 'Opening', numeric: true, cell: (s) => statementMoney(s, s.opening, 'statement-opening') },
       { label: 'Closing', numeric: true, cell: (s) => statementMoney(s, s.closing, 'statement-closing') },
-      { label: 'Statement', cell: documents },
+      { label: 'Statement', cell: (s) => documents(s, where) },
     ],
   });
+}
+
+/** Owners and billing members read an organisation's statements; its admins and members do not. */
+function readsStatements(organisation: Organisation): boolean {
+  return organisation.role === 'owner' || organisation.role === 'billing';
 }
 
 export const statementsPage: Page = {
   title: 'Statements',
   render(context: PageContext) {
+    const lead = h('span');
     const list = h('div');
-    // The API serves the signed-in person's own statements only: say so rather than let them pass
-    // for the organisation's while one is chosen in the header.
     const whose = h('p', { class: 'hint', 'data-testid': 'statements-whose' });
+    context.root.append(pageHeading('Statements', lead), section('Monthly statements', whose, list));
     void actingOrganisationLoaded().then((organisation) => {
-      if (organisation !== null) whose.textContent = `These are your personal account's statements; ${organisation.name}'s are not shown here.`;
+      const theirs = organisation !== null && readsStatements(organisation);
+      lead.textContent = theirs
+        ? `One statement a calendar month (UTC) for ${organisation.name}: what its balance opened at, what moved it (each member's charges among it), and what it closed at. Issued once the month has ended, and never changed.`
+        : 'One statement a calendar month (UTC): what your balance opened at, what moved it, and what it closed at. Issued once the month has ended, and never changed.';
+      // Not the organisation's unless the role reads them: say so rather than let the personal
+      // account's pass for the organisation's.
+      if (organisation !== null) {
+        whose.textContent = theirs
+          ? `${organisation.name}'s statements.`
+          : `These are your personal account's statements; ${organisation.name}'s are for its owners and billing members.`;
+      }
+      const where = theirs ? `/api/orgs/${encodeURIComponent(organisation.id)}/statements` : '/api/statements';
+      void loadInto(list,
+        () => apiGet<{ statements: StatementSummary[] }>(where, { signal: context.signal }),
+        (data) => statementTable(data.statements, where));
     });
-    context.root.append(
-      pageHeading('Statements', 'One statement a calendar month (UTC): what your balance opened at, what moved it, and what it closed at. Issued once the month has ended, and never changed.'),
-      section('Monthly statements', whose, list));
-    void loadInto(list,
-      () => apiGet<{ statements: StatementSummary[] }>('/api/statements', { signal: context.signal }),
-      (data) => statementTable(data.statements));
   },
 };

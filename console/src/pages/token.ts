@@ -1,7 +1,8 @@
 // /console/token — the account's API keys: list, add (secret shown once, with the base URLs and
 // snippets to use it), edit limits and budget, revoke. Acting for an organisation, its keys through
 // /api/orgs/{id}/keys: the member's own (every member's, named, for an owner or admin), made and
-// revoked there; they have no limits to edit after creation, budgets or networks.
+// revoked there, and their limits, networks and budget changed as a personal key's
+// (PATCH /api/orgs/{id}/keys/{keyId}) by the key's member or an owner or admin.
 import { actingOrganisationLoaded, managesMembers } from '../acting.js';
 import { budgetsSection } from '../budgets.js';
 import { apiDelete, apiGet, apiPatch, apiPost, errorMessage } from '../api.js';
@@ -171,7 +172,6 @@ function keyActions(view: TokensView, key: ApiKey): Child {
     'aria-label': `Revoke ${label}`,
     onclick: () => void revokeKey(view, key),
   }, 'Revoke');
-  if (view.organisation !== null) return h('div', { class: 'row-actions' }, revoke);
   const edit = h('button', {
     type: 'button',
     class: 'button button-small',
@@ -233,7 +233,7 @@ async function openEditForm(view: TokensView, key: ApiKey, opener: HTMLElement):
     fields: limitFields(models, key),
     async onSubmit(form) {
       // Every limit is sent, so emptied fields clear (null) what was set before.
-      const updated = await apiPatch<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`, readLimits(form));
+      const updated = await apiPatch<{ key: ApiKey }>(`${view.keysPath}/${encodeURIComponent(key.id)}`, readLimits(form));
       view.panel.close();
       view.status.show(`Limits of “${keyLabel(updated.key)}” saved.`, 'success');
       void refreshList(view);
@@ -254,7 +254,7 @@ function openBudgetForm(view: TokensView, key: ApiKey, opener: HTMLElement): voi
     ],
     async onSubmit(form) {
       const budget = readBudget(form);
-      const updated = await apiPatch<{ key: ApiKey }>(`/api/keys/${encodeURIComponent(key.id)}`, { budget });
+      const updated = await apiPatch<{ key: ApiKey }>(`${view.keysPath}/${encodeURIComponent(key.id)}`, { budget });
       view.panel.close();
       view.status.show(`Budget of “${keyLabel(updated.key)}” ${budget === null ? 'removed' : 'saved'}.`, 'success');
       refreshBudgets(view);
@@ -265,6 +265,8 @@ function openBudgetForm(view: TokensView, key: ApiKey, opener: HTMLElement): voi
 }
 
 function refreshBudgets(view: TokensView): void {
+  // The budgets' bars are the personal account's (an organisation's keys show theirs in the list).
+  if (view.organisation !== null) return;
   const budgets = budgetsSection(view.context.signal, false);
   view.budgets.replaceWith(budgets);
   view.budgets = budgets;
