@@ -58,6 +58,12 @@ const CREDIT_END_ATTEMPTS = 3;
 /** A seed waits this long between looks, for at most SEED_WAIT_MS, for credits being written to finish. */
 const SEED_RETRY_MS = 25;
 const SEED_WAIT_MS = 1000;
+/**
+ * And it has at least this many tries, however long they take: what a try waits for is a gap between
+ * the writes it races, and on a loaded machine each try (a probe, three store reads, the seed script)
+ * takes longer, so a bound in time alone gave it a handful of chances where a quiet one gets hundreds.
+ */
+const SEED_MIN_TRIES = 50;
 /** A seed that raced a ledger write tries again this much sooner: writes are short and frequent. */
 const SEED_RACE_RETRY_MS = 2;
 /** An instance that has not said it is alive for this long is dead: its unwritten charges are lost. */
@@ -873,7 +879,7 @@ export class RedisBook implements BalanceBook, LiveCopy {
     const group = this.layout.groupOf(accountId);
     const { epoch: groupEpoch } = this.state(group);
     const fence = group.creditFence(accountId);
-    for (let deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+    for (let deadline = performance.now() + SEED_WAIT_MS, tries = 0; tries++ < SEED_MIN_TRIES || performance.now() < deadline; ) {
       // Seeded by someone else while this one waited out credits and transfers (which fence the
       // account for as long as they keep coming): nothing left to do.
       if ((await this.guard(() => this.redis.exists(group.account(accountId)))) === 1) return true;
@@ -960,7 +966,7 @@ export class RedisBook implements BalanceBook, LiveCopy {
    * ('busy': read again) if a ledger write touching the spend started or ended since the probe.
    */
   private async seedSpend(group: BookGroup, hash: string, field: string, fence: string, kind: 'key' | 'budget', read: () => Promise<{ spent: bigint; extra: string }>): Promise<void> {
-    for (let deadline = performance.now() + SEED_WAIT_MS; performance.now() < deadline; ) {
+    for (let deadline = performance.now() + SEED_WAIT_MS, tries = 0; tries++ < SEED_MIN_TRIES || performance.now() < deadline; ) {
       const waitedFrom = performance.now();
       const groupEpoch = this.state(group).epoch;
       const epoch = await groupEpoch.open();
