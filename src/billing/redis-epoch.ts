@@ -10,6 +10,11 @@
  * (seeds wait), which gives every live instance the time to notice the new epoch (each looks every
  * `EPOCH_CHECK_MS`, and at once on a reconnect or when a seed of its own meets it) and re-assert its
  * figures. Only the first epoch of a deployment opens at once: nothing can have been settled before it.
+ * The window alone is a guess about timing (a loaded machine once took longer than it to look, and a
+ * seed left the late instance's charges out), so an instance also remembers which others it last saw
+ * alive in the state it stood in, and after a loss its seeds wait, past the window, until each of them
+ * has re-asserted in the new epoch (`in:<instance>` in the epoch hash) or has been silent for the
+ * heartbeat's lifetime (dead, by the rule every seed already applies).
  *
  * Redis may also come back with a copy rather than nothing: a replica promoted by a failover, or a
  * restart that loaded a snapshot, holds the state as it was some writes ago (replication and
@@ -26,6 +31,8 @@ import type { BookScript } from './redis-scripts';
 export const EPOCH_CHECK_MS = 1000;
 /** How long a new epoch keeps seeds waiting: past every live instance's next look, with margin. */
 const REASSERT_WINDOW_MS = 2500;
+/** How often a seed past the window looks whether the instances it waits for have re-asserted. */
+const PEER_POLL_MS = 50;
 
 /** This instance's share of what Redis keeps for seeds, kept in memory as the truth to re-assert. */
 export class InstanceFigures {
@@ -98,12 +105,20 @@ export class RedisEpoch {
     if (this.current !== null && this.knownOpen) return this.current;
     for (;;) {
       const { id, opensInMs } = await this.look();
-      if (opensInMs <= 0) {
+      if (opensInMs <= 0 && this.peersBack()) {
         this.knownOpen = id === this.current;
         return id;
       }
-      await delay(Math.min(opensInMs, EPOCH_CHECK_MS / 4));
+      await delay(opensInMs > 0 ? Math.min(opensInMs, EPOCH_CHECK_MS / 4) : PEER_POLL_MS);
     }
+  }
+
+  /**
+   * Whether every other instance seen alive in the state before has re-asserted in this one (one
+   * silent for the heartbeat's lifetime since is dead: seeds leave its figures out, as ever).
+   */
+  private peersBack(): boolean {
+    return performance.now() - this.peers.at >= this.instanceTtlMs || this.peers.ids.every((peer) => this.back.has(peer));
   }
 
   /** A seed met another epoch than the one `open()` gave it. */
@@ -120,6 +135,12 @@ export class RedisEpoch {
   private lastOpens = 0;
   private lastNow = 0;
   private lastAt = 0;
+  /** The other instances alive at the last look in an epoch this one stood in fully, and when (ours). */
+  private peers: { readonly ids: readonly string[]; readonly at: number } = { ids: [], at: 0 };
+  /** The instances the last look found re-asserted in its epoch. */
+  private back = new Set<string>();
+  /** The epoch whose every peer came back (or was one this instance stood in from the start). */
+  private settled: string | null = null;
 
   private opening(id: string): { id: string; opensInMs: number } {
     // The server's clock, moved on by ours since it was read: instances' clocks need not agree.
@@ -130,21 +151,32 @@ export class RedisEpoch {
   private async lookNow(): Promise<string> {
     const fresh = this.current === null ? '1' : '0';
     const args = [randomUUID(), String(REASSERT_WINDOW_MS), fresh, this.keys.prefix];
-    const reply = (await this.script('epoch', [this.keys.epoch, this.keys.holdExpiries], args)) as [string, string, string, string];
-    const [id, opens, now, dropped] = reply;
+    const reply = (await this.script('epoch', [this.keys.epoch, this.keys.holdExpiries], args)) as [string, string, string, string, string, string];
+    const [id, opens, now, dropped, alive, back] = reply;
     if (dropped !== '') this.onCopied(Number(dropped));
     this.lastOpens = Number(opens);
     this.lastNow = Number(now);
     this.lastAt = performance.now();
+    this.back = new Set(words(back));
     if (id !== this.current) {
       this.knownOpen = false;
+      // The first epoch this instance sees: it had no state before to have peers in.
+      if (this.current === null) this.settled = id;
       // Sent in one step from the figures as they are now: every script sent before it is applied
       // before it, and every one sent after it applies its own change on top.
-      await this.script('reassert', [this.keys.undrained, this.keys.instances, this.keys.heartbeat], [this.instance, String(this.instanceTtlMs), ...this.figures.toArgs()]);
+      const keys = [this.keys.undrained, this.keys.instances, this.keys.heartbeat, this.keys.epoch];
+      await this.script('reassert', keys, [this.instance, String(this.instanceTtlMs), id, ...this.figures.toArgs()]);
       this.current = id;
     }
+    if (this.settled !== id && Number(opens) <= Number(now) && this.peersBack()) this.settled = id;
+    // Only a settled epoch's heartbeats name the peers: in a new one, a peer not back yet is not listed.
+    if (this.settled === id) this.peers = { ids: words(alive).filter((peer) => peer !== this.instance), at: this.lastAt };
     return id;
   }
+}
+
+function words(list: string): string[] {
+  return list === '' ? [] : list.split(' ');
 }
 
 function delay(ms: number): Promise<void> {

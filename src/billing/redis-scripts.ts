@@ -31,7 +31,7 @@
  *   instance:<instance> string  the instance's heartbeat; outbox:<instance> string  its outbox
  *   epoch               hash  id, opens (ms, the server's clock), run_id (the server it stands on):
  *                             Redis's state since it was last found empty or copied; no seed runs
- *                             before it opens (`redis-epoch.ts`)
+ *                             before it opens (`redis-epoch.ts`); in:<instance>: it re-asserted here
  *
  * The sweep, the seed and the epoch derive key names inside the script (an account's and key's from a
  * hold's fields, each instance's undrained hash from `instances`, the live money by a scan), from the
@@ -590,9 +590,10 @@ return 1
  * a failover, or a restart that loaded a snapshot) that may lack the last writes its source took, a
  * settlement among them. So the live money (balances, key spend, budget spend, holds) is dropped and
  * a new epoch made, which waits for the instances to re-assert their figures and reseeds from the
- * ledger: a stale balance is never held against. Replies {id, opens, now, dropped}: times in ms on
- * the server's clock, as decimal strings; dropped is how many keys a copied state lost ('' when the
- * state was not copied).
+ * ledger: a stale balance is never held against. Replies {id, opens, now, dropped, alive, back}: times
+ * in ms on the server's clock, as decimal strings; dropped is how many keys a copied state lost (''
+ * when the state was not copied); alive the instances whose heartbeat is here and back those that
+ * re-asserted their figures in this epoch (`in:<instance>`), each space-separated.
  */
 const EPOCH = `
 -- INFO is not deterministic; replicate what this script writes, not the script (the default from 5.0 on).
@@ -625,24 +626,36 @@ end
 if not id then
   id = ARGV[1]
   opens = string.format('%.0f', (ARGV[3] == '1' and not madeOn) and now or now + tonumber(ARGV[2]))
+  -- A copied epoch's 'in:' fields name instances that re-asserted in the state it replaces.
+  redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'id', id, 'opens', opens, 'run_id', runId)
 elseif not madeOn then
   -- Made by a build that did not record the server: this one is its server from now on.
   redis.call('HSET', KEYS[1], 'run_id', runId)
 end
-return {id, opens, string.format('%.0f', now), dropped}
+local groupPrefix = ARGV[4]
+local alive = {}
+for _, instance in ipairs(redis.call('SMEMBERS', groupPrefix .. 'instances')) do
+  if redis.call('EXISTS', groupPrefix .. 'instance:' .. instance) == 1 then table.insert(alive, instance) end
+end
+local back = {}
+for _, field in ipairs(redis.call('HKEYS', KEYS[1])) do
+  if string.sub(field, 1, 3) == 'in:' then table.insert(back, string.sub(field, 4)) end
+end
+return {id, opens, string.format('%.0f', now), dropped, table.concat(alive, ' '), table.concat(back, ' ')}
 `;
 
 /**
- * KEYS: this instance's undrained hash, instances, its heartbeat. ARGV: instance, heartbeat TTL ms,
- * then field and value pairs: per undrained field (an account id, 'k:<key id>', 'b:<budget>') its
- * amount, per store write under way its 'w:<field>' and '<request id> <amount>'. Makes the hash what
- * the instance knows it to be.
+ * KEYS: this instance's undrained hash, instances, its heartbeat, epoch. ARGV: instance, heartbeat TTL
+ * ms, the epoch it re-asserts in, then field and value pairs: per undrained field (an account id,
+ * 'k:<key id>', 'b:<budget>') its amount, per store write under way its 'w:<field>' and '<request id>
+ * <amount>'. Makes the hash what the instance knows it to be, and says so in the epoch (`in:<instance>`)
+ * when it is still that one: the other instances' seeds wait for it.
  */
 const REASSERT = `
 local undrained = KEYS[1]
 local known = {}
-for i = 3, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
+for i = 4, #ARGV, 2 do known[ARGV[i]] = ARGV[i + 1] end
 -- A field the instance does not know of is one it has since cleared in its own figures.
 for _, field in ipairs(redis.call('HKEYS', undrained)) do
   if not known[field] then redis.call('HDEL', undrained, field) end
@@ -650,6 +663,7 @@ end
 for field, value in pairs(known) do redis.call('HSET', undrained, field, value) end
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
+if redis.call('HGET', KEYS[4], 'id') == ARGV[3] then redis.call('HSET', KEYS[4], 'in:' .. ARGV[1], '1') end
 return 1
 `;
 
@@ -674,7 +688,7 @@ const SCRIPTS = {
   transferTake: { numberOfKeys: null, lua: TRANSFER_TAKE },
   creditEnd: { numberOfKeys: 3, lua: CREDIT_END },
   epoch: { numberOfKeys: 2, lua: EPOCH },
-  reassert: { numberOfKeys: 3, lua: REASSERT },
+  reassert: { numberOfKeys: 4, lua: REASSERT },
 } as const;
 
 export type BookScript = keyof typeof SCRIPTS;
