@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { Redis } from 'ioredis';
 import pino from 'pino';
+import { BookUnavailableError } from '../../src/billing/book';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { openRedisBook, type RedisBook } from '../../src/billing/redis-book';
 import { openStore } from '../../src/store/open';
@@ -271,17 +272,28 @@ describe('faults: reseeding a Redis balance with several instances (PostgreSQL +
       }
     });
     let reseeds = 0;
+    let refused = 0;
     const deadline = Date.now() + 3000;
     while (Date.now() < deadline) {
       await lose(ids.accountId);
-      await [a, b][reseeds % 2].book.balance(ids.accountId);
-      reseeds += 1;
+      // A seed that keeps meeting writes gives up with the documented refusal (a 503 before anything
+      // is held); on a loaded machine some do. Any other error, or a wrong balance after, fails.
+      await [a, b][(reseeds + refused) % 2].book.balance(ids.accountId).then(
+        () => (reseeds += 1),
+        (error: unknown) => {
+          if (!(error instanceof BookUnavailableError)) throw error;
+          refused += 1;
+        },
+      );
       await new Promise((resolve) => setTimeout(resolve, 3));
     }
     settling = false;
     await Promise.all(load);
     await drained(a, b);
-    console.log(`      ${reseeds} reseeds while ${[a, b].length} instances settled ${settled} nano-units`);
+    console.log(`      ${reseeds} reseeds (${refused} refused) while ${[a, b].length} instances settled ${settled} nano-units`);
+    expect(reseeds, 'reseeds that raced the writes and landed').to.be.greaterThan(0);
+    // The last loss may have been refused its seed: seeded now, with the writers quiet.
+    await a.book.balance(ids.accountId);
     expect(await ledger(ids.accountId)).to.equal(10n ** 12n - settled);
     expect(await live(ids.accountId), 'the live balance after the last write').to.equal(await ledger(ids.accountId));
     expect(await a.book.drift(await store.ledgerTotals())).to.deep.equal([]);
