@@ -12,7 +12,7 @@ import { parseConfig } from '../../src/config/load';
 import { startGateway, type Gateway } from '../../src/gateway';
 import { openStore } from '../../src/store/open';
 import type { Store } from '../../src/store/store';
-import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
+import { startFakeUpstream, waitUntil, type FakeUpstream } from '../helpers/fake-upstream';
 import { defaultTestYaml, startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { chatCompletion, chatStream } from '../helpers/upstream-replies';
 
@@ -212,10 +212,23 @@ describe('e2e: rate limits', () => {
     expect(fake.requests).to.have.length(2);
   });
 
-  it('never admits concurrent requests past the tokens limit (E5)', async () => {
+  it('never admits concurrent requests past the tokens limit (E5)', async function () {
+    // Its waits have wide bounds (a loaded machine); the suite's 10 s would cut them short.
+    this.timeout(30_000);
     tg = await startTestGateway({ yaml: limitedYaml(fake.url, '{ per_key: { tpm: 10000 } }') });
-    for (let i = 0; i < 10; i++) fake.enqueue({ delayMs: 200, then: chatCompletion({ inputTokens: 20, outputTokens: 10 }) });
-    const answers = await Promise.all(Array.from({ length: 10 }, () => chat(tg!.url, tg!.key, { max_tokens: 4000 })));
+    // Admitted requests are held upstream until every one of the ten is decided: answered (refused)
+    // or arrived upstream (admitted). No admission is released (its reservation corrected to the
+    // 30 tokens used) before the last decision, however slowly a loaded machine sends the ten; a
+    // fixed upstream delay would let a late request in after the first two were corrected.
+    let answered = 0;
+    let openGate = () => {};
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    for (let i = 0; i < 10; i++) fake.enqueue({ until: gate, then: chatCompletion({ inputTokens: 20, outputTokens: 10 }) });
+    const sent = Array.from({ length: 10 }, () => chat(tg!.url, tg!.key, { max_tokens: 4000 }).finally(() => (answered += 1)));
+    await waitUntil(() => (answered + fake.requests.length >= 10 ? true : undefined), 15_000, 'every request answered or upstream');
+    expect(fake.requests).to.have.length(2);
+    openGate();
+    const answers = await Promise.all(sent);
     expect(answers.filter((a) => a.status === 200)).to.have.length(2);
     expect(answers.filter((a) => a.status === 429)).to.have.length(8);
     for (const answer of answers) expect(Number(answer.headers.get('x-ratelimit-remaining-tokens'))).to.be.at.least(0);
