@@ -65,6 +65,11 @@ export function managesMembers(organisation: Organisation | null): boolean {
   return organisation?.role === 'owner' || organisation?.role === 'admin';
 }
 
+/** Owners and billing members move credit into and out of the organisation (org-access.ts: move_money). */
+export function movesMoney(organisation: Organisation): boolean {
+  return organisation.role === 'owner' || organisation.role === 'billing';
+}
+
 /** The header's account switcher: the personal account and each organisation, with one's role. */
 export function accountSwitcher(personalName: string): HTMLElement {
   const chosen = actingOrganisation()?.id ?? PERSONAL;

@@ -493,3 +493,16 @@ export interface StatementSummary {
   opening: StatementAmount;
   closing: StatementAmount;
 }
+
+/** A move of credit between two accounts (GET/POST /api/transfers). */
+export interface Transfer {
+  id: string;
+  from_account_id: string;
+  from_account_name: string | null;
+  to_account_id: string;
+  to_account_name: string | null;
+  amount: string;
+  actor: string | null;
+  note: string | null;
+  created_at: string;
+}

@@ -8,6 +8,7 @@ import { formatMoney } from '../money.js';
 import type { Page, PageContext } from '../page.js';
 import { statusLine } from '../status.js';
 import type { AccountSummary, Credit, PaymentOptions } from '../types.js';
+import { moveCreditSection } from './move-credit.js';
 import { autoRechargeSection, cardSection } from './topup-card.js';
 import { pageHeading, section, totalMoney } from '../ui.js';
 
@@ -55,6 +56,7 @@ export const topupPage: Page = {
       balance,
       card,
       section('Redeem a code', form, status.element),
+      moveCreditSection(context, (value) => showBalance(balance, value)),
       section('Credit history', history));
     void refreshHistory();
     void apiGet<AccountSummary>('/api/account', { signal: context.signal }).then((summary) => showBalance(balance, summary.balance), () => undefined);
