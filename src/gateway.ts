@@ -25,7 +25,7 @@ import { AutoRecharge } from './payments/auto-recharge';
 import { Payments } from './payments/payments';
 import { startReconcileJob } from './payments/reconcile-job';
 import { openStore } from './store/open';
-import { checkpointInBackground } from './store/sqlite-checkpoints';
+import { writeInBackground } from './store/sqlite-background-writes';
 import { checkSecretKey } from './store/check-secret-key';
 import { keyFileOf } from './auth/secret-key';
 import { SqliteStore } from './store/sqlite';
@@ -158,8 +158,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await checkSecretKey(store, logger);
   }
   if (store instanceof SqliteStore) warnIfReadableByOthers(logger, [...storeFiles(store.filename), keyFileOf(store.filename)]);
-  // A SQLite file's WAL checkpoints run on a thread of their own, never inside a request's commit.
-  const checkpoints = store instanceof SqliteStore && store.durable ? checkpointInBackground(store, logger) : null;
+  // A SQLite file's ledger batches and WAL checkpoints run on a thread of their own, never on the request thread.
+  const backgroundWrites = store instanceof SqliteStore && store.durable ? writeInBackground(store, logger) : null;
 
   // One registry per gateway, made before the first chain: every chain a reload builds counts into it.
   const metrics = new GatewayMetrics(PACKAGE_VERSION);
@@ -259,8 +259,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     await refusals.close();
     // The last requests' spans go out before the process does (bounded by the export timeout).
     await tracing.shutdown().catch((err: unknown) => logger.warn({ err }, 'tracing: the last spans could not be exported'));
-    // After billing's last ledger batch; the store's close then checkpoints what is left.
-    await checkpoints?.stop();
+    // After billing's last ledger batch, which it waits for; the store's close then checkpoints what is left.
+    await backgroundWrites?.stop();
     if (ownsStore) await store.close();
     // After the plugins closed: billing's last settlements may have needed a count.
     await stopTokenizer();

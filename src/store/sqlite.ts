@@ -30,6 +30,7 @@ import { SqliteAudit } from './sqlite-audit';
 import { openSqlite, type SqliteDatabase, type SqliteStatement } from './sqlite-driver';
 import { SqliteConsole, SqliteSecondFactors } from './sqlite-console';
 import { SqliteLedger } from './sqlite-ledger';
+import type { ChargeBatchWriter } from './sqlite-background-writes';
 import type {
   Account,
   AccountBalance,
@@ -128,6 +129,8 @@ export class SqliteStore implements Store {
   private localFundsRevision = 0;
   /** `data_version` as read in the current event-loop turn (asOf 'turn'); null until read in it. */
   private turnDataVersion: number | null = null;
+  /** Where ledger batches are written when not on this connection. */
+  private chargeWriter: ChargeBatchWriter | null = null;
   private readonly endTurn = (): void => {
     this.turnDataVersion = null;
   };
@@ -365,7 +368,12 @@ export class SqliteStore implements Store {
   }
 
   async recordCharges(charges: readonly ChargeRecord[]): Promise<number> {
-    return this.ledger.recordCharges(charges);
+    return this.chargeWriter !== null ? this.chargeWriter(charges) : this.ledger.recordCharges(charges);
+  }
+
+  /** Writes ledger batches with `writer` (a thread's connection, sqlite-background-writes.ts); null: on this connection. */
+  writeChargesWith(writer: ChargeBatchWriter | null): void {
+    this.chargeWriter = writer;
   }
 
   async setAsideCharge(charge: ChargeRecord, error: string): Promise<void> {
@@ -506,7 +514,7 @@ export class SqliteStore implements Store {
 
   /**
    * Whether this connection's commits checkpoint the WAL (SQLite's default, at 1,000 pages); off while
-   * a thread does it for them (sqlite-checkpoints.ts).
+   * a thread does it for them (sqlite-background-writes.ts).
    */
   autoCheckpoint(on: boolean): void {
     this.db.exec(`PRAGMA wal_autocheckpoint = ${on ? 1000 : 0}`);
