@@ -9,10 +9,10 @@ import { generateApiKey } from '../../src/auth/keys';
 import { AccountExistsError } from '../../src/store/store';
 import type { NewAuditEntry } from '../../src/store/audit';
 import type { RefusalRecord } from '../../src/store/refusals';
-import type { Account, ApiKeyRecord, ChargeRecord, Hold, NewKey, Store, UsageSummaryRow } from '../../src/store/store';
+import type { Account, ApiKeyRecord, Hold, NewKey, Store, UsageSummaryRow } from '../../src/store/store';
 import { LedgerWriter } from '../../src/billing/ledger-writer';
 import { rejection } from '../helpers/async';
-import { PLAIN_CHARGE } from '../helpers/charges';
+import { chargeOf } from '../helpers/charges';
 import { captureLogger } from '../helpers/capture-logger';
 
 /** 2^53 + 1: the smallest integer a JS number cannot hold. */
@@ -26,32 +26,6 @@ function newKey(account: Account, extra: Partial<NewKey> = {}): NewKey {
 
 function holdOf(key: ApiKeyRecord, amount: bigint, extra: Partial<Hold> = {}): Hold {
   return { requestId: `req_${randomUUID()}`, accountId: key.accountId, keyId: key.id, amount, expiresAt: new Date(Date.now() + HOUR_MS), ...extra };
-}
-
-function chargeOf(key: ApiKeyRecord, requestId: string, cost: bigint, extra: Partial<ChargeRecord> = {}): ChargeRecord {
-  return {
-    requestId,
-    accountId: key.accountId,
-    keyId: key.id,
-    model: 'gpt-test',
-    provider: 'mock',
-    endpoint: 'chat',
-    images: 0,
-    inputTokens: 100,
-    cacheWriteTokens: 1, cacheWrite1hTokens: 0,
-    cacheReadTokens: 2,
-    outputTokens: 50,
-    imageInputTokens: 0,
-    imageOutputTokens: 0,
-    cost,
-    ...PLAIN_CHARGE,
-    usageSource: 'upstream',
-    status: 200,
-    outcome: 'delivered',
-    latencyMs: 123,
-    createdAt: new Date(Math.floor(Date.now() / 1000) * 1000),
-    ...extra,
-  };
 }
 
 function sleep(ms: number): Promise<void> {

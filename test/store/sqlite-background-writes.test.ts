@@ -11,7 +11,7 @@ import type { ApiKeyRecord, ChargeRecord } from '../../src/store/store';
 import { rejection } from '../helpers/async';
 import { startBlockMeter } from '../helpers/block-meter';
 import { captureLogger } from '../helpers/capture-logger';
-import { PLAIN_CHARGE } from '../helpers/charges';
+import { chargeOf as charge } from '../helpers/charges';
 
 /** Resolves once `check` holds, polling; fails after `ms` (a wide bound: the machine may be loaded). */
 async function eventually(check: () => boolean, ms = 15_000): Promise<void> {
@@ -26,30 +26,7 @@ let nextRequest = 0;
 
 function chargeOf(key: ApiKeyRecord, cost: bigint, extra: Partial<ChargeRecord> = {}): ChargeRecord {
   nextRequest += 1;
-  return {
-    requestId: `req_background_${nextRequest}`,
-    accountId: key.accountId,
-    keyId: key.id,
-    model: 'gpt-test',
-    provider: 'mock',
-    endpoint: 'chat',
-    images: 0,
-    inputTokens: 100,
-    cacheWriteTokens: 0,
-    cacheWrite1hTokens: 0,
-    cacheReadTokens: 0,
-    outputTokens: 50,
-    imageInputTokens: 0,
-    imageOutputTokens: 0,
-    cost,
-    ...PLAIN_CHARGE,
-    usageSource: 'upstream',
-    status: 200,
-    outcome: 'delivered',
-    latencyMs: 12,
-    createdAt: new Date(),
-    ...extra,
-  };
+  return charge(key, `req_background_${nextRequest}`, cost, extra);
 }
 
 /** A connection stub that records what is handed over and given back. */
