@@ -15,13 +15,18 @@ export function columnText(text: string, maxLength = 200): string {
   return text.replaceAll('\u0000', '\uFFFD').slice(0, maxLength);
 }
 
+/** SQLite's primary result codes for a record it refuses: TOOBIG, CONSTRAINT, MISMATCH, RANGE. */
+const SQLITE_REFUSALS: ReadonlySet<number> = new Set([18, 19, 20, 25]);
+
 /**
  * Whether the store refused the records themselves (a value out of range, a broken constraint, a type
  * it cannot bind), as opposed to being unreachable or busy: only then does splitting the batch help.
  */
 export function isRefusedRecord(error: unknown): boolean {
   if (error instanceof RangeError || error instanceof TypeError) return true;
-  const code = (error as { code?: unknown } | null)?.code;
+  const { code, errcode } = (error ?? {}) as { code?: unknown; errcode?: unknown };
+  // node:sqlite gives SQLite's extended result code as a number (its `code` is ERR_SQLITE_ERROR).
+  if (typeof errcode === 'number') return SQLITE_REFUSALS.has(errcode & 0xff);
   if (typeof code !== 'string') return false;
   // PostgreSQL: class 22 data exception (numeric_value_out_of_range ...), class 23 integrity violation.
   if (/^2[23][0-9A-Z]{3}$/.test(code)) return true;
