@@ -1107,10 +1107,12 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
         const good = accounts.map(({ key }) => chargeOf(key, `req_${randomUUID()}`, 100n));
         // A cost no 64-bit column holds: both stores refuse the record itself.
         const bad = chargeOf(accounts[1].key, `req_${randomUUID()}`, 2n ** 64n);
+        // An account the store does not hold: a broken foreign key, which each binding reports its own way.
+        const orphan = chargeOf(accounts[2].key, `req_${randomUUID()}`, 100n, { accountId: 'acc_0000000000000000' });
         const setAside: string[] = [];
         const lines: string[] = [];
         const writer = new LedgerWriter(store, { intervalMs: 5, maxRecords: 100, onSetAside: (charge) => setAside.push(charge.requestId) }, captureLogger('info', lines));
-        for (const charge of [good[0], bad, good[1], good[2]]) writer.enqueue(charge);
+        for (const charge of [good[0], bad, good[1], orphan, good[2]]) writer.enqueue(charge);
         const started = Date.now();
         while (writer.pending > 0 && Date.now() - started < 5000) await sleep(10);
         expect(writer.pending, 'left queued').to.equal(0);
@@ -1120,14 +1122,16 @@ export function describeStoreContract(label: string, open: () => Promise<Store>,
           expect((await store.listCharges({ accountId: account.id })).map((charge) => charge.requestId)).to.deep.equal([good[index].requestId]);
           expect((await store.balance(account.id)).balance).to.equal(9_900n);
         }
-        expect(setAside).to.deep.equal([bad.requestId]);
-        const [kept] = await store.listSetAsideCharges();
-        expect(kept.requestId).to.equal(bad.requestId);
+        expect(setAside).to.have.members([bad.requestId, orphan.requestId]);
+        const keptAll = await store.listSetAsideCharges();
+        expect(keptAll.map((row) => row.requestId)).to.have.members([bad.requestId, orphan.requestId]);
+        expect(keptAll.find((row) => row.requestId === orphan.requestId)!.accountId).to.equal('acc_0000000000000000');
+        const kept = keptAll.find((row) => row.requestId === bad.requestId)!;
         expect(kept.accountId).to.equal(bad.accountId);
         expect(kept.error).to.not.equal('');
         expect(JSON.parse(kept.record)).to.include({ requestId: bad.requestId, cost: String(2n ** 64n) });
         const errors = lines.map((line) => JSON.parse(line) as { level: string; requestId?: string }).filter((line) => line.level === 'error');
-        expect(errors.map((line) => line.requestId)).to.deep.equal([bad.requestId]);
+        expect(errors.map((line) => line.requestId)).to.have.members([bad.requestId, orphan.requestId]);
         await writer.close();
       });
     });
