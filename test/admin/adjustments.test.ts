@@ -11,7 +11,7 @@ import { startFakeUpstream, type FakeUpstream } from '../helpers/fake-upstream';
 import { startTestGateway, type TestGateway } from '../helpers/test-gateway';
 import { chatCompletion } from '../helpers/upstream-replies';
 import { ApiClient, expectError } from './api-client';
-import { addAccount, chat, consoleYaml, passwordHash, PASSWORD, waitFor } from './fixtures';
+import { addAccount, chargesOf, chat, consoleYaml, passwordHash, PASSWORD } from './fixtures';
 
 onEachBackend((backend) => `management API: adjustments on ${backend}`, 'adjustments', adjustments);
 
@@ -82,7 +82,7 @@ function adjustments(backendOf: () => Backend): void {
     fake.enqueue(chatCompletion({ text: 'ok', inputTokens: 10, outputTokens: 2 }));
     expect((await chat(tg.url, key, 'gpt-priced')).status).to.equal(200);
     // The charge reaches the ledger a batch later; the money test below reads the ledger's sums.
-    await waitFor(() => tg.store.listCharges({ accountId: umaId }), (charges) => charges.length === 1, "the request's charge in the ledger");
+    await chargesOf(tg.store, umaId, 1);
     // Take everything that is left: the next paid request is refused for want of funds.
     const left = await liveBalance();
     expect((await debit(left, 'account closed')).status).to.equal(201);
