@@ -30,7 +30,9 @@ interface Range {
 
 /** `since`/`until` as `GET /api/usage` takes them; by default the last 30 days up to now. */
 export function rangeOf(ctx: ApiContext): Range {
-  const until = dateParam(ctx.query.until, 'until', 'end') ?? new Date();
+  // A range ends before `until`; left out, it ends after this millisecond, so what was written in the
+  // same millisecond as the question (a refund, a charge) is in the answer.
+  const until = dateParam(ctx.query.until, 'until', 'end') ?? new Date(Date.now() + 1);
   const since = dateParam(ctx.query.since, 'since', 'start') ?? new Date(until.getTime() - DEFAULT_DAYS * DAY_MS);
   if (since.getTime() >= until.getTime()) throw invalid('since', 'since must be before until.');
   if (until.getTime() - since.getTime() > MAX_RANGE_DAYS * DAY_MS) throw invalid('since', `A range covers at most ${MAX_RANGE_DAYS} days.`);
